@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// `mirror`: keeps a directory in sync with a checksummed manifest over unreliable networks.
+///
+/// The C libraries are system libraries found through pkg-config; `scripts/setup` installs their
+/// Debian packages. Each has a tiny module map and a header shim (see `Sources/C*/shim.h`).
+let package = Package(
+    name: "mirror",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "mirror", targets: ["mirror"]),
+        .library(name: "MirrorCore", targets: ["MirrorCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(
+            name: "MirrorCore",
+            dependencies: ["CCurl", "CYAML", "CZlib", "COpenSSL"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(
+            name: "mirror",
+            dependencies: [
+                "MirrorCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .target(
+            name: "MirrorTestSupport",
+            dependencies: ["MirrorCore"],
+            path: "Tests/MirrorTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "MirrorCoreTests",
+            dependencies: ["MirrorCore", "MirrorTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["MirrorCore", "MirrorTestSupport", "mirror"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+    ]
+)

@@ -1,0 +1,5 @@
+#ifndef MIRROR_COPENSSL_SHIM_H
+#define MIRROR_COPENSSL_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/err.h>
+#endif
