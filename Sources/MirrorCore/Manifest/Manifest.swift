@@ -1,0 +1,90 @@
+/// A parsed, validated manifest (spec: `manifest-v1.md`).
+///
+/// Every value here has already passed the spec's rules: paths are safe relative paths, URLs use an
+/// allowed scheme, checksums have the right length. Code downstream relies on that and does not
+/// re-check.
+public struct Manifest: Sendable {
+    /// The name the user gave the manifest (a path or URL), used as the `FILE` in messages.
+    public var sourceName: String
+    public var version: Int
+    /// Absolute URL ending in `/`, when present.
+    public var baseURL: String?
+    /// Absolute URLs ending in `/`, tried in order after `baseURL` for entries with a relative URL.
+    public var mirrors: [String]
+    /// The `destination` key, as written (relative paths are relative to the manifest's folder).
+    public var destination: String?
+    public var entries: [ManifestEntry]
+
+    public init(sourceName: String, version: Int = 1, baseURL: String? = nil, mirrors: [String] = [],
+                destination: String? = nil, entries: [ManifestEntry]) {
+        self.sourceName = sourceName
+        self.version = version
+        self.baseURL = baseURL
+        self.mirrors = mirrors
+        self.destination = destination
+        self.entries = entries
+    }
+
+    /// The URLs to try for `entry`, in order: an absolute `url` alone; otherwise the relative
+    /// reference resolved against `base_url`, then against each mirror (RFC 3986 §5.2).
+    public func sources(for entry: ManifestEntry) -> [String] {
+        switch entry.url {
+        case .absolute(let url):
+            return [url]
+        case .relative(let reference):
+            let bases = (baseURL.map { [$0] } ?? []) + mirrors
+            return bases.compactMap { URLReference.resolve(reference, against: $0) }
+        }
+    }
+}
+
+/// One file the destination must hold.
+public struct ManifestEntry: Sendable, Hashable {
+    /// Where an entry's bytes come from.
+    public enum Location: Sendable, Hashable {
+        /// An absolute URL: used as is; mirrors do not apply.
+        case absolute(String)
+        /// A reference relative to `base_url` (and each mirror). Already percent-encoded.
+        case relative(String)
+    }
+
+    /// Relative POSIX path under the destination (validated: no `..`, no empty component, ...).
+    public var path: String
+    public var url: Location
+    public var size: Int64
+    public var sha256: Digest
+    public var sha512: Digest?
+    /// Modification time to set on the verified file.
+    public var mtime: FileTime?
+    /// Permission bits (0...0o777) to set on the verified file.
+    public var mode: UInt32?
+    /// Line of the entry in the manifest (1-based), for messages.
+    public var line: Int
+
+    public init(path: String, url: Location, size: Int64, sha256: Digest, sha512: Digest? = nil,
+                mtime: FileTime? = nil, mode: UInt32? = nil, line: Int = 0) {
+        self.path = path
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+        self.sha512 = sha512
+        self.mtime = mtime
+        self.mode = mode
+        self.line = line
+    }
+}
+
+/// A point in time with nanosecond precision, as `struct timespec` holds it.
+public struct FileTime: Sendable, Hashable, Comparable {
+    public var seconds: Int64
+    public var nanoseconds: Int64
+
+    public init(seconds: Int64, nanoseconds: Int64 = 0) {
+        self.seconds = seconds
+        self.nanoseconds = nanoseconds
+    }
+
+    public static func < (a: FileTime, b: FileTime) -> Bool {
+        (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
+    }
+}

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads and validates manifests (spec: `manifest-v1.md`). Every rule the spec lists is checked
+/// here, so code downstream can trust a `Manifest`; the first broken rule is thrown as a
+/// `ManifestError` with the position of the offending YAML node.
+public enum ManifestLoader {
+    /// Reads the file at `path` (gzip recognised by its magic bytes 1f 8b, never by name), then
+    /// parses it. `displayName` (default: `path`) is the `FILE` of error messages.
+    public static func load(path: String, displayName: String? = nil) throws -> Manifest {
+        let name = displayName ?? path
+        let bytes: [UInt8]
+        do {
+            bytes = try readWholeFile(path)
+        } catch let code as ReadFailure {
+            throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
+        }
+        return try parse(bytes, sourceName: name)
+    }
+
+    /// Parses bytes already in memory (also gunzips when they start with 1f 8b).
+    public static func parse(_ bytes: [UInt8], sourceName: String) throws -> Manifest {
+        var text = bytes
+        if Gzip.isCompressed(bytes) {
+            do {
+                text = try Gzip.decompress(bytes)
+            } catch let failure as Gzip.Failure {
+                throw ManifestError(file: sourceName, message: failure.message)
+            }
+        }
+        let parsed: YAMLTree?
+        do {
+            parsed = try YAMLParser.parse(text)
+        } catch let e as YAMLError {
+            throw ManifestError(file: sourceName, line: e.line, column: e.column, message: e.message)
+        }
+        guard let tree = parsed else {
+            throw ManifestError(file: sourceName, line: 1, column: 1, message: ManifestRules.emptyMessage)
+        }
+        var rules = ManifestRules(tree: tree, file: sourceName)
+        return try rules.manifest()
+    }
+
+    struct ReadFailure: Error { var errno: Int32 }
+
+    /// The whole file, with POSIX `open`/`fstat`/`read` (retrying on EINTR). Reading it at once is
+    /// fine: libyaml wants the bytes in memory anyway and manifests are megabytes, not gigabytes.
+    static func readWholeFile(_ path: String) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ReadFailure(errno: errno) }
+        defer { close(fd) }
+        var info = stat()
+        var bytes: [UInt8] = []
+        if fstat(fd, &info) == 0, info.st_size > 0 { bytes.reserveCapacity(Int(info.st_size) + 1) }
+        let chunk = 1 << 20
+        var filled = 0
+        while true {
+            if bytes.count - filled < chunk { bytes.append(contentsOf: repeatElement(0, count: chunk)) }
+            let n = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }  // never: the buffer is ≥ 1 MiB
+                return read(fd, base + filled, buffer.count - filled)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadFailure(errno: errno)
+            }
+            if n == 0 { break }
+            filled += n
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+}

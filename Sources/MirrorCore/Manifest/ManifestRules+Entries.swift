@@ -1,0 +1,158 @@
+/// The `files` list: each entry's keys, the `path` rules, and uniqueness across entries.
+extension ManifestRules {
+    static let entryKeys = EntryKey.allCases.map(\.rawValue)
+
+    /// An entry's keys. Matched on the key's bytes packed into one integer (all are at most 7
+    /// bytes), so no String is made for the 3–7 keys of every entry.
+    enum EntryKey: String, CaseIterable {
+        case path, url, size, sha256, sha512, mtime, mode
+
+        init?(_ b: ArraySlice<UInt8>) {
+            guard b.count <= 7 else { return nil }
+            let packed = EntryKey.pack(b)
+            guard let i = EntryKey.packedNames.firstIndex(of: packed) else { return nil }
+            self = EntryKey.allCases[i]
+        }
+
+        private static let packedNames: [UInt64] = allCases.map { pack(Array($0.rawValue.utf8)[...]) }
+
+        /// Up to 7 bytes as one integer; exact, since the length is in the top byte.
+        static func pack(_ b: ArraySlice<UInt8>) -> UInt64 {
+            var v = UInt64(b.count) << 56
+            var shift: UInt64 = 0
+            for byte in b { v |= UInt64(byte) << shift; shift += 8 }
+            return v
+        }
+    }
+
+    mutating func entries(_ files: YAMLTree.Ref) throws -> [ManifestEntry] {
+        guard tree.kind(files) == .sequence else {
+            let hint = tree.isNull(files) ? " (write \"files: []\" for none)" : ""
+            throw error(files, "files must be a list of entries\(hint), got \(tree.describe(files))")
+        }
+        let count = tree.count(files)
+        paths.reserve(count)
+        var entries: [ManifestEntry] = []
+        entries.reserveCapacity(count)
+        for i in 0 ..< count {
+            entries.append(try entry(tree.item(files, i)))
+        }
+        return entries
+    }
+
+    mutating func entry(_ node: YAMLTree.Ref) throws -> ManifestEntry {
+        guard tree.kind(node) == .mapping else {
+            throw error(node, "each entry of files must be a mapping with path, size and sha256, got \(tree.describe(node))")
+        }
+        var path: String?
+        var urlNode: YAMLTree.Ref?
+        var location: ManifestEntry.Location?
+        var size: Int64?
+        var sha256: Digest?
+        var sha512: Digest?
+        var mtime: FileTime?
+        var mode: UInt32?
+        for i in 0 ..< tree.count(node) {
+            let key = tree.key(node, i)
+            let value = tree.value(node, i)
+            switch EntryKey(tree.bytes(key)) {
+            case .path:
+                let p = try pathValue(value)
+                if let problem = paths.insert(p, line: value.line) { throw error(value, problem) }
+                path = p
+            case .url:
+                urlNode = value
+                location = try entryURL(value)
+            case .size:
+                size = try integer(value, "size must be a whole number of bytes ≥ 0")
+            case .sha256:
+                sha256 = try digest(value, key: "sha256", byteCount: 32)
+            case .sha512:
+                sha512 = try digest(value, key: "sha512", byteCount: 64)
+            case .mtime:
+                mtime = try timestamp(value)
+            case .mode:
+                mode = try modeValue(value)
+            case nil:
+                let name = tree.string(key)
+                throw error(key, "unknown key \(quoted(name)) in an entry; allowed keys: "
+                            + ManifestRules.entryKeys.joined(separator: ", ") + suggestion(name, ManifestRules.entryKeys))
+            }
+        }
+        guard let path else {
+            throw error(node, "entry has no path; every entry needs path, size and sha256")
+        }
+        guard let size else {
+            throw error(node, "entry \(quoted(path)) has no size; every entry needs path, size and sha256")
+        }
+        guard let sha256 else {
+            if sha512 != nil {
+                throw error(node, "entry has sha512 but no sha256: this version of mirror needs sha256 on every entry")
+            }
+            throw error(node, "entry \(quoted(path)) has no sha256; every entry needs path, size and sha256 (64 hex digits)")
+        }
+        let url = location ?? .relative(URLReference.encodePath(path))
+        if case .relative = url, baseURL == nil {
+            let hint = urlNode == nil ? " (an entry without url is fetched from base_url + its path)" : ""
+            throw error(urlNode ?? node, "entry \(quoted(path)) has a relative url but the manifest has no base_url\(hint)")
+        }
+        return ManifestEntry(path: path, url: url, size: size, sha256: sha256, sha512: sha512,
+                             mtime: mtime, mode: mode, line: node.line)
+    }
+
+    /// `path`: a string that passes `ManifestRules.pathProblem`.
+    func pathValue(_ node: YAMLTree.Ref) throws -> String {
+        guard tree.kind(node) == .scalar, !tree.isNull(node) else {
+            throw error(node, "path must be a string (a relative path), got \(tree.describe(node))")
+        }
+        let path = tree.string(node)
+        if let problem = ManifestRules.pathProblem(tree.bytes(node)) {
+            throw error(node, problem(quoted(path)))
+        }
+        return path
+    }
+
+    /// The spec's path rules, checked on the UTF-8 bytes. Returns a message builder taking the
+    /// quoted path, or nil when the path is fine.
+    static func pathProblem(_ bytes: ArraySlice<UInt8>) -> ((String) -> String)? {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        guard !bytes.isEmpty else { return { _ in "path must not be empty" } }
+        var previous: UInt8 = 0
+        for byte in bytes {
+            // C0 controls, DEL, and C1 controls (U+0080–U+009F are C2 80–C2 9F in UTF-8).
+            if byte < 0x20 || byte == 0x7f || (previous == 0xc2 && (0x80...0x9f).contains(byte)) {
+                let hex = String(byte, radix: 16, uppercase: true)  // for C1, the 2nd byte is the code
+                let name = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+                return { "path \($0) contains the control character \(name); paths must not contain control characters" }
+            }
+            if byte == UInt8(ascii: "\\") {
+                return { "path \($0) contains a backslash; separate folders with \"/\"" }
+            }
+            previous = byte
+        }
+        if bytes.first == slash {
+            return { "path \($0) is absolute; paths are relative to the destination (remove the leading \"/\")" }
+        }
+        var start = bytes.startIndex
+        while start <= bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: slash) ?? bytes.endIndex
+            let component = bytes[start ..< end]
+            if component.isEmpty {
+                return { "path \($0) has an empty component; write no \"//\" and no trailing \"/\"" }
+            }
+            if component.count == 1 && component.first == dot {
+                return { "path \($0) has a \".\" component; write the path without it" }
+            }
+            if component.count == 2 && component.first == dot && component.last == dot {
+                return { "path \($0) has a \"..\" component; paths must stay inside the destination" }
+            }
+            start = end + 1
+        }
+        let state = ".mirror".utf8
+        if bytes.starts(with: state) && (bytes.count == state.count || bytes[bytes.startIndex + state.count] == slash) {
+            return { "path \($0) is inside \".mirror\", the folder where mirror keeps its own state" }
+        }
+        return nil
+    }
+}
+

@@ -1,0 +1,106 @@
+/// RFC 3339 §5.6 `date-time` parsing into a `FileTime` (UTC seconds since the Unix epoch + ns).
+///
+/// Written out rather than using Foundation's date formatters: they accept more than the grammar
+/// (lenient fields, locale effects), differ across platforms, and drop digits of the fraction; here
+/// every rule is explicit and all 9 fractional digits survive, as `struct timespec` can hold them.
+enum RFC3339 {
+    /// Why a text is not a timestamp, phrased to follow `mtime "…" `.
+    struct Failure: Error, Equatable { var reason: String }
+
+    /// `full-date "T" full-time`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`. `T` and `Z` may be lower
+    /// case (§5.6 NOTE). The fraction may have 1 to 9 digits. Second 60 (a leap second, §5.7) is
+    /// accepted and counts as the first second of the next minute, which is what POSIX time does.
+    static func parse(_ text: String) -> Result<FileTime, Failure> {
+        parse(bytes: Array(text.utf8)[...])
+    }
+
+    /// The same, on UTF-8 bytes (the manifest loader passes a slice of its scalar arena).
+    static func parse(bytes: ArraySlice<UInt8>) -> Result<FileTime, Failure> {
+        let b = bytes
+        let end = b.endIndex
+        let shape = "is not an RFC 3339 timestamp like \"2026-11-01T12:00:00Z\""
+        var i = b.startIndex
+        func digits(_ n: Int) -> Int? {
+            guard i + n <= end else { return nil }
+            var v = 0
+            for k in i ..< i + n {
+                guard URLReference.isDigit(b[k]) else { return nil }
+                v = v * 10 + Int(b[k] - UInt8(ascii: "0"))
+            }
+            i += n
+            return v
+        }
+        func expect(_ c: Unicode.Scalar, or other: Unicode.Scalar? = nil) -> Bool {
+            guard i < end, b[i] == UInt8(ascii: c) || (other.map { b[i] == UInt8(ascii: $0) } ?? false) else {
+                return false
+            }
+            i += 1
+            return true
+        }
+        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
+              expect("T", or: "t"), let hour = digits(2), expect(":"), let minute = digits(2), expect(":"),
+              let second = digits(2) else { return .failure(Failure(reason: shape)) }
+        var nanos = 0
+        if i < end, b[i] == UInt8(ascii: ".") {
+            i += 1
+            let start = i
+            while i < end, URLReference.isDigit(b[i]) { i += 1 }
+            let count = i - start
+            guard count >= 1 else { return .failure(Failure(reason: shape)) }
+            guard count <= 9 else {
+                return .failure(Failure(reason: "has \(count) fractional digits; at most 9 (nanoseconds) are allowed"))
+            }
+            for k in start ..< i { nanos = nanos * 10 + Int(b[k] - UInt8(ascii: "0")) }
+            for _ in count ..< 9 { nanos *= 10 }
+        }
+        var offset = 0
+        if expect("Z", or: "z") {
+        } else if i < end, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") {
+            let sign = b[i] == UInt8(ascii: "-") ? -1 : 1
+            i += 1
+            guard let oh = digits(2), expect(":"), let om = digits(2) else { return .failure(Failure(reason: shape)) }
+            guard oh <= 23, om <= 59 else {
+                return .failure(Failure(reason: "has an invalid time zone offset; expected -23:59 to +23:59"))
+            }
+            offset = sign * (oh * 3600 + om * 60)
+        } else {
+            return .failure(Failure(reason: shape + " (it needs a time zone: Z or ±HH:MM)"))
+        }
+        guard i == end else { return .failure(Failure(reason: shape)) }
+
+        guard (1...12).contains(month) else { return .failure(Failure(reason: "has month \(month); expected 01 to 12")) }
+        let monthLength = daysIn(month: month, year: year)
+        guard (1...monthLength).contains(day) else {
+            return .failure(Failure(reason: "has day \(day), but month \(month) of \(year) has \(monthLength) days"))
+        }
+        guard hour <= 23 else { return .failure(Failure(reason: "has hour \(hour); expected 00 to 23")) }
+        guard minute <= 59 else { return .failure(Failure(reason: "has minute \(minute); expected 00 to 59")) }
+        guard second <= 60 else { return .failure(Failure(reason: "has second \(second); expected 00 to 60")) }
+
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
+        return .success(FileTime(seconds: seconds, nanoseconds: Int64(nanos)))
+    }
+
+    static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return isLeap(year) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar: Howard Hinnant's
+    /// `days_from_civil` ("chrono-Compatible Low-Level Date Algorithms"), exact for every year.
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400                                        // [0, 399]
+        let mp = (month + 9) % 12                                      // March = 0
+        let doy = (153 * mp + 2) / 5 + day - 1                         // [0, 365]
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy                // [0, 146096]
+        return era * 146_097 + doe - 719_468
+    }
+}
