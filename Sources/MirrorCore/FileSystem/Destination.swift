@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The destination directory (DEST), opened once as a directory descriptor.
+///
+/// Every create, rename and stat below DEST goes through `openat(2)`, `mkdirat(2)`, `renameat(2)`
+/// and `fstatat(2)` relative to that descriptor, and intermediate folders are opened with
+/// `O_NOFOLLOW | O_DIRECTORY`, so that a symlink planted inside DEST cannot redirect a write
+/// elsewhere (contract: "sync never writes, deletes or follows a link outside DEST").
+/// The tool's own state lives in `DEST/.mirror/` (journal, lock, partial downloads).
+public final class Destination {
+    public static let stateFolderName = ".mirror"
+
+    /// DEST as the user named it, for messages.
+    public let path: String
+    let root: FileDescriptor
+
+    /// Opens an existing DEST. Returns nil when it does not exist.
+    public static func openExisting(_ path: String) throws -> Destination? {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("open destination", path)
+        }
+        return Destination(path: path, root: FileDescriptor(fd: fd, displayPath: path))
+    }
+
+    /// Opens DEST, creating it and its missing parents (mode 0755) first.
+    public static func create(_ path: String) throws -> Destination {
+        try makeDirectories(path)
+        guard let dest = try openExisting(path) else { throw SystemError("open destination", path, code: ENOENT) }
+        return dest
+    }
+
+    private init(path: String, root: FileDescriptor) {
+        self.path = path
+        self.root = root
+    }
+
+    /// `mkdir -p` for DEST itself, which the user chose (so its own components may be symlinks).
+    private static func makeDirectories(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw SystemError("create destination folder", prefix)
+            }
+            prefix += "/"
+        }
+    }
+
+    /// Human-readable path of something under DEST.
+    public func display(_ relative: String) -> String {
+        path.hasSuffix("/") ? path + relative : path + "/" + relative
+    }
+
+    // MARK: - Reading
+
+    /// `fstatat(2)` without following a final symlink. nil when nothing is there.
+    ///
+    /// Intermediate components are resolved by the kernel; that is fine for a read-only check, because
+    /// a match also requires the inode, device and change time the journal recorded for our own file.
+    public func status(of relative: String) throws -> FileStatus? {
+        var st = stat()
+        if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw SystemError("inspect", display(relative))
+        }
+        return FileStatus(st)
+    }
+
+    /// Opens a file under DEST for reading, refusing a symlink at any component.
+    public func openForReading(_ relative: String) throws -> FileDescriptor {
+        let (parent, name) = try openParent(of: relative, create: false)
+        let fd = openat(parent.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 { throw SystemError("open", display(relative)) }
+        return FileDescriptor(fd: fd, displayPath: display(relative))
+    }
+
+    // MARK: - Folders
+
+    /// Opens (and with `create`, makes) every folder of `relative` but the last component, and
+    /// returns that folder and the final name.
+    func openParent(of relative: String, create: Bool) throws -> (FileDescriptor, String) {
+        var components = relative.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard let name = components.popLast() else { throw SystemError("open", display(relative), code: EINVAL) }
+        return (try openFolder(components, create: create, for: relative), name)
+    }
+
+    /// Walks `components` from DEST one `openat(O_NOFOLLOW | O_DIRECTORY)` at a time, making missing
+    /// folders with `mkdirat` when `create` is set. A symlink at any component fails with
+    /// `ELOOP`/`ENOTDIR` instead of being followed.
+    func openFolder(_ components: [String], create: Bool, for relative: String) throws -> FileDescriptor {
+        var current = FileDescriptor(fd: dup(root.fd), displayPath: path)
+        if current.fd < 0 { throw SystemError("open destination", path) }
+        var walked = ""
+        for component in components {
+            walked += walked.isEmpty ? component : "/" + component
+            var fd = openat(current.fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if fd < 0 && errno == ENOENT && create {
+                if mkdirat(current.fd, component, 0o755) != 0 && errno != EEXIST {
+                    throw SystemError("create folder", display(walked))
+                }
+                // The new entry in `current` must survive a crash before anything inside it is journaled.
+                try current.sync()
+                fd = openat(current.fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            if fd < 0 {
+                let code = errno
+                if code == ELOOP || code == ENOTDIR {
+                    throw SystemError("use \(display(walked)) (a symlink or not a folder) for", display(relative), code: code)
+                }
+                throw SystemError("open folder", display(walked), code: code)
+            }
+            current = FileDescriptor(fd: fd, displayPath: display(walked))
+        }
+        return current
+    }
+
+    /// Opens `DEST/.mirror[/sub]`, creating it when `create` is set; nil when absent and not created.
+    public func stateFolder(_ sub: String? = nil, create: Bool) throws -> FileDescriptor? {
+        let components = [Destination.stateFolderName] + (sub.map { [$0] } ?? [])
+        let relative = components.joined(separator: "/")
+        do {
+            return try openFolder(components, create: create, for: relative)
+        } catch let error as SystemError where error.code == ENOENT && !create {
+            return nil
+        }
+    }
+
+    // MARK: - Installing a verified file
+
+    /// Moves a verified file into place: `renameat(2)` from the partial folder to `relative`, then
+    /// `fsync` of the receiving folder so the new name is durable (journal.md, rule 1). The rename
+    /// is atomic: a reader sees the old file or the new one, never a mix. Returns the installed file's
+    /// status, taken after the rename because rename changes the inode's ctime.
+    public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String) throws -> FileStatus {
+        let (parent, final) = try openParent(of: relative, create: true)
+        var st = stat()
+        if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 {
+            let existing = FileStatus(st)
+            if existing.isDirectory {
+                throw SystemError("replace", display(relative) + " (a folder is in the way)", code: EISDIR)
+            }
+        }
+        if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
+            throw SystemError("move into place", display(relative))
+        }
+        try parent.sync()
+        if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+            throw SystemError("inspect", display(relative))
+        }
+        return FileStatus(st)
+    }
+}

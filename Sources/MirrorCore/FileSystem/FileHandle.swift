@@ -1,0 +1,130 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An open file descriptor, closed exactly once (in ``close()`` or `deinit`).
+///
+/// Used for regular files and directories alike. The `displayPath` is only for messages.
+public final class FileDescriptor {
+    public private(set) var fd: Int32
+    public let displayPath: String
+
+    public init(fd: Int32, displayPath: String) {
+        self.fd = fd
+        self.displayPath = displayPath
+    }
+
+    deinit { close() }
+
+    public func close() {
+        if fd >= 0 {
+            _ = Glibc.close(fd)
+            fd = -1
+        }
+    }
+
+    /// `fsync(2)`: data and metadata on stable storage. For a directory this makes the entries
+    /// created or renamed in it durable, which `rename(2)` alone does not.
+    public func sync() throws {
+        if retryingOnEINTR({ fsync(fd) }) != 0 { throw SystemError("sync", displayPath) }
+    }
+
+    /// `fdatasync(2)`: the data (and the size) on stable storage, without the timestamps.
+    public func syncData() throws {
+        if retryingOnEINTR({ fdatasync(fd) }) != 0 { throw SystemError("sync", displayPath) }
+    }
+
+    public func stat() throws -> FileStatus {
+        var st = Glibc.stat()
+        if fstat(fd, &st) != 0 { throw SystemError("stat", displayPath) }
+        return FileStatus(st)
+    }
+
+    /// Writes all of `buffer` at `offset` (`pwrite(2)` in a loop: a short write is not an error).
+    public func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws {
+        guard var base = buffer.baseAddress else { return }
+        var remaining = buffer.count
+        var position = offset
+        while remaining > 0 {
+            let n = retryingOnEINTR { pwrite(fd, base, remaining, off_t(position)) }
+            if n < 0 { throw SystemError("write", displayPath) }
+            remaining -= n
+            position += Int64(n)
+            base += n
+        }
+    }
+
+    /// Appends with `write(2)`; the descriptor is expected to be opened with `O_APPEND`.
+    public func append(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { raw in
+            guard var base = raw.baseAddress else { return }
+            var remaining = raw.count
+            while remaining > 0 {
+                let n = retryingOnEINTR { Glibc.write(fd, base, remaining) }
+                if n < 0 { throw SystemError("write", displayPath) }
+                remaining -= n
+                base += n
+            }
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset`; returns the count (0 at end of file).
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        let n = retryingOnEINTR { pread(fd, base, buffer.count, off_t(offset)) }
+        if n < 0 { throw SystemError("read", displayPath) }
+        return n
+    }
+
+    /// Reads the whole file from the start (for the journal and manifests, not for media).
+    public func readAll() throws -> [UInt8] {
+        var out = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var offset: Int64 = 0
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try read(into: $0, at: offset) }
+            if n == 0 { break }
+            out.append(contentsOf: chunk[0..<n])
+            offset += Int64(n)
+        }
+        return out
+    }
+
+    public func truncate(to length: Int64) throws {
+        if retryingOnEINTR({ ftruncate(fd, off_t(length)) }) != 0 { throw SystemError("truncate", displayPath) }
+    }
+}
+
+/// The parts of `struct stat` that decide whether a file is the one the journal recorded.
+public struct FileStatus: Sendable, Equatable {
+    public var size: Int64
+    public var mode: UInt32
+    public var inode: UInt64
+    public var device: UInt64
+    public var mtime: FileTime
+    public var ctime: FileTime
+
+    public init(size: Int64, mode: UInt32, inode: UInt64, device: UInt64, mtime: FileTime, ctime: FileTime) {
+        self.size = size
+        self.mode = mode
+        self.inode = inode
+        self.device = device
+        self.mtime = mtime
+        self.ctime = ctime
+    }
+
+    init(_ st: Glibc.stat) {
+        size = Int64(st.st_size)
+        mode = UInt32(st.st_mode)
+        inode = UInt64(st.st_ino)
+        device = UInt64(st.st_dev)
+        mtime = FileTime(seconds: Int64(st.st_mtim.tv_sec), nanoseconds: Int64(st.st_mtim.tv_nsec))
+        ctime = FileTime(seconds: Int64(st.st_ctim.tv_sec), nanoseconds: Int64(st.st_ctim.tv_nsec))
+    }
+
+    public var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    public var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+    public var isSymlink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
+}

@@ -1,0 +1,173 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything the journal says about one manifest path.
+public struct EntryRecords: Sendable {
+    public var verified: VerifiedRecord?
+    public var partial: PartialRecord?
+    public var failed: FailedRecord?
+
+    var isEmpty: Bool { verified == nil && partial == nil && failed == nil }
+}
+
+/// The crash-safe journal in `DEST/.mirror/journal` (guarantees: `journal.md`).
+///
+/// An append-only text file of checksummed records (``JournalRecord``). Opening it replays every
+/// record; the first line whose checksum fails, or a last line without its newline, marks the torn
+/// tail of a write a crash interrupted: it and everything after it are ignored and cut off
+/// (`ftruncate`), so a damaged tail costs a little time and never a wrong file.
+/// Appends come from the sync thread and the transfer thread, so they are serialised by a lock.
+public final class Journal {
+    public static let fileName = "journal"
+    static let header = Array("mirror-journal 1\n".utf8)
+
+    /// The latest records per path, as replayed and appended.
+    public private(set) var entries: [String: EntryRecords] = [:]
+    public private(set) var lastRun: RunRecord?
+    /// Bytes of a torn or corrupt tail that opening the journal found and dropped.
+    public private(set) var droppedTailBytes = 0
+
+    private let folder: FileDescriptor
+    private let displayPath: String
+    private var file: FileDescriptor?
+    private var lineCount = 0
+    private let lock = NSLock()
+
+    /// Opens and replays the journal in `folder` (the `.mirror` folder).
+    ///
+    /// - Parameter readOnly: for `--dry-run` and `status`: read what is there, change nothing,
+    ///   not even a torn tail.
+    public init(folder: FileDescriptor, displayPath: String, readOnly: Bool) throws {
+        self.folder = folder
+        self.displayPath = displayPath
+        let flags = readOnly ? O_RDONLY : (O_RDWR | O_CREAT | O_APPEND)
+        let fd = openat(folder.fd, Journal.fileName, flags | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            if readOnly && errno == ENOENT { return }
+            throw SystemError("open journal", displayPath)
+        }
+        let handle = FileDescriptor(fd: fd, displayPath: displayPath)
+        let bytes = try handle.readAll()
+        let validLength = replay(bytes)
+        if readOnly { return }
+        file = handle
+        if validLength < bytes.count || bytes.isEmpty {
+            droppedTailBytes = bytes.count - validLength
+            if validLength == 0 {
+                try handle.truncate(to: 0)
+                try handle.append(Journal.header)
+            } else {
+                try handle.truncate(to: Int64(validLength))
+            }
+            try handle.syncData()
+        }
+    }
+
+    /// Applies every valid record of `bytes`; returns the length of the valid prefix.
+    private func replay(_ bytes: [UInt8]) -> Int {
+        guard bytes.starts(with: Journal.header) else { return 0 }
+        var offset = Journal.header.count
+        while offset < bytes.count {
+            guard let newline = bytes[offset...].firstIndex(of: UInt8(ascii: "\n")),
+                  let record = JournalRecord.decode(bytes[offset..<newline]) else { break }
+            apply(record)
+            lineCount += 1
+            offset = newline + 1
+        }
+        return offset
+    }
+
+    private func apply(_ record: JournalRecord) {
+        switch record {
+        case .verified(let r):
+            entries[r.identity.path, default: EntryRecords()].verified = r
+            entries[r.identity.path]?.failed = nil
+            entries[r.identity.path]?.partial = nil
+        case .partial(let r):
+            entries[r.identity.path, default: EntryRecords()].partial = r
+        case .forget(let path):
+            entries[path]?.partial = nil
+        case .failed(let r):
+            entries[r.identity.path, default: EntryRecords()].failed = r
+        case .run(let r):
+            lastRun = r
+        }
+    }
+
+    public func records(for path: String) -> EntryRecords? {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries[path]
+    }
+
+    /// Appends `record`. With `durable`, `fdatasync`s the journal before returning, so the record
+    /// survives a power cut; callers make the data it describes durable first (journal.md, rule 1).
+    public func append(_ record: JournalRecord, durable: Bool) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let file else { return }
+        try file.append(record.encodedLine())
+        apply(record)
+        lineCount += 1
+        if durable { try file.syncData() }
+    }
+
+    /// Makes every appended record durable.
+    public func sync() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        try file?.syncData()
+    }
+
+    /// True when rewriting would shrink the journal noticeably: more lines than live records
+    /// warrant. Keeps the journal's size proportional to the manifest (journal.md, rule 5).
+    public func needsCompaction(liveEntries: Int) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return lineCount > 4 * liveEntries + 256
+    }
+
+    /// Rewrites the journal with only the records still relevant: those whose identity matches
+    /// `isCurrent` (an entry of the current manifest), and the last run.
+    ///
+    /// Atomic replacement: write `journal.tmp`, `fsync` it, `renameat` over `journal`, `fsync` the
+    /// folder. A crash at any point leaves either the old or the new journal, both complete.
+    public func compact(isCurrent: (EntryIdentity) -> Bool) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard file != nil else { return }
+        var kept: [String: EntryRecords] = [:]
+        var out = Journal.header
+        var lines = 0
+        for path in entries.keys.sorted() {
+            guard let records = entries[path] else { continue }
+            var keep = EntryRecords()
+            if let v = records.verified, isCurrent(v.identity) { keep.verified = v; out += JournalRecord.verified(v).encodedLine(); lines += 1 }
+            if let p = records.partial, isCurrent(p.identity) { keep.partial = p; out += JournalRecord.partial(p).encodedLine(); lines += 1 }
+            if let f = records.failed, isCurrent(f.identity) { keep.failed = f; out += JournalRecord.failed(f).encodedLine(); lines += 1 }
+            if !keep.isEmpty { kept[path] = keep }
+        }
+        if let run = lastRun { out += JournalRecord.run(run).encodedLine(); lines += 1 }
+
+        let tmpName = Journal.fileName + ".tmp"
+        let fd = openat(folder.fd, tmpName, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        if fd < 0 { throw SystemError("write", displayPath + ".tmp") }
+        let tmp = FileDescriptor(fd: fd, displayPath: displayPath + ".tmp")
+        try tmp.append(out)
+        try tmp.sync()
+        tmp.close()
+        CrashPoint.hit("compact-before-rename")
+        if renameat(folder.fd, tmpName, folder.fd, Journal.fileName) != 0 {
+            throw SystemError("replace", displayPath)
+        }
+        try folder.sync()
+        CrashPoint.hit("compact-after-rename")
+        let newFd = openat(folder.fd, Journal.fileName, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+        if newFd < 0 { throw SystemError("open journal", displayPath) }
+        file = FileDescriptor(fd: newFd, displayPath: displayPath)
+        entries = kept
+        lineCount = lines
+    }
+}

@@ -1,0 +1,164 @@
+import Testing
+import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Journal recovery: what a crash can leave behind (a torn last line, garbage, a flipped byte)
+/// must be detected, ignored and cut off, never trusted.
+@Suite struct JournalTests {
+    let identity = EntryIdentity(path: "videos/intro.mp4", size: 1000, sha256: String(repeating: "ab", count: 32), sha512: nil)
+
+    func openFolder(_ dir: TemporaryDirectory) throws -> FileDescriptor {
+        let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        return FileDescriptor(fd: fd, displayPath: dir.path)
+    }
+
+    func journalBytes(_ dir: TemporaryDirectory) throws -> [UInt8] {
+        let fd = open(dir.path("journal"), O_RDONLY)
+        try #require(fd >= 0)
+        return try FileDescriptor(fd: fd, displayPath: "journal").readAll()
+    }
+
+    func append(_ dir: TemporaryDirectory, _ text: [UInt8]) throws {
+        let fd = open(dir.path("journal"), O_WRONLY | O_APPEND)
+        try #require(fd >= 0)
+        try FileDescriptor(fd: fd, displayPath: "journal").append(text)
+    }
+
+    func partial(_ bytes: Int64) -> JournalRecord {
+        .partial(PartialRecord(identity: identity, url: "http://127.0.0.1/x", validator: "\"etag 1\"", bytes: bytes))
+    }
+
+    @Test func recordsRoundTripThroughTheFile() throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+            try journal.append(partial(100), durable: true)
+            try journal.append(partial(200), durable: true)
+            let status = FileStatus(size: 1000, mode: 0o100644, inode: 7, device: 9,
+                                    mtime: FileTime(seconds: 5, nanoseconds: 6), ctime: FileTime(seconds: 7, nanoseconds: 8))
+            try journal.append(.verified(VerifiedRecord(identity: identity, status: status)), durable: true)
+        }
+        let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        let records = try #require(reopened.records(for: identity.path))
+        #expect(records.partial == nil, "a verified record supersedes the partial")
+        #expect(records.verified?.inode == 7)
+        #expect(records.verified?.ctime == FileTime(seconds: 7, nanoseconds: 8))
+        #expect(reopened.droppedTailBytes == 0)
+    }
+
+    @Test func spacesEqualsAndPercentInValuesSurvive() throws {
+        let dir = try TemporaryDirectory()
+        let odd = EntryIdentity(path: "run 7/a=b%c\tд.tar", size: 1, sha256: "00", sha512: nil)
+        do {
+            let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+            try journal.append(.failed(FailedRecord(identity: odd, error: "HTTP 404 = gone", time: 1)), durable: true)
+        }
+        let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
+        #expect(reopened.records(for: odd.path)?.failed?.error == "HTTP 404 = gone")
+    }
+
+    /// A crash mid-append leaves a line without its newline: dropped and truncated away.
+    @Test(arguments: [1, 5, 9, 20, 60])
+    func tornLastLineIsDroppedAndTruncated(cut: Int) throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+            try journal.append(partial(100), durable: true)
+        }
+        let goodLength = try journalBytes(dir).count
+        try append(dir, Array(partial(200).encodedLine().prefix(cut)))
+
+        let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        #expect(reopened.records(for: identity.path)?.partial?.bytes == 100)
+        #expect(reopened.droppedTailBytes == cut)
+        #expect(try journalBytes(dir).count == goodLength, "the torn tail is cut off the file")
+        // And the journal stays usable after the repair.
+        try reopened.append(partial(300), durable: true)
+        let again = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        #expect(again.records(for: identity.path)?.partial?.bytes == 300)
+    }
+
+    @Test func garbageAndFlippedBytesEndTheJournal() throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+            try journal.append(partial(100), durable: true)
+        }
+        var line = partial(999).encodedLine()
+        line[line.count - 3] ^= 0x01  // one flipped bit inside a complete line
+        try append(dir, line)
+        try append(dir, Array("garbage\n".utf8))
+        try append(dir, partial(5000).encodedLine())  // valid, but after the damage: not trusted
+
+        let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        #expect(reopened.records(for: identity.path)?.partial?.bytes == 100)
+        #expect(reopened.droppedTailBytes > 0)
+    }
+
+    @Test func readOnlyOpenChangesNothing() throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+            try journal.append(partial(100), durable: true)
+        }
+        try append(dir, Array("torn".utf8))
+        let before = try journalBytes(dir)
+        let reader = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
+        #expect(reader.records(for: identity.path)?.partial?.bytes == 100)
+        #expect(try journalBytes(dir) == before)
+    }
+
+    @Test func aMissingJournalIsEmptyAndAForeignFileIsReplaced() throws {
+        let dir = try TemporaryDirectory()
+        let none = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
+        #expect(none.entries.isEmpty)
+        #expect(access(dir.path("journal"), F_OK) != 0, "read-only open creates nothing")
+
+        try Array("not a journal at all\n".utf8).withUnsafeBytes { raw in
+            let fd = open(dir.path("journal"), O_WRONLY | O_CREAT, 0o644)
+            try FileDescriptor(fd: fd, displayPath: "journal").write(raw, at: 0)
+        }
+        let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        #expect(journal.entries.isEmpty)
+        #expect(String(decoding: try journalBytes(dir), as: UTF8.self) == "mirror-journal 1\n")
+    }
+
+    @Test func compactionKeepsOnlyCurrentEntriesAndShrinks() throws {
+        let dir = try TemporaryDirectory()
+        let other = EntryIdentity(path: "old.bin", size: 5, sha256: "cd", sha512: nil)
+        let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        for i in 1...400 { try journal.append(partial(Int64(i)), durable: false) }
+        try journal.append(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 3)), durable: false)
+        try journal.append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
+        #expect(journal.needsCompaction(liveEntries: 1))
+        let before = try journalBytes(dir).count
+
+        try journal.compact(isCurrent: { $0 == identity })
+        let after = try journalBytes(dir).count
+        #expect(after < before / 50)
+        #expect(journal.records(for: "old.bin") == nil)
+        #expect(journal.needsCompaction(liveEntries: 1) == false)
+        #expect(access(dir.path("journal.tmp"), F_OK) != 0)
+
+        let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        #expect(reopened.records(for: identity.path)?.partial?.bytes == 400)
+        #expect(reopened.lastRun?.result == "ok")
+        // Appends after compaction land in the new file.
+        try reopened.append(partial(401), durable: true)
+        let third = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
+        #expect(third.records(for: identity.path)?.partial?.bytes == 401)
+    }
+
+    @Test func aRecordForAnotherSizeOrChecksumIsAnotherIdentity() {
+        var changed = identity
+        changed.size += 1
+        #expect(changed != identity)
+        var resummed = identity
+        resummed.sha256 = String(repeating: "cd", count: 32)
+        #expect(resummed != identity)
+    }
+}
