@@ -1,0 +1,77 @@
+/// What a run will do for one entry, decided from the disk and the journal before any request.
+public enum PlannedAction: Equatable, Sendable {
+    /// The journal verified this very file (same size, inode, mtime, ctime): nothing to do.
+    case upToDate
+    /// A file of the right size is there but the journal cannot vouch for it: hash it. A match is
+    /// recorded; a mismatch is downloaded again, and replaced only once the new copy verifies.
+    case check
+    /// Continue an earlier run's partial download from this many durable bytes.
+    case resume(from: Int64, record: PartialRecord)
+    /// Fetch from zero. `replacing`: a different file is at the path now; it stays until the new
+    /// copy verifies.
+    case download(replacing: Bool)
+    /// Something that is not a regular file is at the path (a folder, a symlink, a device): the
+    /// entry fails; nothing there is touched.
+    case blocked(String)
+}
+
+public struct PlanItem: Sendable {
+    public var entry: ManifestEntry
+    public var action: PlannedAction
+}
+
+/// Compares the manifest with the destination and the journal (one `fstatat` per entry, and one
+/// per partial file; no reads).
+public struct Planner {
+    let destination: Destination?
+    let journal: Journal?
+    let partialFolder: FileDescriptor?
+
+    public init(destination: Destination?, journal: Journal?, partialFolder: FileDescriptor?) {
+        self.destination = destination
+        self.journal = journal
+        self.partialFolder = partialFolder
+    }
+
+    public func plan(_ manifest: Manifest) throws -> [PlanItem] {
+        try manifest.entries.map { PlanItem(entry: $0, action: try action(for: $0)) }
+    }
+
+    public func action(for entry: ManifestEntry) throws -> PlannedAction {
+        let identity = EntryIdentity(entry)
+        let records = journal?.records(for: entry.path)
+        let status = try destination?.status(of: entry.path)
+
+        if let status {
+            if !status.isRegularFile {
+                let what = status.isDirectory ? "a folder" : status.isSymlink ? "a symbolic link" : "not a regular file"
+                return .blocked("\(destination?.display(entry.path) ?? entry.path) is \(what); move it away so the file can be placed there")
+            }
+            if let verified = records?.verified, verified.identity == identity, verified.matches(status) {
+                return .upToDate
+            }
+        }
+        if let partial = records?.partial, partial.identity == identity, partial.bytes > 0,
+           let held = partialLength(for: entry.path) {
+            let usable = min(held, partial.bytes)
+            if usable > 0 { return .resume(from: usable, record: partial) }
+        }
+        if let status {
+            return status.size == entry.size ? .check : .download(replacing: true)
+        }
+        return .download(replacing: false)
+    }
+
+    /// Length of the entry's partial file, if there is one.
+    private func partialLength(for path: String) -> Int64? {
+        guard let folder = partialFolder else { return nil }
+        var st = stat()
+        guard fstatat(folder.fd, PartialFile.name(for: path), &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        let status = FileStatus(st)
+        return status.isRegularFile ? status.size : nil
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

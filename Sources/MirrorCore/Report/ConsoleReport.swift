@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Prints a run for people and for cron (cli-contract.md, "Output").
+///
+/// Not on a terminal: one line per file that changed or failed, then a summary line, and nothing at
+/// all when nothing changed and nothing failed, so cron mails only when there is news. On a
+/// terminal the summary is always printed. `--quiet`: errors only. `--json`: one JSON object on
+/// standard output at the end. Errors go to standard error in every mode.
+public final class ConsoleReport {
+    public enum Mode: Sendable { case text, quiet, json }
+
+    let mode: Mode
+    let isTerminal: Bool
+
+    public init(mode: Mode, isTerminal: Bool = isatty(STDOUT_FILENO) == 1) {
+        self.mode = mode
+        self.isTerminal = isTerminal
+    }
+
+    /// Called as each entry changes or fails.
+    public func entryFinished(_ result: EntryResult) {
+        switch result.outcome {
+        case .failed(let message):
+            printError("\(result.path): \(message)")
+        case .downloaded, .replaced:
+            guard mode == .text else { return }
+            let verb = result.outcome == .replaced ? "replaced" : "downloaded"
+            printOut("\(verb) \(result.path) (\(Formatting.bytes(result.size)))")
+        }
+    }
+
+    /// A remark worth a line (a recovered journal, a dry-run plan line).
+    public func notice(_ text: String) {
+        if mode == .text { printOut(text) }
+    }
+
+    public func finish(_ summary: SyncSummary) {
+        switch mode {
+        case .json:
+            printOut(JSONReport.render(summary))
+        case .quiet:
+            break
+        case .text:
+            let news = summary.changed > 0 || summary.failed > 0 || summary.result != .ok
+            if news || isTerminal { printOut(ConsoleReport.summaryLine(summary)) }
+        }
+    }
+
+    /// `mirror: 3 downloaded (1.0 GiB), 1 failed, 198 up to date, 12.3 s`.
+    public static func summaryLine(_ s: SyncSummary) -> String {
+        var parts: [String] = []
+        if s.downloaded > 0 { parts.append("\(s.downloaded) downloaded") }
+        if s.replaced > 0 { parts.append("\(s.replaced) replaced") }
+        if s.failed > 0 { parts.append("\(s.failed) failed") }
+        if s.pending > 0 { parts.append("\(s.pending) not finished") }
+        let current = s.upToDate + s.checked
+        if current > 0 { parts.append("\(current) up to date") }
+        if parts.isEmpty { parts.append("no files") }
+        var line = "mirror: " + parts.joined(separator: ", ")
+        if s.bytesTransferred > 0 { line += "; \(Formatting.bytes(s.bytesTransferred)) transferred" }
+        line += " in \(Formatting.duration(s.seconds))"
+        if case .incomplete(let why) = s.result { line += " (stopped: \(why); a rerun continues)" }
+        return line
+    }
+
+    func printOut(_ line: String) {
+        fputs(line + "\n", stdout)
+        fflush(stdout)
+    }
+
+    func printError(_ line: String) {
+        fputs("mirror: " + line + "\n", stderr)
+    }
+}
+
+/// The `--json` summary: `{"result", "files": {...}, "bytes_transferred", "failures": [...]}` and more.
+public enum JSONReport {
+    public static func render(_ s: SyncSummary) -> String {
+        var out = "{"
+        out += "\"result\":\(quote(s.result.name))"
+        if case .incomplete(let why) = s.result { out += ",\"reason\":\(quote(why))" }
+        out += ",\"files\":{\"total\":\(s.total),\"up_to_date\":\(s.upToDate + s.checked),\"checked\":\(s.checked)"
+        out += ",\"downloaded\":\(s.downloaded),\"replaced\":\(s.replaced),\"failed\":\(s.failed),\"pending\":\(s.pending)}"
+        out += ",\"bytes_transferred\":\(s.bytesTransferred)"
+        out += ",\"seconds\":\((s.seconds * 1000).rounded() / 1000)"
+        let changed = s.results.filter { $0.outcome == .downloaded || $0.outcome == .replaced }
+        out += ",\"changed\":[" + changed.map { r in
+            "{\"path\":\(quote(r.path)),\"action\":\(quote(r.outcome == .replaced ? "replaced" : "downloaded")),\"size\":\(r.size),\"source\":\(r.source.map(quote) ?? "null")}"
+        }.joined(separator: ",") + "]"
+        out += ",\"failures\":[" + s.failures.map { r in
+            guard case .failed(let message) = r.outcome else { return "" }
+            return "{\"path\":\(quote(r.path)),\"error\":\(quote(message))}"
+        }.joined(separator: ",") + "]"
+        if !s.plan.isEmpty { out += ",\"plan\":[" + s.plan.map(quote).joined(separator: ",") + "]" }
+        return out + "}"
+    }
+
+    /// A JSON string literal (RFC 8259 §7).
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7f {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension ConsoleReport {
+    /// An error that ends the run before any entry result (invalid manifest, lock held, disk).
+    public func fatal(_ message: String) {
+        printError(message)
+    }
+}

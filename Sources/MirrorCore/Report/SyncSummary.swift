@@ -1,0 +1,64 @@
+/// What happened to one entry that changed or failed in a run.
+public struct EntryResult: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        /// Fetched and installed where nothing was.
+        case downloaded
+        /// Fetched and installed over a different file that was at the path.
+        case replaced
+        case failed(String)
+    }
+
+    public var path: String
+    public var outcome: Outcome
+    public var size: Int64
+    /// The URL that served the verified bytes (credentials masked).
+    public var source: String?
+
+    public init(path: String, outcome: Outcome, size: Int64, source: String?) {
+        self.path = path
+        self.outcome = outcome
+        self.size = size
+        self.source = source
+    }
+}
+
+/// The result of a whole run, which decides the exit code (cli-contract.md, "Exit codes").
+public enum SyncResult: Sendable, Equatable {
+    /// Every entry is present and verified.
+    case ok
+    /// One or more entries failed; everything else was done and saved.
+    case failed
+    /// Stopped early (deadline, no source reachable); state is saved and a rerun continues.
+    case incomplete(String)
+
+    public var name: String {
+        switch self {
+        case .ok: return "ok"
+        case .failed: return "failed"
+        case .incomplete: return "incomplete"
+        }
+    }
+}
+
+public struct SyncSummary: Sendable {
+    public var result: SyncResult = .ok
+    public var total = 0
+    public var upToDate = 0
+    /// Present but unknown to the journal, hashed, and found correct.
+    public var checked = 0
+    public var downloaded = 0
+    public var replaced = 0
+    public var failed = 0
+    /// Not finished because the run stopped early.
+    public var pending = 0
+    public var bytesTransferred: Int64 = 0
+    public var seconds = 0.0
+    public var results: [EntryResult] = []
+    /// For `--dry-run`: the plan, one line per entry that would change.
+    public var plan: [String] = []
+
+    public init() {}
+
+    public var failures: [EntryResult] { results.filter { if case .failed = $0.outcome { return true } else { return false } } }
+    public var changed: Int { downloaded + replaced }
+}

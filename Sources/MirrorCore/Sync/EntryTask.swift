@@ -1,0 +1,67 @@
+/// The state of one entry that needs bytes from the network: which source is next, how many
+/// attempts failed, when the next may start.
+final class EntryTask {
+    let entry: ManifestEntry
+    let sources: [String]
+    /// A different file is at the path; it stays until the new copy verifies.
+    let replacing: Bool
+    /// From the plan: durable bytes of an earlier run and the record describing them.
+    let resume: PartialRecord?
+    let resumeOffset: Int64
+
+    var partial: PartialFile?
+    var sourceIndex = 0
+    var failuresWithoutProgress = 0
+    var checksumFailures = 0
+    var attempts = 0
+    /// The next attempt asks for the whole file (the source's ranges are not to be trusted).
+    var fromZero = false
+    /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`).
+    var notBefore = 0.0
+    var lengthAtAttemptStart: Int64 = 0
+    var lastFailure: TransferFailure?
+    /// Whether every failure so far was "cannot reach the server" (exit 75 rather than 1).
+    var onlyUnreachable = true
+
+    init(entry: ManifestEntry, sources: [String], replacing: Bool, resume: PartialRecord? = nil, resumeOffset: Int64 = 0) {
+        self.entry = entry
+        self.sources = sources
+        self.replacing = replacing
+        self.resume = resume
+        self.resumeOffset = resumeOffset
+    }
+
+    var currentSource: String? { sourceIndex < sources.count ? sources[sourceIndex] : nil }
+
+    /// Moves on to the next source; false when none is left.
+    func advanceSource() -> Bool {
+        sourceIndex += 1
+        failuresWithoutProgress = 0
+        return sourceIndex < sources.count
+    }
+
+    /// Exponential back-off with jitter: base × 2^(n−1), capped at 60 s, times a random factor in
+    /// [0.5, 1.5) so that a fleet of machines does not retry in lockstep.
+    static func backoff(failures: Int, base: Double) -> Double {
+        let exponent = Double(max(0, min(failures - 1, 16)))
+        let delay = min(60, base * pow2(exponent))
+        return delay * Double.random(in: 0.5..<1.5)
+    }
+
+    private static func pow2(_ x: Double) -> Double {
+        var r = 1.0
+        for _ in 0..<Int(x) { r *= 2 }
+        return r
+    }
+}
+
+/// The host part of a URL (`http://a.example:8080/x` → `a.example:8080`), for remembering that
+/// a host is unreachable for the rest of a run.
+func hostKey(of url: String) -> String {
+    guard let schemeEnd = url.range(of: "://") else { return url }
+    let rest = url[schemeEnd.upperBound...]
+    let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+    var authority = rest[rest.startIndex..<end]
+    if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+    return url[..<schemeEnd.lowerBound].lowercased() + "://" + authority.lowercased()
+}

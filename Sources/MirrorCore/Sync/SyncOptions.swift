@@ -1,0 +1,48 @@
+/// How a `mirror sync` run behaves (its command-line options, parsed).
+public struct SyncOptions: Sendable {
+    /// The manifest's path or name, as given (its folder anchors a relative `destination`).
+    public var manifestPath: String
+    /// `--dest`: wins over the manifest's `destination`.
+    public var destination: String?
+    /// `--jobs`: files transferred at once.
+    public var jobs = 4
+    public var dryRun = false
+    /// `--wait`: wait for another run's lock instead of exiting 75.
+    public var waitForLock = false
+    /// `--deadline`: seconds after the start at which the run stops cleanly, state saved.
+    public var deadline: Double?
+    public var transfer = TransferSettings()
+    /// Full downloads whose checksum may fail before the entry fails.
+    public var checksumAttempts = 3
+    /// Consecutive failed attempts without progress on one source before the next source is tried.
+    public var retries = 5
+    /// Back-off before the first retry; doubles with each further failure (capped at 60 s).
+    public var retryBaseDelay = 1.0
+
+    public init(manifestPath: String) {
+        self.manifestPath = manifestPath
+    }
+}
+
+/// A failure of the whole run, before or outside any single entry.
+public enum SyncError: Error, CustomStringConvertible {
+    case manifest(ManifestError)
+    /// Neither `--dest` nor the manifest's `destination` says where the files go.
+    case noDestination(manifest: String)
+    /// DEST (or its `.mirror` state) cannot be created or written.
+    case destination(SystemError)
+    /// Another run holds the lock.
+    case locked(DestinationLock.Failure)
+    /// libcurl could not be set up.
+    case setup(String)
+
+    public var description: String {
+        switch self {
+        case .manifest(let e): return e.description
+        case .noDestination(let m): return "\(m): no destination: pass --dest DIR, or add `destination:` to the manifest"
+        case .destination(let e): return e.description
+        case .locked(let f): return f.description
+        case .setup(let s): return s
+        }
+    }
+}

@@ -1,0 +1,409 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `mirror sync` run: plan, transfer, verify, install, journal.
+///
+/// Where a byte goes: libcurl hands it to ``Download`` on the transfer thread
+/// (`Transfer/TransferEngine.swift`), which checks the response and appends it to the entry's
+/// ``PartialFile`` under `DEST/.mirror/partial/`, hashing as it writes. When the last byte is in,
+/// this runner (on the calling thread) compares the digests with the manifest, seals the file
+/// (mode, mtime, fsync) and renames it into place (``Destination/install(partial:from:to:)``),
+/// and only then journals it as verified.
+public final class SyncRunner {
+    let manifest: Manifest
+    let options: SyncOptions
+    let report: ConsoleReport
+
+    private var summary = SyncSummary()
+    private var destination: Destination!
+    private var partialFolder: FileDescriptor!
+    private var journal: Journal!
+    private var engine: TransferEngine?
+    private var ready: [EntryTask] = []
+    private var waiting: [EntryTask] = []
+    private var active: [ObjectIdentifier: EntryTask] = [:]
+    private var allTasks: [EntryTask] = []
+    private var unreachableHosts: Set<String> = []
+    /// A destination error that stops the whole run (disk full, read-only): exit 73.
+    private var fatal: SystemError?
+    private var stoppedReason: String?
+    private let startTime = monotonicSeconds()
+
+    public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
+        self.manifest = manifest
+        self.options = options
+        self.report = report
+    }
+
+    /// Where the files go: `--dest`, else the manifest's `destination` relative to its folder.
+    public static func destinationPath(manifest: Manifest, options: SyncOptions) throws -> String {
+        if let dest = options.destination { return dest }
+        guard let dest = manifest.destination else { throw SyncError.noDestination(manifest: manifest.sourceName) }
+        if dest.hasPrefix("/") { return dest }
+        let path = options.manifestPath
+        guard let slash = path.lastIndex(of: "/") else { return dest }
+        return String(path[...slash]) + dest
+    }
+
+    public func run() throws -> SyncSummary {
+        let destPath = try SyncRunner.destinationPath(manifest: manifest, options: options)
+        summary.total = manifest.entries.count
+        if options.dryRun { return try dryRun(destPath) }
+
+        let lock: DestinationLock
+        do {
+            destination = try Destination.create(destPath)
+            guard let state = try destination.stateFolder(create: true),
+                  let partials = try destination.stateFolder("partial", create: true) else {
+                throw SystemError("create", destination.display(Destination.stateFolderName), code: ENOENT)
+            }
+            partialFolder = partials
+            lock = try DestinationLock(stateFolder: state, destination: destPath, wait: options.waitForLock)
+            journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: false)
+            if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
+        } catch let error as SystemError {
+            throw SyncError.destination(error)
+        } catch let failure as DestinationLock.Failure {
+            throw SyncError.locked(failure)
+        }
+        defer { lock.release() }
+
+        let planner = Planner(destination: destination, journal: journal, partialFolder: partialFolder)
+        var checks: [ManifestEntry] = []
+        for entry in manifest.entries {
+            let action: PlannedAction
+            do { action = try planner.action(for: entry) } catch let error as SystemError {
+                action = .blocked(error.description)
+            }
+            switch action {
+            case .upToDate: summary.upToDate += 1
+            case .check: checks.append(entry)
+            case .resume(let offset, let record): addTask(entry, replacing: false, resume: record, offset: offset)
+            case .download(let replacing): addTask(entry, replacing: replacing)
+            case .blocked(let why): fail(entry, why, unreachable: false)
+            }
+        }
+
+        if !ready.isEmpty || !checks.isEmpty { try transferAndCheck(checks) }
+
+        finishRun()
+        if let fatal { throw SyncError.destination(fatal) }
+        return summary
+    }
+
+    // MARK: - Planning helpers
+
+    private func addTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) {
+        let task = EntryTask(entry: entry, sources: manifest.sources(for: entry), replacing: replacing,
+                             resume: resume, resumeOffset: offset)
+        ready.append(task)
+        allTasks.append(task)
+    }
+
+    private func dryRun(_ destPath: String) throws -> SyncSummary {
+        let dest = try? Destination.openExisting(destPath)
+        let state = try? dest?.stateFolder(create: false)
+        let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
+        let partials = try? dest?.stateFolder("partial", create: false)
+        let planner = Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil)
+        for entry in manifest.entries {
+            let line: String
+            switch try planner.action(for: entry) {
+            case .upToDate:
+                summary.upToDate += 1
+                continue
+            case .check: line = "check \(entry.path) (present, not yet verified)"
+            case .resume(let offset, _): line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
+            case .download(let replacing):
+                line = "\(replacing ? "replace" : "download") \(entry.path) (\(Formatting.bytes(entry.size)))"
+            case .blocked(let why): line = "blocked \(entry.path): \(why)"
+            }
+            summary.plan.append(line)
+            summary.pending += 1
+            report.notice(line)
+        }
+        return summary
+    }
+
+    // MARK: - The loop
+
+    private func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
+        var checks = checksIn[...]
+        do { engine = try TransferEngine() } catch { throw SyncError.setup("\(error)") }
+        defer { engine?.shutdown() }
+        let deadline = options.deadline.map { startTime + $0 }
+
+        while fatal == nil {
+            let now = monotonicSeconds()
+            if let deadline, now >= deadline {
+                stoppedReason = "deadline passed"
+                break
+            }
+            if StopSignal.received != 0 {
+                stoppedReason = StopSignal.received == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)"
+                break
+            }
+            promoteDueTasks(now)
+            while active.count < max(1, options.jobs), !ready.isEmpty {
+                start(ready.removeFirst())
+            }
+            if active.isEmpty && ready.isEmpty && waiting.isEmpty && checks.isEmpty { break }
+
+            if let entry = checks.first {
+                // Hash one present file on this thread while the transfer thread downloads others.
+                checks = checks.dropFirst()
+                check(entry)
+                handle(engine?.waitForFinished(timeout: 0) ?? [])
+                continue
+            }
+            var wait = 0.5
+            if let next = waiting.map(\.notBefore).min() { wait = min(wait, max(0.001, next - now)) }
+            if let deadline { wait = min(wait, max(0.001, deadline - now)) }
+            handle(engine?.waitForFinished(timeout: wait) ?? [])
+        }
+
+        // Stopping early (deadline or a fatal error): cancel what runs and keep its progress.
+        if !active.isEmpty {
+            engine?.cancelAll()
+            while !active.isEmpty { handle(engine?.waitForFinished(timeout: 1) ?? []) }
+        }
+        let unfinished = ready.count + waiting.count + checks.count
+        if unfinished > 0 || stoppedReason != nil {
+            summary.pending += unfinished
+            if stoppedReason == nil { stoppedReason = "stopped early" }
+        }
+        for task in ready + waiting { try? task.partial?.checkpoint() }
+    }
+
+    private func promoteDueTasks(_ now: Double) {
+        guard !waiting.isEmpty else { return }
+        var still: [EntryTask] = []
+        for task in waiting {
+            if task.notBefore <= now { ready.append(task) } else { still.append(task) }
+        }
+        waiting = still
+    }
+
+    /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
+    private func start(_ task: EntryTask) {
+        do {
+            if task.partial == nil {
+                let partial = try PartialFile(identity: EntryIdentity(task.entry), hasSHA512: task.entry.sha512 != nil,
+                                              folder: partialFolder, folderDisplay: destination.display(".mirror/partial"),
+                                              journal: journal, resumeFrom: task.resumeOffset)
+                if partial.length > 0, let record = task.resume {
+                    partial.sourceURL = record.url
+                    partial.validator = record.validator
+                }
+                task.partial = partial
+            }
+            guard let partial = task.partial else { return }
+            if task.fromZero && partial.length > 0 { try partial.restartFromZero() }
+            task.fromZero = false
+            if partial.length == task.entry.size {
+                // Nothing left to fetch (an empty file, or a partial that was already whole).
+                verifyAndInstall(task)
+                return
+            }
+            while let source = task.currentSource, unreachableHosts.contains(hostKey(of: source)) {
+                task.lastFailure = .unreachable("\(redactedURL(source)) did not answer earlier in this run")
+                if !task.advanceSource() { break }
+            }
+            guard let url = task.currentSource else {
+                giveUp(task)
+                return
+            }
+            let sameSource = partial.sourceURL.map { redactedURL($0) == redactedURL(url) } ?? false
+            let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
+                                        target: partial, settings: options.transfer)
+            task.attempts += 1
+            task.lengthAtAttemptStart = partial.length
+            active[ObjectIdentifier(download)] = task
+            engine?.submit(download)
+        } catch let error as SystemError {
+            if error.isDestinationUnwritable { fatal = error } else { fail(task.entry, error.description, unreachable: false) }
+        } catch {
+            fail(task.entry, "\(error)", unreachable: false)
+        }
+    }
+
+    private func handle(_ finished: [Download]) {
+        for download in finished {
+            guard let task = active.removeValue(forKey: ObjectIdentifier(download)) else { continue }
+            switch download.outcome ?? .failed(.cancelled) {
+            case .complete:
+                verifyAndInstall(task)
+            case .rangeNotSatisfiable:
+                if task.partial?.length == task.entry.size {
+                    verifyAndInstall(task)
+                } else {
+                    task.fromZero = true
+                    retry(task, after: .badContentRange("416 Range Not Satisfiable", expected: "bytes \(download.requestedOffset)-"))
+                }
+            case .failed(.cancelled):
+                try? task.partial?.checkpoint()
+                summary.pending += 1
+            case .failed(.writeFailed(let error)):
+                try? task.partial?.checkpoint()
+                if error.isDestinationUnwritable {
+                    fatal = error
+                    summary.pending += 1
+                } else {
+                    fail(task.entry, error.description, unreachable: false)
+                }
+            case .failed(let failure):
+                do { try task.partial?.checkpoint() } catch let error as SystemError where error.isDestinationUnwritable {
+                    fatal = error
+                } catch {}
+                retry(task, after: failure)
+            }
+        }
+    }
+
+    /// Decides what follows a failed attempt: the same source after a back-off, the next source, or
+    /// giving up. Retries are bounded per source by attempts that made no progress, so a connection
+    /// that drops every few hundred megabytes still finishes, and a dead one does not loop.
+    private func retry(_ task: EntryTask, after failure: TransferFailure) {
+        task.lastFailure = failure
+        if case .unreachable = failure {} else { task.onlyUnreachable = false }
+        if failure.distrustsRanges { task.fromZero = true }
+        let progress = (task.partial?.length ?? 0) - task.lengthAtAttemptStart
+        if progress >= min(1 << 20, task.entry.size) { task.failuresWithoutProgress = 0 } else { task.failuresWithoutProgress += 1 }
+
+        var moveOn = !failure.isTransient
+        if case .unreachable = failure, task.failuresWithoutProgress >= 2, let source = task.currentSource {
+            unreachableHosts.insert(hostKey(of: source))
+            moveOn = true
+        }
+        if task.failuresWithoutProgress > options.retries { moveOn = true }
+        if task.attempts >= 50 { moveOn = true; task.sourceIndex = task.sources.count }
+
+        if moveOn {
+            guard task.advanceSource() else { return giveUp(task) }
+            task.notBefore = 0
+            ready.append(task)
+            return
+        }
+        let delay = failure.retryAfter.map { min($0, 300) }
+            ?? EntryTask.backoff(failures: task.failuresWithoutProgress, base: options.retryBaseDelay)
+        task.notBefore = monotonicSeconds() + delay
+        waiting.append(task)
+    }
+
+    private func giveUp(_ task: EntryTask) {
+        let why = task.lastFailure.map { "\($0)" } ?? "no source to fetch it from"
+        let source = task.sources.last.map { " (last tried \(redactedURL($0)))" } ?? ""
+        task.partial?.close()
+        fail(task.entry, why + source, unreachable: task.onlyUnreachable && task.lastFailure != nil)
+    }
+
+    // MARK: - Verify and install
+
+    private func verifyAndInstall(_ task: EntryTask) {
+        guard let partial = task.partial else { return }
+        let (sha256, sha512) = partial.finishDigests()
+        let entry = task.entry
+        guard FileHashing.matches(entry, sha256: sha256, sha512: sha512) else {
+            task.checksumFailures += 1
+            task.onlyUnreachable = false
+            let detail = FileHashing.mismatchDescription(entry, sha256: sha256, sha512: sha512)
+            do { try partial.restartFromZero() } catch let error as SystemError where error.isDestinationUnwritable {
+                fatal = error
+                return
+            } catch {}
+            if task.checksumFailures >= options.checksumAttempts || entry.size == 0 {
+                partial.remove()
+                let attempts = task.checksumFailures == 1 ? "1 attempt" : "\(task.checksumFailures) attempts"
+                fail(entry, "checksum mismatch after \(attempts) (\(detail))", unreachable: false)
+                return
+            }
+            // A corrupt copy: try the next source if there is one, else the same again from zero.
+            if task.sourceIndex + 1 < task.sources.count { task.sourceIndex += 1 }
+            task.lastFailure = .network(code: 0, message: "checksum mismatch (\(detail))", transient: true)
+            task.fromZero = true
+            ready.append(task)
+            return
+        }
+        do {
+            try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime)
+            let status = try destination.install(partial: partial.name, from: partialFolder, to: entry.path)
+            partial.close()
+            CrashPoint.hit("install-before-record")
+            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: true)
+            if task.replacing { summary.replaced += 1 } else { summary.downloaded += 1 }
+            let result = EntryResult(path: entry.path, outcome: task.replacing ? .replaced : .downloaded, size: entry.size,
+                                     source: entry.size == 0 ? nil : partial.sourceURL.map(redactedURL))
+            summary.results.append(result)
+            report.entryFinished(result)
+        } catch let error as SystemError {
+            if error.isDestinationUnwritable { fatal = error } else { fail(entry, error.description, unreachable: false) }
+        } catch {
+            fail(entry, "\(error)", unreachable: false)
+        }
+    }
+
+    /// Hashes a file that is at its path but unknown to the journal. A match is journaled; a
+    /// mismatch is fetched again, and the present file stays until the new copy verifies.
+    private func check(_ entry: ManifestEntry) {
+        do {
+            let file = try destination.openForReading(entry.path)
+            let (sha256, sha512) = try FileHashing.digests(of: file, sha512: entry.sha512 != nil)
+            if FileHashing.matches(entry, sha256: sha256, sha512: sha512) {
+                let status = try file.stat()
+                try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)
+                summary.checked += 1
+            } else {
+                addTask(entry, replacing: true)
+            }
+        } catch let error as SystemError {
+            if error.isDestinationUnwritable && error.operation != "open" { fatal = error } else { fail(entry, error.description, unreachable: false) }
+        } catch {
+            fail(entry, "\(error)", unreachable: false)
+        }
+    }
+
+    // MARK: - Results
+
+    private var unreachableFailures = 0
+
+    private func fail(_ entry: ManifestEntry, _ message: String, unreachable: Bool) {
+        summary.failed += 1
+        if unreachable { unreachableFailures += 1 }
+        let result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
+        summary.results.append(result)
+        report.entryFinished(result)
+        try? journal?.append(.failed(FailedRecord(identity: EntryIdentity(entry), error: message, time: Int64(currentUnixTime()))), durable: false)
+    }
+
+    private func finishRun() {
+        summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) }
+        summary.seconds = monotonicSeconds() - startTime
+        if let stoppedReason {
+            summary.result = .incomplete(stoppedReason)
+        } else if summary.failed > 0 && summary.failed == unreachableFailures {
+            summary.result = .incomplete("no source could be reached")
+        } else if summary.failed > 0 {
+            summary.result = .failed
+        } else if fatal != nil {
+            summary.result = .failed
+        }
+        let run = RunRecord(start: Int64(currentUnixTime() - summary.seconds), end: Int64(currentUnixTime()),
+                            result: summary.result.name, downloaded: summary.changed, failed: summary.failed,
+                            bytes: summary.bytesTransferred)
+        do {
+            try journal.append(.run(run), durable: false)
+            if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
+            try journal.sync()
+        } catch let error as SystemError {
+            if fatal == nil && error.isDestinationUnwritable { fatal = error }
+        } catch {}
+    }
+
+    private func compactJournal() throws {
+        var current: Set<EntryIdentity> = []
+        current.reserveCapacity(manifest.entries.count)
+        for entry in manifest.entries { current.insert(EntryIdentity(entry)) }
+        try journal.compact(isCurrent: { current.contains($0) })
+    }
+}

@@ -1,0 +1,241 @@
+import CCurl
+
+/// Settings shared by every request of a run.
+public struct TransferSettings: Sendable {
+    /// Abort a transfer slower than `lowSpeedLimit` bytes/s for `stallTimeout` seconds
+    /// (`CURLOPT_LOW_SPEED_LIMIT` / `CURLOPT_LOW_SPEED_TIME`): a stalled server must not hold the
+    /// run until the next cron job starts.
+    public var stallTimeout: Int = 30
+    public var lowSpeedLimit: Int = 1024
+    public var connectTimeout: Int = 20
+    public var maxRedirects: Int = 5
+    public var userAgent: String = "mirror/0.1"
+
+    public init() {}
+}
+
+/// How one attempt ended, as the sync thread sees it.
+public enum DownloadOutcome: Equatable, Sendable {
+    /// The file holds exactly the manifest's size in bytes (the checksum is not checked yet).
+    case complete
+    /// 416: the partial may already be whole; `completeLength` is the server's size, if it said.
+    case rangeNotSatisfiable(completeLength: Int64?)
+    case failed(TransferFailure)
+}
+
+/// One HTTP(S) or file request for one entry: the easy handle, its callbacks and what they saw.
+///
+/// The callbacks run on the transfer thread and reach this object through `Unmanaged` userdata
+/// (`CURLOPT_WRITEDATA`, `CURLOPT_HEADERDATA`); the engine keeps the object alive while the handle
+/// is in the multi handle. Every response is checked by ``ResponseCheck`` at the first body byte,
+/// before anything is written, so an error page or a wrong range never reaches the file.
+public final class Download {
+    public let url: String
+    public let requestedOffset: Int64
+    public let target: PartialFile
+    let easy: CurlEasy
+    private let isFile: Bool
+
+    private var headers: [String: String] = [:]
+    private var verdict: ResponseVerdict?
+    /// Our own reason for aborting; preferred over libcurl's `CURLE_WRITE_ERROR`.
+    private var abortReason: TransferFailure?
+    public private(set) var outcome: DownloadOutcome?
+    /// The response's status and headers (after redirects), once known.
+    public private(set) var head: ResponseHead?
+    /// Set from another thread to stop the transfer at its next callback.
+    var cancelled = false
+
+    /// - Parameters:
+    ///   - offset: ask for bytes from here on (`Range: bytes=OFFSET-`); must equal `target.length`.
+    ///   - ifRange: the validator of the bytes we hold, sent as `If-Range` (RFC 9110 §13.1.5) so a
+    ///     server whose file changed answers 200 with the new file instead of mixing two versions.
+    public init(url: String, offset: Int64, ifRange: String?, target: PartialFile, settings: TransferSettings) throws {
+        self.url = url
+        requestedOffset = offset
+        self.target = target
+        isFile = url.lowercased().hasPrefix("file:")
+        easy = try CurlEasy()
+        try configure(ifRange: ifRange, settings: settings)
+    }
+
+    private func configure(ifRange: String?, settings: TransferSettings) throws {
+        try easy.set(CURLOPT_URL, url)
+        // Only these schemes, and after a redirect only http(s): a redirect must never read a local file.
+        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https,file")
+        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try easy.set(CURLOPT_FOLLOWLOCATION, 1)
+        try easy.set(CURLOPT_MAXREDIRS, settings.maxRedirects)
+        try easy.set(CURLOPT_NOSIGNAL, 1)
+        try easy.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
+        try easy.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
+        try easy.set(CURLOPT_USERAGENT, settings.userAgent)
+        try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
+        if requestedOffset > 0 && !isFile {
+            try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
+            if let ifRange { try easy.setHeaders(["If-Range: \(ifRange)"]) }
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try easy.set(CURLOPT_HEADERFUNCTION, callback: downloadHeaderCallback)
+        try easy.set(CURLOPT_HEADERDATA, pointer: me)
+        try easy.set(CURLOPT_WRITEFUNCTION, callback: downloadWriteCallback)
+        try easy.set(CURLOPT_WRITEDATA, pointer: me)
+    }
+
+    // MARK: - Callbacks (transfer thread)
+
+    /// One header line. A status line starts a new response (a redirect, or an interim 1xx), so
+    /// the headers collected so far belong to an earlier response and are dropped.
+    fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
+        if cancelled { return false }
+        let text = String(decoding: line, as: UTF8.self)
+        if text.hasPrefix("HTTP/") {
+            headers = [:]
+            return true
+        }
+        guard let colon = text.firstIndex(of: ":") else { return true }
+        let name = text[..<colon].lowercased()
+        let value = text[text.index(after: colon)...].trimmingHeaderWhitespace
+        headers[name] = value
+        return true
+    }
+
+    /// A piece of the body: decide on the response the first time, then write within bounds.
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if cancelled {
+            abortReason = .cancelled
+            return false
+        }
+        if verdict == nil { decide() }
+        switch verdict {
+        case .accept:
+            break
+        case .rangeNotSatisfiable:
+            return true  // an explanatory body; nothing of it goes into the file
+        case .reject(let failure):
+            abortReason = failure
+            return false
+        case nil:
+            return false
+        }
+        if target.length + Int64(bytes.count) > target.identity.size {
+            abortReason = .tooMuchData(limit: target.identity.size)
+            return false
+        }
+        do {
+            try target.append(bytes)
+        } catch let error as SystemError {
+            abortReason = .writeFailed(error)
+            return false
+        } catch {
+            abortReason = .writeFailed(SystemError("write", target.displayPath, code: 5))
+            return false
+        }
+        return true
+    }
+
+    /// Checks the response head once, before any of its body is used.
+    private func decide() {
+        let status = isFile ? 200 : easy.responseCode
+        let responseHead = ResponseHead(status: status, headers: headers)
+        head = responseHead
+        var decision = ResponseCheck.verdict(for: responseHead, requestedOffset: isFile ? 0 : requestedOffset,
+                                             expectedSize: target.identity.size)
+        switch decision {
+        case .accept(let start):
+            do {
+                if start == 0 && target.length > 0 {
+                    try target.restartFromZero()
+                } else if start > 0, let held = target.validator, let now = responseHead.resumeValidator, held != now {
+                    decision = .reject(.validatorChanged)
+                }
+            } catch let error as SystemError {
+                decision = .reject(.writeFailed(error))
+            } catch {
+                decision = .reject(.writeFailed(SystemError("truncate", target.displayPath, code: 5)))
+            }
+            if case .accept = decision {
+                target.sourceURL = url
+                target.validator = responseHead.resumeValidator ?? target.validator
+            }
+        default:
+            break
+        }
+        verdict = decision
+    }
+
+    /// Called on the transfer thread when libcurl reports the transfer done.
+    func finish(code: CURLcode) {
+        if verdict == nil && code == CURLE_OK { decide() }  // a response without a body
+        if let abortReason {
+            outcome = .failed(abortReason)
+            return
+        }
+        if case .reject(let failure)? = verdict {
+            outcome = .failed(failure)
+            return
+        }
+        if case .rangeNotSatisfiable(let length)? = verdict, code == CURLE_OK {
+            outcome = .rangeNotSatisfiable(completeLength: length)
+            return
+        }
+        guard code == CURLE_OK else {
+            outcome = .failed(Download.classify(code, message: easy.message(for: code)))
+            return
+        }
+        if target.length == target.identity.size {
+            outcome = .complete
+        } else {
+            outcome = .failed(.shortBody(received: target.length, expected: target.identity.size))
+        }
+    }
+
+    /// Sorts libcurl's result codes into what the retry logic needs to know.
+    static func classify(_ code: CURLcode, message: String) -> TransferFailure {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
+            return .unreachable(message)
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_TOO_MANY_REDIRECTS, CURLE_URL_MALFORMAT,
+             CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
+             CURLE_FILE_COULDNT_READ_FILE, CURLE_LOGIN_DENIED, CURLE_REMOTE_ACCESS_DENIED:
+            return .network(code: Int32(code.rawValue), message: message, transient: false)
+        case CURLE_ABORTED_BY_CALLBACK:
+            return .cancelled
+        default:
+            // Timeouts, resets, truncated bodies (CURLE_PARTIAL_FILE), HTTP/2 stream errors...
+            return .network(code: Int32(code.rawValue), message: message, transient: true)
+        }
+    }
+}
+
+/// `CURLOPT_HEADERFUNCTION`: returning anything but `size * nmemb` aborts the transfer.
+private func downloadHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                    _ userdata: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let userdata else { return 0 }
+    let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
+    let n = size * count
+    return download.receiveHeader(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+}
+
+/// `CURLOPT_WRITEFUNCTION`: returning anything but `size * nmemb` aborts with `CURLE_WRITE_ERROR`.
+private func downloadWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                   _ userdata: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let userdata else { return 0 }
+    let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
+    let n = size * count
+    return download.receiveBody(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+}
+
+extension Substring {
+    /// Without leading and trailing spaces, tabs, CR and LF (RFC 9110 §5.5: optional whitespace).
+    /// Works on scalars: in Swift, "\r\n" is a single Character.
+    var trimmingHeaderWhitespace: String {
+        let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        var scalars = unicodeScalars[...]
+        while let c = scalars.first, isSpace(c) { scalars.removeFirst() }
+        while let c = scalars.last, isSpace(c) { scalars.removeLast() }
+        return String(String.UnicodeScalarView(scalars))
+    }
+}

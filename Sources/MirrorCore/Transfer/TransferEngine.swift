@@ -1,0 +1,133 @@
+import CCurl
+import Foundation
+
+/// Runs every transfer of a run on one thread, through one libcurl multi handle.
+///
+/// The transfer thread loops: take newly submitted downloads (`curl_multi_add_handle`), drive them
+/// (`curl_multi_perform`), collect the finished ones (`curl_multi_info_read`), then sleep in
+/// `curl_multi_poll` until a socket is ready. Other threads never touch the multi handle; they
+/// queue work under a lock and interrupt the poll with `curl_multi_wakeup`. Finished downloads are
+/// handed back to the sync thread through ``waitForFinished(timeout:)``.
+public final class TransferEngine {
+    private let multi: CurlMulti
+    private let condition = NSCondition()
+    // Guarded by `condition`:
+    private var submitted: [Download] = []
+    private var finished: [Download] = []
+    private var cancelRequested = false
+    private var stopRequested = false
+    private var threadExited = false
+    /// Downloads in the multi handle, keyed by easy handle. Transfer thread only.
+    private var active: [UnsafeMutableRawPointer: Download] = [:]
+    private var thread: Thread?
+
+    public init() throws {
+        multi = try CurlMulti()
+        let thread = Thread { [unowned self] in self.run() }
+        thread.name = "mirror-transfer"
+        self.thread = thread
+        thread.start()
+    }
+
+    deinit { shutdown() }
+
+    /// Queues a download; it starts at the transfer thread's next turn.
+    public func submit(_ download: Download) {
+        condition.lock()
+        submitted.append(download)
+        condition.unlock()
+        multi.wakeup()
+    }
+
+    /// Stops every transfer in progress; each comes back through ``waitForFinished(timeout:)``
+    /// with outcome `.failed(.cancelled)` unless it finished first.
+    public func cancelAll() {
+        condition.lock()
+        cancelRequested = true
+        condition.unlock()
+        multi.wakeup()
+    }
+
+    /// Waits up to `timeout` seconds for downloads to finish and returns them (possibly none).
+    public func waitForFinished(timeout: Double) -> [Download] {
+        condition.lock()
+        defer { condition.unlock() }
+        if finished.isEmpty && timeout > 0 {
+            condition.wait(until: Date(timeIntervalSinceNow: timeout))
+        }
+        let out = finished
+        finished.removeAll()
+        return out
+    }
+
+    /// Ends the transfer thread (cancelling what runs) and waits for it.
+    public func shutdown() {
+        condition.lock()
+        if threadExited || thread == nil {
+            condition.unlock()
+            return
+        }
+        stopRequested = true
+        cancelRequested = true
+        condition.unlock()
+        multi.wakeup()
+        condition.lock()
+        while !threadExited { condition.wait() }
+        condition.unlock()
+        thread = nil
+    }
+
+    // MARK: - Transfer thread
+
+    private func run() {
+        while true {
+            condition.lock()
+            let incoming = submitted
+            submitted.removeAll()
+            let cancel = cancelRequested
+            cancelRequested = false
+            let stop = stopRequested
+            condition.unlock()
+
+            for download in incoming {
+                do {
+                    try multi.add(download.easy)
+                    active[download.easy.handle] = download
+                } catch {
+                    download.finish(code: CURLE_FAILED_INIT)
+                    deliver(download)
+                }
+            }
+            if cancel || stop {
+                for (_, download) in active {
+                    download.cancelled = true
+                    multi.remove(download.easy)
+                    download.finish(code: CURLE_ABORTED_BY_CALLBACK)
+                    deliver(download)
+                }
+                active.removeAll()
+            }
+            if stop { break }
+
+            _ = multi.perform()
+            for (handle, code) in multi.finished() {
+                guard let download = active.removeValue(forKey: handle) else { continue }
+                multi.remove(download.easy)
+                download.finish(code: code)
+                deliver(download)
+            }
+            multi.poll(timeoutMilliseconds: active.isEmpty ? 1000 : 200)
+        }
+        condition.lock()
+        threadExited = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func deliver(_ download: Download) {
+        condition.lock()
+        finished.append(download)
+        condition.broadcast()
+        condition.unlock()
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import MirrorCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `mirror` command. This target only parses arguments and maps results to exit codes
+/// (cli-contract.md); everything else lives in MirrorCore.
+@main
+struct Mirror: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mirror",
+        abstract: "Keep a directory in sync with a checksummed manifest, over connections that fail.",
+        discussion: """
+            Every file is resumed where an earlier run stopped, verified against the manifest's \
+            checksum, and renamed into place only once verified.
+
+            Exit codes: 0 all files verified; 1 some entries failed; 64 usage error; \
+            65 invalid manifest; 73 destination not writable; 75 try again later \
+            (locked, deadline passed, or no source reachable).
+            """,
+        version: "0.1.0",
+        subcommands: [Sync.self]
+    )
+}
+
+/// The sysexits-style codes of cli-contract.md.
+enum ExitStatus {
+    static let ok: Int32 = 0
+    static let entriesFailed: Int32 = 1
+    static let usage: Int32 = 64          // EX_USAGE
+    static let invalidManifest: Int32 = 65 // EX_DATAERR
+    static let cannotWrite: Int32 = 73    // EX_CANTCREAT
+    static let tryLater: Int32 = 75       // EX_TEMPFAIL
+
+    static func code(for result: SyncResult) -> Int32 {
+        switch result {
+        case .ok: return ok
+        case .failed: return entriesFailed
+        case .incomplete: return tryLater
+        }
+    }
+
+    static func code(for error: SyncError) -> Int32 {
+        switch error {
+        case .manifest: return invalidManifest
+        case .noDestination: return usage
+        case .destination: return cannotWrite
+        case .locked: return tryLater
+        case .setup: return entriesFailed
+        }
+    }
+}
+
+struct Sync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Make a folder hold exactly the manifest's files, verified.",
+        discussion: """
+            Compares the manifest with the destination and the journal in DEST/.mirror, resumes \
+            partial downloads with HTTP range requests, checks every byte against the manifest's \
+            checksums and renames each verified file into place. Files the manifest does not name \
+            are left alone. Without a terminal, prints nothing unless a file changed or failed.
+            """
+    )
+
+    @Argument(help: "The manifest (YAML, optionally gzip-compressed).")
+    var manifest: String
+
+    @Option(name: .long, help: ArgumentHelp("Destination folder; overrides the manifest's `destination`.", valueName: "DIR"))
+    var dest: String?
+
+    @Option(name: .long, help: "Files transferred at once.")
+    var jobs: Int = 4
+
+    @Option(name: .long, help: ArgumentHelp("Stop cleanly after this long (45m, 2h), state saved; exit 75.", valueName: "DURATION"))
+    var deadline: String?
+
+    @Option(name: .long, help: ArgumentHelp("Abort a transfer that stays below 1 KiB/s this long, then retry.", valueName: "DURATION"))
+    var stallTimeout: String = "30s"
+
+    @Option(name: .long, help: "Retries of a source after failures that made no progress, before the next source.")
+    var retries: Int = 5
+
+    @Flag(name: .long, help: "Print the plan; change nothing and send no download request.")
+    var dryRun = false
+
+    @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75.")
+    var wait = false
+
+    @Flag(name: .long, help: "Print errors only.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Print one JSON summary on standard output at the end.")
+    var json = false
+
+    func validate() throws {
+        guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
+        guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
+        if let deadline, Formatting.parseDuration(deadline) == nil {
+            throw ValidationError("--deadline takes a duration such as 45m, 2h or 90s, got \"\(deadline)\"")
+        }
+        guard let stall = Formatting.parseDuration(stallTimeout), stall >= 1 else {
+            throw ValidationError("--stall-timeout takes a duration of at least 1s, got \"\(stallTimeout)\"")
+        }
+    }
+
+    func run() throws {
+        let report = ConsoleReport(mode: json ? .json : quiet ? .quiet : .text)
+        var options = SyncOptions(manifestPath: manifest)
+        options.destination = dest
+        options.jobs = jobs
+        options.dryRun = dryRun
+        options.waitForLock = wait
+        options.retries = retries
+        options.deadline = deadline.flatMap(Formatting.parseDuration)
+        options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
+        StopSignal.install()
+        do {
+            let loaded = try ManifestLoader.load(path: manifest)
+            let summary = try SyncRunner(manifest: loaded, options: options, report: report).run()
+            report.finish(summary)
+            throw ExitCode(ExitStatus.code(for: summary.result))
+        } catch let error as ManifestError {
+            report.fatal(error.description)
+            throw ExitCode(ExitStatus.invalidManifest)
+        } catch let error as SyncError {
+            report.fatal(error.description)
+            throw ExitCode(ExitStatus.code(for: error))
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Testing
+import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Planning decides from the disk and the journal alone; these tests use a real folder.
+@Suite struct PlannerTests {
+    let dir: TemporaryDirectory
+    let destination: Destination
+    let state: FileDescriptor
+    let partials: FileDescriptor
+    let journal: Journal
+
+    init() throws {
+        dir = try TemporaryDirectory()
+        destination = try Destination.create(dir.path)
+        state = try #require(try destination.stateFolder(create: true))
+        partials = try #require(try destination.stateFolder("partial", create: true))
+        journal = try Journal(folder: state, displayPath: "journal", readOnly: false)
+    }
+
+    func entry(_ path: String, size: Int64 = 10) -> ManifestEntry {
+        ManifestEntry(path: path, url: .relative(path), size: size,
+                      sha256: Digest(bytes: [UInt8](repeating: 7, count: 32)))
+    }
+
+    func write(_ relative: String, bytes: Int) throws {
+        try TestData.bytes(count: bytes, seed: 1).withUnsafeBytes { raw in
+            let path = dir.path(relative)
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            try #require(fd >= 0, "open \(path)")
+            try FileDescriptor(fd: fd, displayPath: path).write(raw, at: 0)
+        }
+    }
+
+    var planner: Planner { Planner(destination: destination, journal: journal, partialFolder: partials) }
+
+    @Test func missingFilesAreDownloaded() throws {
+        #expect(try planner.action(for: entry("a.bin")) == .download(replacing: false))
+        #expect(try planner.action(for: entry("deep/er/a.bin")) == .download(replacing: false))
+    }
+
+    @Test func presentFilesUnknownToTheJournalAreCheckedOrReplaced() throws {
+        try write("same.bin", bytes: 10)
+        try write("other.bin", bytes: 11)
+        #expect(try planner.action(for: entry("same.bin")) == .check)
+        #expect(try planner.action(for: entry("other.bin")) == .download(replacing: true))
+    }
+
+    @Test func aJournaledFileIsSkippedUntilSomebodyTouchesIt() throws {
+        try write("a.bin", bytes: 10)
+        let e = entry("a.bin")
+        let status = try #require(try destination.status(of: "a.bin"))
+        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: true)
+        #expect(try planner.action(for: e) == .upToDate)
+
+        // Any change of the file (here: its mtime) makes the record stale: hash it again.
+        var times = [timespec(tv_sec: 0, tv_nsec: Int((1 << 30) - 2)), timespec(tv_sec: 12345, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, dir.path("a.bin"), &times, 0) == 0)
+        #expect(try planner.action(for: e) == .check)
+    }
+
+    @Test func aRecordForAnOlderManifestEntryIsObsolete() throws {
+        try write("a.bin", bytes: 10)
+        let old = entry("a.bin")
+        let status = try #require(try destination.status(of: "a.bin"))
+        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
+        var changed = old
+        changed.sha256 = Digest(bytes: [UInt8](repeating: 8, count: 32))
+        #expect(try planner.action(for: changed) == .check, "same size, new checksum: must be hashed, not trusted")
+    }
+
+    @Test(arguments: [(held: 4000, recorded: 3000, expected: 3000), (held: 2000, recorded: 3000, expected: 2000)])
+    func partialsResumeFromWhatIsBothDurableAndPresent(held: Int, recorded: Int64, expected: Int64) throws {
+        let e = entry("big.bin", size: 10_000)
+        try write(".mirror/partial/" + PartialFile.name(for: e.path), bytes: held)
+        let record = PartialRecord(identity: EntryIdentity(e), url: "http://127.0.0.1/big.bin", validator: "\"v\"", bytes: recorded)
+        try journal.append(.partial(record), durable: true)
+        #expect(try planner.action(for: e) == .resume(from: expected, record: record))
+    }
+
+    @Test func aPartialWithoutAMatchingRecordIsNotTrusted() throws {
+        let e = entry("big.bin", size: 10_000)
+        try write(".mirror/partial/" + PartialFile.name(for: e.path), bytes: 5000)
+        #expect(try planner.action(for: e) == .download(replacing: false), "no record at all")
+        var other = EntryIdentity(e)
+        other.size = 20_000
+        try journal.append(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 5000)), durable: true)
+        #expect(try planner.action(for: e) == .download(replacing: false), "a record for another size")
+    }
+
+    @Test func foldersAndSymlinksAtAPathBlockTheEntry() throws {
+        #expect(mkdir(dir.path("folder"), 0o755) == 0)
+        #expect(symlink("/etc/passwd", dir.path("link")) == 0)
+        guard case .blocked(let why) = try planner.action(for: entry("folder")) else {
+            Issue.record("a folder at the path was not reported"); return
+        }
+        #expect(why.contains("folder"))
+        guard case .blocked(let linkWhy) = try planner.action(for: entry("link")) else {
+            Issue.record("a symlink at the path was not reported"); return
+        }
+        #expect(linkWhy.contains("symbolic link"))
+    }
+}

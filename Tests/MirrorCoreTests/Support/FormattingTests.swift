@@ -1,0 +1,27 @@
+import Testing
+import MirrorCore
+
+@Suite struct FormattingTests {
+    @Test func durations() {
+        #expect(Formatting.parseDuration("45m") == 2700)
+        #expect(Formatting.parseDuration("2h") == 7200)
+        #expect(Formatting.parseDuration("1h30m") == 5400)
+        #expect(Formatting.parseDuration("500ms") == 0.5)
+        #expect(Formatting.parseDuration("90") == 90)
+        #expect(Formatting.parseDuration("5x") == nil)
+        #expect(Formatting.parseDuration("m") == nil)
+        #expect(Formatting.parseDuration("") == nil)
+    }
+
+    @Test func bytes() {
+        #expect(Formatting.bytes(0) == "0 B")
+        #expect(Formatting.bytes(1023) == "1023 B")
+        #expect(Formatting.bytes(734_003_200) == "700.0 MiB")
+    }
+
+    @Test func credentialsAreMasked() {
+        #expect(redactedURL("https://user:s3cret@host.example/a/b") == "https://***@host.example/a/b")
+        #expect(redactedURL("https://host.example/a@b") == "https://host.example/a@b")
+        #expect(redactedURL("http://127.0.0.1:8080/x") == "http://127.0.0.1:8080/x")
+    }
+}
