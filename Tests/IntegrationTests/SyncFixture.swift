@@ -1,0 +1,68 @@
+import Foundation
+import MirrorCore
+import MirrorTestSupport
+
+/// One integration scenario: a served folder behind a real nginx on 127.0.0.1, a manifest
+/// describing it, and a destination, all under one temporary folder removed afterwards.
+final class SyncFixture {
+    let dir: TemporaryDirectory
+    let www: String
+    let dest: String
+    let manifestPath: String
+    let server: NginxServer
+    var manifest: ManifestBuilder
+
+    init(nginx options: NginxServer.Options = .init(), basePath: String = "") throws {
+        dir = try TemporaryDirectory(prefix: "mirror-it")
+        www = dir.path("www")
+        dest = dir.path("dest")
+        manifestPath = dir.path("manifest.yaml")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        server = try NginxServer(root: www, options: options)
+        manifest = ManifestBuilder(baseURL: server.baseURL + basePath)
+    }
+
+    /// Serves a new file of deterministic content and lists it in the manifest; returns its sha256.
+    @discardableResult
+    func addFile(_ path: String, size: Int64, seed: UInt64, listedSHA256: String? = nil) throws -> String {
+        let sha = try TestData.writeFile(at: www + "/" + path, size: size, seed: seed)
+        manifest.add(path: path, size: size, sha256: listedSHA256 ?? sha)
+        return sha
+    }
+
+    func writeManifest() throws {
+        try manifest.write(to: manifestPath)
+    }
+
+    /// Runs `mirror sync MANIFEST --dest DEST` plus `extra`.
+    func sync(_ extra: [String] = [], timeout: Double = 300) throws -> ProcessResult {
+        try ChildProcess.run(try MirrorBinary.path(), ["sync", manifestPath, "--dest", dest] + extra,
+                             environment: SyncFixture.loopbackOnly, timeout: timeout)
+    }
+
+    /// Starts a sync without waiting for it.
+    func startSync(_ extra: [String] = []) throws -> ChildProcess {
+        try ChildProcess(try MirrorBinary.path(), ["sync", manifestPath, "--dest", dest] + extra,
+                         environment: SyncFixture.loopbackOnly)
+    }
+
+    /// A proxy configured on the machine must not carry loopback test traffic elsewhere.
+    static let loopbackOnly = ["no_proxy": "127.0.0.1,localhost,::1", "NO_PROXY": "127.0.0.1,localhost,::1"]
+
+    /// The requests nginx has logged. nginx logs a keep-alive request when it finishes it, which
+    /// can be a moment after the client exited: wait for `atLeast` entries (5 s at most), or, when
+    /// expecting none, give a late line time to appear.
+    func requests(atLeast count: Int = 0) throws -> [AccessLogEntry] {
+        if count == 0 { usleep(300_000) }
+        return try server.waitForAccessLog(count: count, timeout: 5)
+    }
+
+    func destPath(_ relative: String) -> String { dest + "/" + relative }
+
+    func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+    func size(of path: String) -> Int64 {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : -1
+    }
+}

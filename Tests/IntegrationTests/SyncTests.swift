@@ -1,0 +1,291 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+
+/// `mirror sync`, the built binary, against a real nginx on loopback.
+/// Serialized: the large transfers would otherwise compete for this machine's two cores.
+@Suite(.serialized) struct SyncTests {
+    static let mib: Int64 = 1 << 20
+
+    /// 1 GiB and 200 small files: all verified, peak memory bounded; then a rerun that sends no
+    /// request and prints nothing (cron mails only when there is news).
+    @Test func syncsALargeFileAndManySmallOnesThenDoesNothing() throws {
+        let fx = try SyncFixture()
+        var expected: [String: String] = [:]
+        expected["disk/image.iso"] = try fx.addFile("disk/image.iso", size: 1024 * Self.mib, seed: 1)
+        for i in 0..<200 {
+            let path = "small/\(i / 50)/file \(i).dat"
+            expected[path] = try fx.addFile(path, size: Int64(1 + (i * 7919) % 65_536), seed: UInt64(100 + i))
+        }
+        try fx.writeManifest()
+
+        // Peak memory through GNU time: a child spawned from the (large) test runner inherits the
+        // runner's high-water RSS in its own ru_maxrss at exec, so time's child is measured instead.
+        let rssFile = fx.dir.path("rss")
+        let first = try ChildProcess.run("/usr/bin/time", ["-f", "%M", "-o", rssFile, try MirrorBinary.path(),
+                                                           "sync", fx.manifestPath, "--dest", fx.dest],
+                                         environment: SyncFixture.loopbackOnly, timeout: 300)
+        #expect(first.exitCode == 0, "\(first)")
+        let peakKiB = Int(try String(contentsOfFile: rssFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        for (path, sha) in expected {
+            #expect(try TestData.sha256(ofFileAt: fx.destPath(path)) == sha, "\(path)")
+        }
+        #expect(first.stdout.contains("downloaded disk/image.iso (1.0 GiB)"))
+        // 40 MB = 39,062 KiB (GNU time's %M is in KiB).
+        #expect(peakKiB > 0 && peakKiB <= 39_062, "peak RSS \(peakKiB) KiB while syncing 1 GiB")
+        let requestsAfterFirst = try fx.requests(atLeast: 201).count
+        #expect(requestsAfterFirst == 201)
+
+        let second = try fx.sync()
+        #expect(second.exitCode == 0, "\(second)")
+        #expect(second.stdout.isEmpty, "a no-op run is silent when not on a terminal: \(second.stdout)")
+        #expect(second.stderr.isEmpty, "\(second.stderr)")
+        #expect(try fx.requests().count == requestsAfterFirst, "a no-op run sends no request")
+        #expect(!FileManager.default.fileExists(atPath: fx.destPath(".mirror/partial/") + PartialFile.name(for: "disk/image.iso")))
+    }
+
+    /// SIGKILL halfway through a rate-limited 256 MiB download; the rerun resumes with a range
+    /// request, and the server sends at most 16 MiB more than the file over both runs.
+    @Test func aKilledSyncResumesWhereItStopped() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "48m"))
+        let sha = try fx.addFile("video.mp4", size: 256 * Self.mib, seed: 7)
+        try fx.writeManifest()
+        let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "video.mp4"))
+
+        let victim = try fx.startSync()
+        let deadline = Date().addingTimeInterval(60)
+        while fx.size(of: partial) < 128 * Self.mib && Date() < deadline && victim.isRunning {
+            usleep(20_000)
+        }
+        #expect(fx.size(of: partial) >= 128 * Self.mib, "the download never got halfway")
+        victim.signal(SIGKILL)
+        let killed = try victim.wait(timeout: 10)
+        #expect(killed.signal == SIGKILL)
+        #expect(!fx.exists(fx.destPath("video.mp4")), "nothing at the path before it is verified")
+
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("video.mp4")) == sha)
+        let gets = try fx.requests(atLeast: 2).filter { $0.uri == "/video.mp4" }
+        #expect(gets.count == 2)
+        #expect(gets.last?.status == 206)
+        #expect(gets.last?.rangeHeader?.hasPrefix("bytes=") == true)
+        #expect(gets.last?.ifRange != nil, "the resume carries the validator")
+        let sent = gets.reduce(0) { $0 + $1.bodyBytesSent }
+        #expect(sent <= 272 * Self.mib, "server sent \(sent) bytes for a 256 MiB file over two runs")
+    }
+
+    /// A server that ignores Range (nginx `max_ranges 0`) answers 200 to the resume: the tool
+    /// starts over from zero within the same response and still ends verified.
+    @Test func aServerIgnoringRangesStillEndsVerified() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "32m", maxRanges: 0))
+        let sha = try fx.addFile("data.bin", size: 64 * Self.mib, seed: 3)
+        try fx.writeManifest()
+        let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "data.bin"))
+        let victim = try fx.startSync()
+        let deadline = Date().addingTimeInterval(60)
+        while fx.size(of: partial) < 20 * Self.mib && Date() < deadline && victim.isRunning { usleep(20_000) }
+        victim.signal(SIGKILL)
+        _ = try victim.wait(timeout: 10)
+
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("data.bin")) == sha)
+        let last = try #require(try fx.requests(atLeast: 2).last)
+        #expect(last.rangeHeader != nil && last.status == 200, "the resume asked for a range and got the whole file")
+    }
+
+    /// A wrong checksum in the manifest: exit 1, a message naming the path and both checksums, and
+    /// nothing at the path.
+    @Test func aWrongChecksumFailsTheEntryAndLeavesNothing() throws {
+        let fx = try SyncFixture()
+        let wrong = String(repeating: "0", count: 64)
+        let actual = try fx.addFile("bad.bin", size: 100_000, seed: 9, listedSHA256: wrong)
+        let goodSHA = try fx.addFile("good.bin", size: 5000, seed: 10)
+        try fx.writeManifest()
+
+        let result = try fx.sync()
+        #expect(result.exitCode == 1, "\(result)")
+        #expect(result.stderr.contains("bad.bin"))
+        #expect(result.stderr.contains(wrong))
+        #expect(result.stderr.contains(actual))
+        #expect(result.stderr.contains("checksum mismatch after 3 attempts"))
+        #expect(!fx.exists(fx.destPath("bad.bin")))
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("good.bin")) == goodSHA, "the good entry is done and saved")
+        #expect(try fx.requests(atLeast: 4).filter { $0.uri == "/bad.bin" }.count == 3)
+    }
+
+    /// An older file at the path stays untouched when the new one cannot be verified, and a wrong
+    /// local file is replaced only by a verified copy.
+    @Test func localFilesAreReplacedOnlyByVerifiedCopies() throws {
+        let fx = try SyncFixture()
+        let sha = try fx.addFile("keep.bin", size: 50_000, seed: 11)
+        try fx.addFile("broken.bin", size: 50_000, seed: 12, listedSHA256: String(repeating: "f", count: 64))
+        try fx.writeManifest()
+        try FileManager.default.createDirectory(atPath: fx.dest, withIntermediateDirectories: true)
+        let old = TestData.bytes(count: 50_000, seed: 99)
+        try Data(old).write(to: URL(fileURLWithPath: fx.destPath("keep.bin")))
+        try Data(old).write(to: URL(fileURLWithPath: fx.destPath("broken.bin")))
+
+        let result = try fx.sync()
+        #expect(result.exitCode == 1)
+        #expect(result.stdout.contains("replaced keep.bin"))
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("keep.bin")) == sha)
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: fx.destPath("broken.bin")))) == old,
+                "the older file stays when the new copy does not verify")
+    }
+
+    /// Invalid manifests: exit 65 with FILE:LINE:COL, no request sent, nothing created.
+    @Test(arguments: [
+        ("version: 1\nfiles: [\n", "syntax"),
+        ("version: 1\nbase_url: http://h/\nfiles:\n  - path: a\n    size: 1\n    sha265: 00\n", "sha265"),
+        ("version: 1\nbase_url: http://h/\nfiles:\n  - path: ../etc/passwd\n    size: 1\n    sha256: \(String(repeating: "a", count: 64))\n", ".."),
+        ("version: 1\nbase_url: http://h/\nfiles:\n  - path: a\n    size: 1\n    sha256: \(String(repeating: "a", count: 64))\n  - path: a\n    size: 1\n    sha256: \(String(repeating: "a", count: 64))\n", "duplicate"),
+        ("version: 1\nbase_url: http://h/\nfiles:\n  - path: a\n    size: 1\n    sha256: xyz\n", "sha256"),
+        ("version: 1\nbase_url: http://h/\nfiles:\n  - path: a\n    size: -1\n    sha256: \(String(repeating: "a", count: 64))\n", "size"),
+        ("version: 2\nfiles: []\n", "version"),
+    ])
+    func invalidManifestsChangeNothing(text: String, mentions: String) throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a", size: 1, seed: 1)
+        // Point the base URL at the real server so a request, were one sent, would be logged.
+        let body = text.replacingOccurrences(of: "http://h/", with: fx.server.baseURL)
+        try Data(body.utf8).write(to: URL(fileURLWithPath: fx.manifestPath))
+
+        let result = try fx.sync()
+        #expect(result.exitCode == 65, "\(result)")
+        let pattern = try Regex(#"manifest\.yaml:\d+:\d+: "#)
+        #expect(result.stderr.contains(pattern), "\(result.stderr)")
+        #expect(result.stderr.lowercased().contains(mentions.lowercased()), "\(result.stderr)")
+        #expect(try fx.requests().isEmpty)
+        #expect(!fx.exists(fx.dest), "nothing created")
+    }
+
+    @Test func dryRunPrintsThePlanAndTouchesNothing() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 1000, seed: 1)
+        try fx.addFile("b/c.bin", size: 2000, seed: 2)
+        try fx.writeManifest()
+        let result = try fx.sync(["--dry-run"])
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stdout.contains("download a.bin"))
+        #expect(result.stdout.contains("download b/c.bin"))
+        #expect(!fx.exists(fx.dest))
+        #expect(try fx.requests().isEmpty)
+    }
+
+    /// Another run holds the lock: exit 75 at once, nothing fetched.
+    @Test func aSecondRunOnTheSameDestinationExits75() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 1000, seed: 1)
+        try fx.writeManifest()
+        try FileManager.default.createDirectory(atPath: fx.destPath(".mirror"), withIntermediateDirectories: true)
+        let fd = open(fx.destPath(".mirror/lock"), O_RDWR | O_CREAT, 0o644)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        try #require(flock(fd, LOCK_EX) == 0)
+
+        let result = try fx.sync(timeout: 30)
+        #expect(result.exitCode == 75, "\(result)")
+        #expect(result.stderr.contains("another mirror run"))
+        #expect(try fx.requests().isEmpty)
+        #expect(!fx.exists(fx.destPath("a.bin")))
+    }
+
+    /// With `.mirror` deleted, the next run re-hashes what is there instead of downloading it.
+    @Test func losingTheJournalCostsAHashNotADownload() throws {
+        let fx = try SyncFixture()
+        let sha = try fx.addFile("a.bin", size: 3 * Self.mib, seed: 1)
+        try fx.writeManifest()
+        #expect(try fx.sync().exitCode == 0)
+        try FileManager.default.removeItem(atPath: fx.destPath(".mirror"))
+        let before = try fx.requests(atLeast: 1).count
+
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(rerun.stdout.isEmpty)
+        #expect(try fx.requests().count == before)
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == sha)
+        #expect(fx.exists(fx.destPath(".mirror/journal")))
+    }
+
+    @Test func aMissingFileFailsWithTheStatusAndWithoutRetries() throws {
+        let fx = try SyncFixture()
+        fx.manifest.add(path: "gone.bin", size: 10, sha256: String(repeating: "a", count: 64))
+        try fx.addFile("here.bin", size: 10, seed: 1)
+        try fx.writeManifest()
+        let result = try fx.sync()
+        #expect(result.exitCode == 1, "\(result)")
+        #expect(result.stderr.contains("gone.bin: server answered HTTP 404"), "\(result.stderr)")
+        #expect(try fx.requests(atLeast: 2).filter { $0.uri == "/gone.bin" }.count == 1, "a 404 is not retried")
+        #expect(!fx.exists(fx.destPath("gone.bin")))
+        #expect(fx.exists(fx.destPath("here.bin")))
+    }
+
+    /// Nothing listens at the source: exit 75 (try again later), quickly, and no retry storm.
+    @Test func anUnreachableSourceExits75() throws {
+        let fx = try SyncFixture()
+        let closedPort = try Loopback.freePort()
+        var manifest = ManifestBuilder(baseURL: "http://127.0.0.1:\(closedPort)/")
+        for i in 0..<20 { manifest.add(path: "f\(i)", size: 10, sha256: String(repeating: "a", count: 64)) }
+        try manifest.write(to: fx.manifestPath)
+        let result = try fx.sync(timeout: 60)
+        #expect(result.exitCode == 75, "\(result)")
+        #expect(result.stderr.contains("cannot reach the server"))
+    }
+}
+
+/// Stopping and refusing: the exits that tell cron "try again later" or "fix the destination".
+@Suite(.serialized) struct StopTests {
+    /// A destination that cannot be created (a file is in the way): exit 73, no request.
+    @Test func anUncreatableDestinationExits73() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 10, seed: 1)
+        try fx.writeManifest()
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: fx.dir.path("blocker")))
+        let result = try ChildProcess.run(try MirrorBinary.path(),
+                                          ["sync", fx.manifestPath, "--dest", fx.dir.path("blocker/media")],
+                                          environment: SyncFixture.loopbackOnly, timeout: 30)
+        #expect(result.exitCode == 73, "\(result)")
+        #expect(result.stderr.contains("blocker"), "the message names the path: \(result.stderr)")
+        #expect(try fx.requests().isEmpty)
+    }
+
+    /// SIGTERM mid-transfer: the run saves its progress and exits 75; the next run resumes.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalStopsCleanlyAndTheNextRunResumes(signal: Int32) throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "16m"))
+        let sha = try fx.addFile("slow.bin", size: 64 << 20, seed: 5)
+        try fx.writeManifest()
+        let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "slow.bin"))
+        let run = try fx.startSync()
+        let deadline = Date().addingTimeInterval(30)
+        while fx.size(of: partial) < 20 << 20 && Date() < deadline && run.isRunning { usleep(20_000) }
+        run.signal(signal)
+        let stopped = try run.wait(timeout: 10)
+        #expect(stopped.exitCode == 75, "\(stopped)")
+        #expect(stopped.stdout.contains("a rerun continues"), "\(stopped.stdout)")
+        let journal = try String(contentsOfFile: fx.destPath(".mirror/journal"), encoding: .utf8)
+        let heldAtStop = fx.size(of: partial)
+        #expect(journal.contains("bytes=\(heldAtStop)"), "the stop checkpointed every byte held (\(heldAtStop))")
+
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("slow.bin")) == sha)
+        let gets = try fx.requests(atLeast: 2)
+        #expect(gets.last?.rangeHeader == "bytes=\(heldAtStop)-")
+    }
+
+    /// `--deadline` on a slow transfer: exit 75 soon after the deadline, state saved.
+    @Test func aDeadlineStopsTheRunWithStateSaved() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "4m"))
+        try fx.addFile("slow.bin", size: 64 << 20, seed: 6)
+        try fx.writeManifest()
+        let result = try fx.sync(["--deadline", "2s"], timeout: 30)
+        #expect(result.exitCode == 75, "\(result)")
+        #expect(result.wallSeconds < 10, "stopped \(result.wallSeconds) s after start with a 2 s deadline")
+        #expect(result.stdout.contains("deadline passed"))
+        #expect(!fx.exists(fx.destPath("slow.bin")))
+    }
+}
