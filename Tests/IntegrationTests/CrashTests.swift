@@ -1,0 +1,215 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+
+/// Real SIGKILLs at random moments, with the damage a crash or a meddling person can leave, and
+/// at the exact places where a crash is most dangerous. After each, a rerun must end with exactly
+/// the manifest's files, verified, having resumed whatever was durably recorded.
+@Suite(.serialized) struct CrashTests {
+    /// SplitMix64: a seeded generator, so a failing round can be replayed with MIRROR_CRASH_SEED.
+    struct Random {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    }
+
+    enum Damage: CaseIterable { case none, cutJournal, garbageJournal, cutPartial, extendPartial }
+
+    static let rounds = 30
+    static let bigSize: Int64 = 32 << 20
+
+    @Test func randomKillsWithDamagedStateAlwaysEndCorrect() throws {
+        let seed = ProcessInfo.processInfo.environment["MIRROR_CRASH_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
+        var rng = Random(state: seed)
+        let fx = try SyncFixture(nginx: .init(limitRate: "40m"))
+        var current: [String: String] = [:]  // path → sha256 of the version the manifest lists
+        var sizes: [String: Int64] = [:]
+        let stable = (0..<4).map { "stable/\($0).dat" }
+        let varying = ["big.bin"] + (0..<8).map { "media/clip \($0).bin" }
+
+        func publish(round: Int) throws {
+            fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+            for (index, path) in (stable + varying).enumerated() {
+                if round == 0 || varying.contains(path) {
+                    let size = path == "big.bin" ? Self.bigSize : Int64(1 + rng.below(300_000))
+                    sizes[path] = size
+                    current[path] = try TestData.writeFile(at: fx.www + "/" + path, size: size, seed: UInt64(round * 1000 + index))
+                }
+                fx.manifest.add(path: path, size: sizes[path] ?? 0, sha256: current[path] ?? "")
+            }
+            try fx.writeManifest()
+        }
+
+        try publish(round: 0)
+        let first = try fx.sync()
+        try #require(first.exitCode == 0, "\(first)")
+
+        var resentBeyondDurable: Int64 = 0
+        var resumedRounds = 0
+        var damageCounts: [Damage: Int] = [:]
+        for round in 1...Self.rounds {
+            let previous = current
+            try publish(round: round)
+            let context = "seed \(seed), round \(round)"
+
+            // Kill at a random moment: anywhere from before the first byte to after the end.
+            let victim = try fx.startSync()
+            usleep(useconds_t(20_000 + rng.below(1_100_000)))
+            victim.signal(SIGKILL)
+            _ = try victim.wait(timeout: 10)
+
+            // Whatever the moment, a manifest path holds the old verified file, the new one, or nothing.
+            for path in varying {
+                let target = fx.destPath(path)
+                guard fx.exists(target) else { continue }
+                let sha = try TestData.sha256(ofFileAt: target)
+                #expect(sha == previous[path] || sha == current[path], "\(context): \(path) holds an unverified file")
+            }
+
+            let damage = Damage.allCases[rng.below(Damage.allCases.count)]
+            damageCounts[damage, default: 0] += 1
+            try apply(damage, fx: fx, rng: &rng)
+
+            // What the next run may resume: durable per the (damaged) journal and still on disk.
+            let bigPartial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
+            let recorded = try recordedPartialBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "")
+            let resumable = min(recorded, max(0, fx.size(of: bigPartial)))
+            let before = try fx.requests().count
+
+            let rerun = try fx.sync()
+            #expect(rerun.exitCode == 0, "\(context): \(rerun)")
+            for (path, sha) in current {
+                #expect(try TestData.sha256(ofFileAt: fx.destPath(path)) == sha, "\(context): \(path)")
+            }
+            #expect(try treeOutsideState(fx.dest) == Set(current.keys), "\(context): stray files")
+
+            let bigRequests = try fx.requests(atLeast: before).dropFirst(before).filter { $0.uri == "/big.bin" }
+            if resumable > 0 {
+                resumedRounds += 1
+                #expect(bigRequests.first?.rangeHeader == "bytes=\(resumable)-", "\(context): resume from the durable \(resumable) bytes (damage: \(damage))")
+                #expect(bigRequests.first?.status == 206, "\(context)")
+            }
+            let sent = bigRequests.reduce(0) { $0 + $1.bodyBytesSent }
+            if !bigRequests.isEmpty {
+                resentBeyondDurable += max(0, sent - (Self.bigSize - resumable))
+            }
+        }
+        #expect(resentBeyondDurable == 0, "bytes sent beyond what was not yet durable: \(resentBeyondDurable)")
+        #expect(resumedRounds >= 3, "only \(resumedRounds) rounds were killed with durable progress to resume (seed \(seed))")
+        print("crash rounds: \(Self.rounds), seed \(seed), resumed: \(resumedRounds), damage: \(damageCounts)")
+    }
+
+    private func apply(_ damage: Damage, fx: SyncFixture, rng: inout Random) throws {
+        let journal = fx.destPath(".mirror/journal")
+        let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
+        switch damage {
+        case .none:
+            break
+        case .cutJournal:
+            let size = fx.size(of: journal)
+            if size > 0 { #expect(truncate(journal, off_t(rng.below(Int(size)))) == 0) }
+        case .garbageJournal:
+            if fx.exists(journal) {
+                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: journal))
+                handle.seekToEndOfFile()
+                handle.write(Data(TestData.bytes(count: 1 + rng.below(200), seed: rng.next())))
+                handle.closeFile()
+            }
+        case .cutPartial:
+            let size = fx.size(of: partial)
+            if size > 0 { #expect(truncate(partial, off_t(rng.below(Int(size)))) == 0) }
+        case .extendPartial:
+            if fx.exists(partial) {
+                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
+                handle.seekToEndOfFile()
+                handle.write(Data(TestData.bytes(count: 1 + rng.below(3 << 20), seed: rng.next())))
+                handle.closeFile()
+            }
+        }
+    }
+
+    /// Bytes of `path` the journal records as durable for this version of the file (0 if none).
+    private func recordedPartialBytes(fx: SyncFixture, path: String, sha256: String) throws -> Int64 {
+        let fd = open(fx.destPath(".mirror"), O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { return 0 }
+        let journal = try Journal(folder: FileDescriptor(fd: fd, displayPath: ".mirror"), displayPath: "journal", readOnly: true)
+        guard let record = journal.records(for: path)?.partial, record.identity.sha256 == sha256 else { return 0 }
+        return record.bytes
+    }
+
+    /// Every file under `root`, relative, except the tool's own `.mirror` folder.
+    private func treeOutsideState(_ root: String) throws -> Set<String> {
+        var out: Set<String> = []
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return out }
+        while let item = walker.nextObject() as? String {
+            if item == ".mirror" { walker.skipDescendants(); continue }
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: root + "/" + item, isDirectory: &isDir), !isDir.boolValue {
+                out.insert(item)
+            }
+        }
+        return out
+    }
+
+    // MARK: - Named crash points
+
+    /// A kill between a durable step and its journal record, or inside a compaction.
+    @Test(arguments: ["checkpoint-before-record", "install-before-record", "compact-before-rename", "compact-after-rename"])
+    func aKillAtACrashPointStillEndsCorrect(point: String) throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "64m"))
+        let sha = try fx.addFile("big.bin", size: 24 << 20, seed: 42)
+        let smallSHA = try fx.addFile("small.bin", size: 1000, seed: 43)
+        try fx.writeManifest()
+
+        if point.hasPrefix("compact") {
+            // A journal long enough to be compacted at the start of the next run.
+            try FileManager.default.createDirectory(atPath: fx.destPath(".mirror"), withIntermediateDirectories: true)
+            var text = Array("mirror-journal 1\n".utf8)
+            for i in 0..<500 {
+                let stale = EntryIdentity(path: "old/\(i)", size: 1, sha256: "00", sha512: nil)
+                text += JournalRecord.failed(FailedRecord(identity: stale, error: "gone", time: 0)).encodedLine()
+            }
+            try Data(text).write(to: URL(fileURLWithPath: fx.destPath(".mirror/journal")))
+        }
+
+        let crashed = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest],
+                                           environment: SyncFixture.loopbackOnly.merging(["MIRROR_CRASH_AT": point]) { a, _ in a },
+                                           timeout: 60)
+        #expect(crashed.signal == SIGKILL, "the crash point \(point) was reached: \(crashed)")
+        let before = try fx.requests().count
+        // The files the crashed run had already renamed into place (complete and verified).
+        let installedAtCrash = ["big.bin", "small.bin"].filter { fx.exists(fx.destPath($0)) }
+
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(point): \(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == sha)
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("small.bin")) == smallSHA)
+        let journal = try String(contentsOfFile: fx.destPath(".mirror/journal"), encoding: .utf8)
+        #expect(!journal.contains("old/1 "), "\(point): the stale records were compacted away")
+        #expect(journal.split(separator: "\n").count < 20)
+
+        let rerunRequests = try fx.requests(atLeast: before).dropFirst(before)
+        if point == "install-before-record" {
+            // The file was renamed into place but not journaled: it is hashed, not fetched again.
+            #expect(!installedAtCrash.isEmpty)
+            for path in installedAtCrash {
+                #expect(!rerunRequests.contains { $0.uri == "/" + path }, "\(path) was fetched again")
+            }
+        }
+        if point == "checkpoint-before-record" {
+            // The first checkpoint's data was synced but not recorded: the rerun starts from zero,
+            // never from unrecorded bytes.
+            #expect(rerunRequests.first { $0.uri == "/big.bin" }?.rangeHeader == nil)
+        }
+        // A second run has nothing to do.
+        let third = try fx.sync()
+        #expect(third.exitCode == 0 && third.stdout.isEmpty, "\(third)")
+    }
+}
