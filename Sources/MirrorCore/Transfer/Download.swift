@@ -121,7 +121,7 @@ public final class Download {
             return false
         }
         if target.length + Int64(bytes.count) > target.identity.size {
-            abortReason = .tooMuchData(limit: target.identity.size)
+            abortReason = .tooMuchData(limit: target.identity.size, ranged: requestedOffset > 0 && !isFile)
             return false
         }
         do {

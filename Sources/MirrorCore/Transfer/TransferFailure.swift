@@ -8,8 +8,9 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
     case lengthMismatch(server: Int64, expected: Int64)
     /// A `Content-Encoding` other than identity: the bytes would not be the file's bytes.
     case contentEncoding(String)
-    /// The body went on past the manifest's size.
-    case tooMuchData(limit: Int64)
+    /// The body went on past the manifest's size. `ranged`: in a 206, which may be a range bug a
+    /// full request avoids; in a full response it is a server that does not have the manifest's file.
+    case tooMuchData(limit: Int64, ranged: Bool)
     /// The transfer ended (cleanly, as far as the server said) before the file was complete.
     case shortBody(received: Int64, expected: Int64)
     /// A 206 carried a validator other than the one the partial file was started with.
@@ -27,7 +28,8 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
     public var isTransient: Bool {
         switch self {
         case .httpStatus(let code, _): return code == 408 || code == 425 || code == 429 || (500...599).contains(code)
-        case .badContentRange, .shortBody, .validatorChanged, .tooMuchData: return true
+        case .badContentRange, .shortBody, .validatorChanged: return true
+        case .tooMuchData(_, let ranged): return ranged
         case .lengthMismatch, .contentEncoding: return false
         case .unreachable: return true
         case .network(_, _, let transient): return transient
@@ -56,7 +58,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         case .lengthMismatch(let server, let expected):
             return "server has \(server) bytes but the manifest says \(expected) (the file changed on the server, or the manifest is out of date)"
         case .contentEncoding(let coding): return "server sent Content-Encoding \(coding); only unencoded bodies are accepted"
-        case .tooMuchData(let limit): return "server sent more than the manifest's \(limit) bytes"
+        case .tooMuchData(let limit, _): return "server sent more than the manifest's \(limit) bytes"
         case .shortBody(let received, let expected): return "transfer ended after \(received) of \(expected) bytes"
         case .validatorChanged: return "the file changed on the server during the download (validator changed)"
         case .unreachable(let message): return "cannot reach the server: \(message)"
