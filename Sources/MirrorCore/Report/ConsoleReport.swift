@@ -27,7 +27,8 @@ public final class ConsoleReport {
         case .downloaded, .replaced:
             guard mode == .text else { return }
             let verb = result.outcome == .replaced ? "replaced" : "downloaded"
-            printOut("\(verb) \(result.path) (\(Formatting.bytes(result.size)))")
+            let from = result.fromMirror ? " from \(result.source ?? "a mirror")" : ""
+            printOut("\(verb) \(result.path) (\(Formatting.bytes(result.size)))\(from)")
         }
     }
 

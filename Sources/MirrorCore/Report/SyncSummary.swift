@@ -13,12 +13,15 @@ public struct EntryResult: Sendable, Equatable {
     public var size: Int64
     /// The URL that served the verified bytes (credentials masked).
     public var source: String?
+    /// True when `source` is not the entry's first source (a mirror, after the first failed).
+    public var fromMirror: Bool
 
-    public init(path: String, outcome: Outcome, size: Int64, source: String?) {
+    public init(path: String, outcome: Outcome, size: Int64, source: String?, fromMirror: Bool = false) {
         self.path = path
         self.outcome = outcome
         self.size = size
         self.source = source
+        self.fromMirror = fromMirror
     }
 }
 

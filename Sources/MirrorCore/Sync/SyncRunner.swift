@@ -269,7 +269,8 @@ public final class SyncRunner {
         if case .unreachable = failure {} else { task.onlyUnreachable = false }
         if failure.distrustsRanges { task.fromZero = true }
         let progress = (task.partial?.length ?? 0) - task.lengthAtAttemptStart
-        if progress >= min(1 << 20, task.entry.size) { task.failuresWithoutProgress = 0 } else { task.failuresWithoutProgress += 1 }
+        let madeProgress = progress >= min(1 << 20, task.entry.size)
+        if madeProgress { task.failuresWithoutProgress = 0 } else { task.failuresWithoutProgress += 1 }
 
         var moveOn = !failure.isTransient
         if case .unreachable = failure, task.failuresWithoutProgress >= 2, let source = task.currentSource {
@@ -285,8 +286,10 @@ public final class SyncRunner {
             ready.append(task)
             return
         }
+        // A connection that dropped after real progress is retried at once; one that got nowhere
+        // waits, as long as the server asked (Retry-After, capped at 5 minutes) or by back-off.
         let delay = failure.retryAfter.map { min($0, 300) }
-            ?? EntryTask.backoff(failures: task.failuresWithoutProgress, base: options.retryBaseDelay)
+            ?? (madeProgress ? 0 : EntryTask.backoff(failures: task.failuresWithoutProgress, base: options.retryBaseDelay))
         task.notBefore = monotonicSeconds() + delay
         waiting.append(task)
     }
@@ -332,8 +335,10 @@ public final class SyncRunner {
             CrashPoint.hit("install-before-record")
             try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: true)
             if task.replacing { summary.replaced += 1 } else { summary.downloaded += 1 }
+            let source = entry.size == 0 ? nil : partial.sourceURL
             let result = EntryResult(path: entry.path, outcome: task.replacing ? .replaced : .downloaded, size: entry.size,
-                                     source: entry.size == 0 ? nil : partial.sourceURL.map(redactedURL))
+                                     source: source.map(redactedURL),
+                                     fromMirror: source != nil && source != task.sources.first)
             summary.results.append(result)
             report.entryFinished(result)
         } catch let error as SystemError {
