@@ -233,6 +233,7 @@ import MirrorTestSupport
         let result = try fx.sync(timeout: 60)
         #expect(result.exitCode == 75, "\(result)")
         #expect(result.stderr.contains("cannot reach the server"))
+        #expect(result.wallSeconds < 20, "gave up on a dead host after \(result.wallSeconds) s: no retry storm")
     }
 }
 
@@ -277,15 +278,23 @@ import MirrorTestSupport
         #expect(gets.last?.rangeHeader == "bytes=\(heldAtStop)-")
     }
 
-    /// `--deadline` on a slow transfer: exit 75 soon after the deadline, state saved.
-    @Test func aDeadlineStopsTheRunWithStateSaved() throws {
+    /// `--deadline 5s` on a slow transfer: exit 75 within the deadline plus 2 s, state saved, and
+    /// the next run continues from there.
+    @Test func aDeadlineStopsTheRunWithStateSavedAndTheRerunContinues() throws {
         let fx = try SyncFixture(nginx: .init(limitRate: "4m"))
-        try fx.addFile("slow.bin", size: 64 << 20, seed: 6)
+        let sha = try fx.addFile("slow.bin", size: 40 << 20, seed: 6)
         try fx.writeManifest()
-        let result = try fx.sync(["--deadline", "2s"], timeout: 30)
+        let result = try fx.sync(["--deadline", "5s"], timeout: 30)
         #expect(result.exitCode == 75, "\(result)")
-        #expect(result.wallSeconds < 10, "stopped \(result.wallSeconds) s after start with a 2 s deadline")
+        #expect(result.wallSeconds < 7, "stopped \(result.wallSeconds) s after start with a 5 s deadline")
         #expect(result.stdout.contains("deadline passed"))
         #expect(!fx.exists(fx.destPath("slow.bin")))
+        let held = fx.size(of: fx.destPath(".mirror/partial/" + PartialFile.name(for: "slow.bin")))
+        #expect(held > 8 << 20)
+
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("slow.bin")) == sha)
+        #expect(try fx.requests(atLeast: 2).last?.rangeHeader == "bytes=\(held)-")
     }
 }

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+
+/// A destination that runs out of space or cannot be written, on real small filesystems: a tmpfs
+/// mounted by the test (root only, as in CI) and unmounted however the test ends.
+@Suite(.serialized, .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+struct DestinationTests {
+    /// A mounted tmpfs, unmounted in deinit.
+    final class SmallFilesystem {
+        let path: String
+        init(at path: String, size: String, readOnly: Bool = false) throws {
+            self.path = path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            let result = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)\(readOnly ? ",ro" : "")", "tmpfs", path], timeout: 10)
+            guard result.exitCode == 0 else { throw HarnessError("mount tmpfs at \(path): \(result.stderr)") }
+        }
+        func resize(_ size: String) throws {
+            let result = try ChildProcess.run("/bin/mount", ["-o", "remount,size=\(size)", path], timeout: 10)
+            guard result.exitCode == 0 else { throw HarnessError("remount \(path): \(result.stderr)") }
+        }
+        deinit { _ = try? ChildProcess.run("/bin/umount", ["-l", path], timeout: 10) }
+    }
+
+    @Test func aFullDiskExits73KeepsTheJournalAndALaterRunCompletes() throws {
+        let fx = try SyncFixture()
+        let small = try fx.addFile("small.bin", size: 1 << 20, seed: 1)
+        let big = try fx.addFile("big.bin", size: 24 << 20, seed: 2)
+        try fx.writeManifest()
+        let disk = try SmallFilesystem(at: fx.dest, size: "12m")
+
+        let full = try fx.sync(["--jobs", "1"])
+        #expect(full.exitCode == 73, "\(full)")
+        #expect(full.stderr.contains("No space left on device"), "\(full.stderr)")
+        #expect(!fx.exists(fx.destPath("big.bin")))
+        // The journal is whole: nothing torn, every record readable.
+        let fd = open(fx.destPath(".mirror"), O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        let journal = try Journal(folder: FileDescriptor(fd: fd, displayPath: ".mirror"), displayPath: "journal", readOnly: true)
+        #expect(journal.records(for: "small.bin")?.verified != nil)
+        let durable = journal.records(for: "big.bin")?.partial?.bytes ?? 0
+        // Everything written before the disk filled was synced and recorded (at least the first
+        // 8 MiB checkpoint; the stop itself checkpoints what was written since).
+        #expect(durable >= 8 << 20 && durable < 12 << 20, "recorded \(durable) bytes of big.bin")
+
+        try disk.resize("64m")
+        let before = try fx.requests(atLeast: 2).count
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("small.bin")) == small)
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == big)
+        let resumed = try fx.requests(atLeast: before + 1).dropFirst(before)
+        #expect(resumed.map(\.uri) == ["/big.bin"])
+        #expect(resumed.first?.rangeHeader == "bytes=\(durable)-")
+    }
+
+    @Test func aReadOnlyDestinationExits73() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 1000, seed: 1)
+        try fx.writeManifest()
+        let disk = try SmallFilesystem(at: fx.dest, size: "1m", readOnly: true)
+        let result = try fx.sync()
+        #expect(result.exitCode == 73, "\(result)")
+        #expect(result.stderr.contains("Read-only file system"), "\(result.stderr)")
+        #expect(try fx.requests().isEmpty)
+        _ = disk
+    }
+}
+
+@Suite struct LockTests {
+    /// With --wait, a second run waits for the lock instead of exiting 75, then does its work.
+    @Test func waitWaitsForTheLockThenSyncs() throws {
+        let fx = try SyncFixture()
+        let sha = try fx.addFile("a.bin", size: 1000, seed: 1)
+        try fx.writeManifest()
+        try FileManager.default.createDirectory(atPath: fx.destPath(".mirror"), withIntermediateDirectories: true)
+        let fd = open(fx.destPath(".mirror/lock"), O_RDWR | O_CREAT, 0o644)
+        try #require(fd >= 0)
+        try #require(flock(fd, LOCK_EX) == 0)
+
+        let waiting = try fx.startSync(["--wait"])
+        usleep(1_000_000)
+        #expect(waiting.isRunning, "still waiting for the lock")
+        #expect(!fx.exists(fx.destPath("a.bin")), "nothing written while another run holds the lock")
+        close(fd)
+        let result = try waiting.wait(timeout: 30)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == sha)
+    }
+}
