@@ -34,12 +34,14 @@ import MirrorTestSupport
         #expect(first.stdout.contains("downloaded disk/image.iso (1.0 GiB)"))
         // 40 MB = 39,062 KiB (GNU time's %M is in KiB).
         #expect(peakKiB > 0 && peakKiB <= 39_062, "peak RSS \(peakKiB) KiB while syncing 1 GiB")
+        print("measured: 1 GiB + 200 files synced in \(first.wallSeconds) s, peak RSS \(peakKiB) KiB")
         let requestsAfterFirst = try fx.requests(atLeast: 201).count
         #expect(requestsAfterFirst == 201)
 
         let second = try fx.sync()
         #expect(second.exitCode == 0, "\(second)")
         #expect(second.stdout.isEmpty, "a no-op run is silent when not on a terminal: \(second.stdout)")
+        print("measured: no-op rerun \(second.wallSeconds) s, \(second.stdout.utf8.count) bytes of output")
         #expect(second.stderr.isEmpty, "\(second.stderr)")
         #expect(try fx.requests().count == requestsAfterFirst, "a no-op run sends no request")
         #expect(!FileManager.default.fileExists(atPath: fx.destPath(".mirror/partial/") + PartialFile.name(for: "disk/image.iso")))
@@ -59,6 +61,7 @@ import MirrorTestSupport
             usleep(20_000)
         }
         #expect(fx.size(of: partial) >= 128 * Self.mib, "the download never got halfway")
+        let killedAt = fx.size(of: partial)
         victim.signal(SIGKILL)
         let killed = try victim.wait(timeout: 10)
         #expect(killed.signal == SIGKILL)
@@ -74,6 +77,7 @@ import MirrorTestSupport
         #expect(gets.last?.ifRange != nil, "the resume carries the validator")
         let sent = gets.reduce(0) { $0 + $1.bodyBytesSent }
         #expect(sent <= 272 * Self.mib, "server sent \(sent) bytes for a 256 MiB file over two runs")
+        print("measured: killed at \(killedAt) bytes; server sent \(sent) bytes over both runs (file \(256 * Self.mib))")
     }
 
     /// A server that ignores Range (nginx `max_ranges 0`) answers 200 to the resume: the tool
@@ -114,6 +118,29 @@ import MirrorTestSupport
         #expect(!fx.exists(fx.destPath("bad.bin")))
         #expect(try TestData.sha256(ofFileAt: fx.destPath("good.bin")) == goodSHA, "the good entry is done and saved")
         #expect(try fx.requests(atLeast: 4).filter { $0.uri == "/bad.bin" }.count == 3)
+    }
+
+    /// Entries with sha512 (alone, or beside sha256) are verified against every digest listed.
+    @Test func sha512IsVerifiedAloneAndBesideSHA256() throws {
+        let fx = try SyncFixture()
+        let bytes = TestData.bytes(count: 300_000, seed: 21)
+        try Data(bytes).write(to: URL(fileURLWithPath: fx.www + "/a.bin"))
+        try Data(bytes).write(to: URL(fileURLWithPath: fx.www + "/b.bin"))
+        try Data(bytes).write(to: URL(fileURLWithPath: fx.www + "/c.bin"))
+        let sha512 = Hasher.digest(.sha512, of: bytes).hex
+        let wrong512 = String(repeating: "0", count: 128)
+        fx.manifest.add(path: "a.bin", size: 300_000, sha256: TestData.sha256(of: bytes), extra: ["sha512": sha512])
+        var text = fx.manifest.yaml
+        text += "  - path: b.bin\n    size: 300000\n    sha512: \(sha512)\n"
+        text += "  - path: c.bin\n    size: 300000\n    sha256: \(TestData.sha256(of: bytes))\n    sha512: \(wrong512)\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: fx.manifestPath))
+
+        let result = try fx.sync()
+        #expect(result.exitCode == 1, "\(result)")
+        #expect(fx.exists(fx.destPath("a.bin")))
+        #expect(fx.exists(fx.destPath("b.bin")))
+        #expect(!fx.exists(fx.destPath("c.bin")), "a right sha256 does not excuse a wrong sha512")
+        #expect(result.stderr.contains("c.bin: checksum mismatch after 3 attempts (expected sha512 \(wrong512), got \(sha512))"), "\(result.stderr)")
     }
 
     /// An older file at the path stays untouched when the new one cannot be verified, and a wrong

@@ -5,10 +5,10 @@ import CZlib
 public struct EntryIdentity: Hashable, Sendable {
     public var path: String
     public var size: Int64
-    public var sha256: String
+    public var sha256: String?
     public var sha512: String?
 
-    public init(path: String, size: Int64, sha256: String, sha512: String?) {
+    public init(path: String, size: Int64, sha256: String?, sha512: String?) {
         self.path = path
         self.size = size
         self.sha256 = sha256
@@ -16,7 +16,7 @@ public struct EntryIdentity: Hashable, Sendable {
     }
 
     public init(_ entry: ManifestEntry) {
-        self.init(path: entry.path, size: entry.size, sha256: entry.sha256.hex, sha512: entry.sha512?.hex)
+        self.init(path: entry.path, size: entry.size, sha256: entry.sha256?.hex, sha512: entry.sha512?.hex)
     }
 }
 
@@ -123,7 +123,7 @@ extension JournalRecord {
         func identity(_ id: EntryIdentity) {
             fields.append(("path", id.path))
             fields.append(("size", String(id.size)))
-            fields.append(("sha256", id.sha256))
+            if let s = id.sha256 { fields.append(("sha256", s)) }
             if let s = id.sha512 { fields.append(("sha512", s)) }
         }
         switch self {
@@ -183,8 +183,8 @@ extension JournalRecord {
         }
         func identity() -> EntryIdentity? {
             guard let path = fields["path"], let size = fields["size"].flatMap({ Int64($0) }),
-                  let sha = fields["sha256"] else { return nil }
-            return EntryIdentity(path: path, size: size, sha256: sha, sha512: fields["sha512"])
+                  fields["sha256"] != nil || fields["sha512"] != nil else { return nil }
+            return EntryIdentity(path: path, size: size, sha256: fields["sha256"], sha512: fields["sha512"])
         }
         func int(_ key: String) -> Int64? { fields[key].flatMap { Int64($0) } }
         switch String(decoding: kindBytes, as: UTF8.self) {

@@ -52,7 +52,9 @@ public struct ManifestEntry: Sendable, Hashable {
     public var path: String
     public var url: Location
     public var size: Int64
-    public var sha256: Digest
+    /// SHA-256 and/or SHA-512 of the whole file: at least one is present, and every one present
+    /// is checked.
+    public var sha256: Digest?
     public var sha512: Digest?
     /// Modification time to set on the verified file.
     public var mtime: FileTime?
@@ -61,7 +63,7 @@ public struct ManifestEntry: Sendable, Hashable {
     /// Line of the entry in the manifest (1-based), for messages.
     public var line: Int
 
-    public init(path: String, url: Location, size: Int64, sha256: Digest, sha512: Digest? = nil,
+    public init(path: String, url: Location, size: Int64, sha256: Digest?, sha512: Digest? = nil,
                 mtime: FileTime? = nil, mode: UInt32? = nil, line: Int = 0) {
         self.path = path
         self.url = url

@@ -85,11 +85,8 @@ extension ManifestRules {
         guard let size else {
             throw error(node, "entry \(quoted(path)) has no size; every entry needs path, size and sha256")
         }
-        guard let sha256 else {
-            if sha512 != nil {
-                throw error(node, "entry has sha512 but no sha256: this version of mirror needs sha256 on every entry")
-            }
-            throw error(node, "entry \(quoted(path)) has no sha256; every entry needs path, size and sha256 (64 hex digits)")
+        guard sha256 != nil || sha512 != nil else {
+            throw error(node, "entry \(quoted(path)) has no sha256; every entry needs path, size and sha256 (64 hex digits) or sha512 (128)")
         }
         let url = location ?? .relative(URLReference.encodePath(path))
         if case .relative = url, baseURL == nil {

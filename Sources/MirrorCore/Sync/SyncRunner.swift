@@ -189,7 +189,7 @@ public final class SyncRunner {
     private func start(_ task: EntryTask) {
         do {
             if task.partial == nil {
-                let partial = try PartialFile(identity: EntryIdentity(task.entry), hasSHA512: task.entry.sha512 != nil,
+                let partial = try PartialFile(identity: EntryIdentity(task.entry),
                                               folder: partialFolder, folderDisplay: destination.display(".mirror/partial"),
                                               journal: journal, resumeFrom: task.resumeOffset)
                 if partial.length > 0, let record = task.resume {
@@ -353,7 +353,7 @@ public final class SyncRunner {
     private func check(_ entry: ManifestEntry) {
         do {
             let file = try destination.openForReading(entry.path)
-            let (sha256, sha512) = try FileHashing.digests(of: file, sha512: entry.sha512 != nil)
+            let (sha256, sha512) = try FileHashing.digests(of: file, for: entry)
             if FileHashing.matches(entry, sha256: sha256, sha512: sha512) {
                 let status = try file.stat()
                 try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)

@@ -20,7 +20,7 @@ public final class PartialFile {
     let file: FileDescriptor
     private let folder: FileDescriptor
     private let journal: Journal?
-    private let sha256 = Hasher(.sha256)
+    private let sha256: Hasher?
     private let sha512: Hasher?
 
     /// Bytes written and hashed: the file's content is `[0, length)`.
@@ -42,14 +42,16 @@ public final class PartialFile {
     ///
     /// - Parameter resumeFrom: bytes of an earlier run to keep; they are re-read and hashed now,
     ///   and anything past them is cut off (it was never recorded durable, so it is not trusted).
-    public init(identity: EntryIdentity, hasSHA512: Bool, folder: FileDescriptor, folderDisplay: String,
+    public init(identity: EntryIdentity, folder: FileDescriptor, folderDisplay: String,
                 journal: Journal?, resumeFrom: Int64 = 0) throws {
         self.identity = identity
         self.folder = folder
         self.journal = journal
         name = PartialFile.name(for: identity.path)
         displayPath = folderDisplay + "/" + name
-        sha512 = hasSHA512 ? Hasher(.sha512) : nil
+        // Only the digests the manifest lists are computed: each costs a full pass over the bytes.
+        sha256 = identity.sha256 != nil ? Hasher(.sha256) : nil
+        sha512 = identity.sha512 != nil ? Hasher(.sha512) : nil
         let fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 { throw SystemError("create partial file", displayPath) }
         file = FileDescriptor(fd: fd, displayPath: displayPath)
@@ -73,7 +75,7 @@ public final class PartialFile {
             let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
             if n == 0 { throw SystemError("read partial file", displayPath, code: EIO) }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-            sha256.update(chunk)
+            sha256?.update(chunk)
             sha512?.update(chunk)
             offset += Int64(n)
         }
@@ -83,7 +85,7 @@ public final class PartialFile {
     /// ``checkpointInterval`` bytes.
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         try file.write(bytes, at: length)
-        sha256.update(bytes)
+        sha256?.update(bytes)
         sha512?.update(bytes)
         length += Int64(bytes.count)
         bytesReceived += Int64(bytes.count)
@@ -102,7 +104,7 @@ public final class PartialFile {
     /// Throws away everything: the server sent the whole file again, or the copy failed its checksum.
     func restartFromZero() throws {
         try file.truncate(to: 0)
-        sha256.reset()
+        sha256?.reset()
         sha512?.reset()
         if durableLength > 0 {
             try journal?.append(.forget(path: identity.path), durable: false)
@@ -113,8 +115,8 @@ public final class PartialFile {
     }
 
     /// The digests of the whole file. Call once, when ``length`` equals the entry's size.
-    public func finishDigests() -> (sha256: Digest, sha512: Digest?) {
-        (sha256.finalize(), sha512?.finalize())
+    public func finishDigests() -> (sha256: Digest?, sha512: Digest?) {
+        (sha256?.finalize(), sha512?.finalize())
     }
 
     /// Prepares a verified file for installation: permission bits, modification time, then `fsync`

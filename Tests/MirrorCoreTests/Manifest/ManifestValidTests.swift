@@ -32,7 +32,7 @@ private let sha = ManifestFixture.sha256
     #expect(intro.path == "videos/intro.mp4")
     #expect(intro.url == .relative("videos/intro.mp4"))
     #expect(intro.size == 734_003_200)
-    #expect(intro.sha256.hex == "3b1fd0c54c4a" + String(repeating: "0", count: 52))
+    #expect(intro.sha256?.hex == "3b1fd0c54c4a" + String(repeating: "0", count: 52))
     #expect(intro.sha512 == nil && intro.mtime == nil && intro.mode == nil)
     #expect(intro.line == 7)
     #expect(m.sources(for: intro) == ["https://media.example.org/lab/videos/intro.mp4",
@@ -64,7 +64,7 @@ private let sha = ManifestFixture.sha256
         "    mode: 0755"))
     #expect(m.destination == "/data/media")
     let e = try #require(m.entries.first)
-    #expect(e.sha256.hex == sha)
+    #expect(e.sha256?.hex == sha)
     #expect(e.sha512?.hex == F.sha512)
     #expect(e.size == 0)
     #expect(e.mtime == FileTime(seconds: 1_793_534_400 - 7200, nanoseconds: 500_000_000))
@@ -195,4 +195,13 @@ private let sha = ManifestFixture.sha256
     #expect(throws: ManifestError(file: "d", message: "cannot read manifest: Is a directory")) {
         try ManifestLoader.load(path: dir.path, displayName: "d")
     }
+}
+
+/// The spec: sha256 is required "unless sha512 is given".
+@Test func sha512AloneIsEnough() throws {
+    let m = try F.parse(F.yaml("version: 1", "base_url: https://x/", "files:",
+                               "  - path: a", "    size: 1", "    sha512: \(F.sha512)"))
+    let e = try #require(m.entries.first)
+    #expect(e.sha256 == nil)
+    #expect(e.sha512?.hex == F.sha512)
 }
