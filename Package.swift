@@ -20,9 +20,11 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Header-only: Linux system calls Swift's Glibc module does not expose (syncfs).
+        .systemLibrary(name: "CLinux"),
         .target(
             name: "MirrorCore",
-            dependencies: ["CCurl", "CYAML", "CZlib", "COpenSSL"],
+            dependencies: ["CCurl", "CYAML", "CZlib", "COpenSSL", "CLinux"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .executableTarget(

@@ -135,7 +135,9 @@ public final class Destination {
     /// `fsync` of the receiving folder so the new name is durable (journal.md, rule 1). The rename
     /// is atomic: a reader sees the old file or the new one, never a mix. Returns the installed file's
     /// status, taken after the rename because rename changes the inode's ctime.
-    public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String) throws -> FileStatus {
+    /// With `syncFolder` false the caller makes the rename durable another way (one `syncfs` for a batch).
+    public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String,
+                        syncFolder: Bool = true) throws -> FileStatus {
         let (parent, final) = try openParent(of: relative, create: true)
         var st = stat()
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 {
@@ -147,7 +149,7 @@ public final class Destination {
         if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
             throw SystemError("move into place", display(relative))
         }
-        try parent.sync()
+        if syncFolder { try parent.sync() }
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
             throw SystemError("inspect", display(relative))
         }

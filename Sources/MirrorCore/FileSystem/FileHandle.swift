@@ -1,3 +1,4 @@
+import CLinux
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -29,6 +30,12 @@ public final class FileDescriptor {
     /// created or renamed in it durable, which `rename(2)` alone does not.
     public func sync() throws {
         if retryingOnEINTR({ fsync(fd) }) != 0 { throw SystemError("sync", displayPath) }
+    }
+
+    /// `syncfs(2)`: everything written to the filesystem holding this descriptor, on stable storage,
+    /// in one journal commit, where an `fsync` per file would pay one commit each.
+    public func syncFilesystem() throws {
+        if retryingOnEINTR({ mirror_syncfs(fd) }) != 0 { throw SystemError("sync the filesystem of", displayPath) }
     }
 
     /// `fdatasync(2)`: the data (and the size) on stable storage, without the timestamps.

@@ -1,0 +1,45 @@
+/// Verified files waiting to be made durable and renamed into place together: group commit.
+///
+/// Thousands of small files must not pay three serial fsyncs each (file, folder, journal). A batch
+/// keeps journal.md's order for all its files at once: one `syncfs` makes every file's data durable,
+/// then each is renamed into place, a second `syncfs` makes the new names durable, and only then
+/// are their journal records appended and the journal synced once. A crash at any point leaves each
+/// file either in `.mirror/partial/` or complete at its path without a record, which the next run
+/// hashes and records. A batch of one file uses `fsync`s instead, so a lone large file does not
+/// flush the rest of the filesystem.
+final class InstallBatch {
+    struct Item {
+        let task: EntryTask
+        let partial: PartialFile
+    }
+
+    /// Flush when this many files wait...
+    static let maxFiles = 512
+    /// ...or when the oldest has waited this long (seconds).
+    static let maxDelay = 0.25
+
+    private(set) var items: [Item] = []
+    private var oldest: Double?
+
+    var isEmpty: Bool { items.isEmpty }
+
+    func add(_ task: EntryTask, _ partial: PartialFile) {
+        if items.isEmpty { oldest = monotonicSeconds() }
+        items.append(Item(task: task, partial: partial))
+    }
+
+    func isDue(now: Double) -> Bool {
+        guard let oldest else { return false }
+        return items.count >= InstallBatch.maxFiles || now - oldest >= InstallBatch.maxDelay
+    }
+
+    /// Seconds until the batch is due (for the sync loop's wait).
+    func timeUntilDue(now: Double) -> Double? {
+        oldest.map { max(0, InstallBatch.maxDelay - (now - $0)) }
+    }
+
+    func take() -> [Item] {
+        defer { items.removeAll(); oldest = nil }
+        return items
+    }
+}
