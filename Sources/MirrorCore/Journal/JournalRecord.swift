@@ -74,12 +74,19 @@ public struct PartialRecord: Equatable, Sendable {
     public var validator: String?
     /// Bytes durable at the start of the partial file.
     public var bytes: Int64
+    /// The hash states after exactly `bytes` bytes (``Hasher/exportState()``, hex), so a resume
+    /// need not read the prefix again.
+    public var sha256State: String?
+    public var sha512State: String?
 
-    public init(identity: EntryIdentity, url: String, validator: String?, bytes: Int64) {
+    public init(identity: EntryIdentity, url: String, validator: String?, bytes: Int64,
+                sha256State: String? = nil, sha512State: String? = nil) {
         self.identity = identity
         self.url = url
         self.validator = validator
         self.bytes = bytes
+        self.sha256State = sha256State
+        self.sha512State = sha512State
     }
 }
 
@@ -138,6 +145,8 @@ extension JournalRecord {
             fields.append(("url", r.url))
             if let v = r.validator { fields.append(("validator", v)) }
             fields.append(("bytes", String(r.bytes)))
+            if let s = r.sha256State { fields.append(("h256", s)) }
+            if let s = r.sha512State { fields.append(("h512", s)) }
         case .forget(let path):
             kind = "forget"
             fields.append(("path", path))
@@ -196,7 +205,8 @@ extension JournalRecord {
             return .verified(VerifiedRecord(identity: id, inode: ino, device: dev, mtime: mtime, ctime: ctime))
         case "partial":
             guard let id = identity(), let url = fields["url"], let bytes = int("bytes") else { return nil }
-            return .partial(PartialRecord(identity: id, url: url, validator: fields["validator"], bytes: bytes))
+            return .partial(PartialRecord(identity: id, url: url, validator: fields["validator"], bytes: bytes,
+                                          sha256State: fields["h256"], sha512State: fields["h512"]))
         case "forget":
             guard let path = fields["path"] else { return nil }
             return .forget(path: path)

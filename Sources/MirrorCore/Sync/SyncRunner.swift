@@ -25,6 +25,8 @@ public final class SyncRunner {
     private var active: [ObjectIdentifier: EntryTask] = [:]
     private var allTasks: [EntryTask] = []
     private var unreachableHosts: Set<String> = []
+    private let batch = InstallBatch()
+    private var writer: PartialWriter?
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     private var fatal: SystemError?
     private var stoppedReason: String?
@@ -131,7 +133,12 @@ public final class SyncRunner {
     private func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
         do { engine = try TransferEngine() } catch { throw SyncError.setup("\(error)") }
-        defer { engine?.shutdown() }
+        let writer = PartialWriter()
+        self.writer = writer
+        defer {
+            engine?.shutdown()
+            writer.shutdown()
+        }
         let deadline = options.deadline.map { startTime + $0 }
 
         while fatal == nil {
@@ -148,6 +155,7 @@ public final class SyncRunner {
             while active.count < max(1, options.jobs), !ready.isEmpty {
                 start(ready.removeFirst())
             }
+            if batch.isDue(now: now) { commitBatch() }
             if active.isEmpty && ready.isEmpty && waiting.isEmpty && checks.isEmpty { break }
 
             if let entry = checks.first {
@@ -160,6 +168,7 @@ public final class SyncRunner {
             var wait = 0.5
             if let next = waiting.map(\.notBefore).min() { wait = min(wait, max(0.001, next - now)) }
             if let deadline { wait = min(wait, max(0.001, deadline - now)) }
+            if let due = batch.timeUntilDue(now: now) { wait = min(wait, max(0.001, due)) }
             handle(engine?.waitForFinished(timeout: wait) ?? [])
         }
 
@@ -168,12 +177,20 @@ public final class SyncRunner {
             engine?.cancelAll()
             while !active.isEmpty { handle(engine?.waitForFinished(timeout: 1) ?? []) }
         }
+        // Files verified before the stop are installed, whatever stopped the run: even on a full
+        // disk a rename needs no data blocks, and if it fails the file stays in .mirror/partial.
+        commitBatch()
         let unfinished = ready.count + waiting.count + checks.count
         if unfinished > 0 || stoppedReason != nil {
             summary.pending += unfinished
             if stoppedReason == nil { stoppedReason = "stopped early" }
         }
-        for task in ready + waiting { try? task.partial?.checkpoint() }
+        for task in ready + waiting { task.partial?.checkpoint() }
+        // Every checkpoint asked for above is written and journaled before the run reports.
+        writer.drainAll()
+        for task in allTasks {
+            if let failure = task.partial?.failure, failure.isDestinationUnwritable, fatal == nil { fatal = failure }
+        }
     }
 
     private func promoteDueTasks(_ now: Double) {
@@ -191,7 +208,7 @@ public final class SyncRunner {
             if task.partial == nil {
                 let partial = try PartialFile(identity: EntryIdentity(task.entry),
                                               folder: partialFolder, folderDisplay: destination.display(".mirror/partial"),
-                                              journal: journal, resumeFrom: task.resumeOffset)
+                                              journal: journal, writer: writer, resumeFrom: task.resumeOffset, saved: task.resume)
                 if partial.length > 0, let record = task.resume {
                     partial.sourceURL = record.url
                     partial.validator = record.validator
@@ -199,14 +216,14 @@ public final class SyncRunner {
                 task.partial = partial
             }
             guard let partial = task.partial else { return }
-            if task.fromZero && partial.length > 0 { try partial.restartFromZero() }
+            if task.fromZero && partial.length > 0 { partial.restartFromZero() }
             task.fromZero = false
             if partial.length == task.entry.size {
                 // Nothing left to fetch (an empty file, or a partial that was already whole).
                 verifyAndInstall(task)
                 return
             }
-            while let source = task.currentSource, unreachableHosts.contains(hostKey(of: source)) {
+            while let source = task.currentSource, !unreachableHosts.isEmpty, unreachableHosts.contains(hostKey(of: source)) {
                 task.lastFailure = .unreachable("\(redactedURL(source)) did not answer earlier in this run")
                 if !task.advanceSource() { break }
             }
@@ -214,7 +231,8 @@ public final class SyncRunner {
                 giveUp(task)
                 return
             }
-            let sameSource = partial.sourceURL.map { redactedURL($0) == redactedURL(url) } ?? false
+            // The validator belongs to the URL it came from (journaled with its credentials masked).
+            let sameSource = partial.sourceURL.map { $0 == url || redactedURL($0) == redactedURL(url) } ?? false
             let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
                                         target: partial, settings: options.transfer)
             task.attempts += 1
@@ -242,10 +260,10 @@ public final class SyncRunner {
                     retry(task, after: .badContentRange("416 Range Not Satisfiable", expected: "bytes \(download.requestedOffset)-"))
                 }
             case .failed(.cancelled):
-                try? task.partial?.checkpoint()
+                task.partial?.checkpoint()
                 summary.pending += 1
             case .failed(.writeFailed(let error)):
-                try? task.partial?.checkpoint()
+                task.partial?.checkpoint()
                 if error.isDestinationUnwritable {
                     fatal = error
                     summary.pending += 1
@@ -253,9 +271,7 @@ public final class SyncRunner {
                     fail(task.entry, error.description, unreachable: false)
                 }
             case .failed(let failure):
-                do { try task.partial?.checkpoint() } catch let error as SystemError where error.isDestinationUnwritable {
-                    fatal = error
-                } catch {}
+                task.partial?.checkpoint()
                 retry(task, after: failure)
             }
         }
@@ -305,17 +321,24 @@ public final class SyncRunner {
 
     private func verifyAndInstall(_ task: EntryTask) {
         guard let partial = task.partial else { return }
-        let (sha256, sha512) = partial.finishDigests()
         let entry = task.entry
+        let sha256: Digest?, sha512: Digest?
+        do {
+            (sha256, sha512) = try partial.finishDigests()
+        } catch let error as SystemError {
+            if error.isDestinationUnwritable { fatal = error } else { fail(entry, error.description, unreachable: false) }
+            return
+        } catch {
+            fail(entry, "\(error)", unreachable: false)
+            return
+        }
         guard FileHashing.matches(entry, sha256: sha256, sha512: sha512) else {
             task.checksumFailures += 1
             task.onlyUnreachable = false
             let detail = FileHashing.mismatchDescription(entry, sha256: sha256, sha512: sha512)
-            do { try partial.restartFromZero() } catch let error as SystemError where error.isDestinationUnwritable {
-                fatal = error
-                return
-            } catch {}
+            partial.restartFromZero()
             if task.checksumFailures >= options.checksumAttempts || entry.size == 0 {
+                partial.settle()
                 partial.remove()
                 let attempts = task.checksumFailures == 1 ? "1 attempt" : "\(task.checksumFailures) attempts"
                 fail(entry, "checksum mismatch after \(attempts) (\(detail))", unreachable: false)
@@ -329,22 +352,67 @@ public final class SyncRunner {
             return
         }
         do {
-            try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime)
-            let status = try destination.install(partial: partial.name, from: partialFolder, to: entry.path)
-            partial.close()
+            try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime, sync: false)
+            batch.add(task, partial)
+            if batch.isDue(now: monotonicSeconds()) { commitBatch() }
+        } catch let error as SystemError {
+            if error.isDestinationUnwritable { fatal = error } else { fail(entry, error.description, unreachable: false) }
+        } catch {
+            fail(entry, "\(error)", unreachable: false)
+        }
+    }
+
+    /// Makes the waiting verified files durable, renames them into place and journals them
+    /// (``InstallBatch`` explains the order and why it is crash-safe).
+    private func commitBatch() {
+        let items = batch.take()
+        guard !items.isEmpty else { return }
+        let single = items.count == 1
+        do {
+            if single { try items[0].partial.file.sync() } else { try partialFolder.syncFilesystem() }
+        } catch let error as SystemError {
+            for item in items { item.partial.close() }
+            if error.isDestinationUnwritable { fatal = error } else {
+                for item in items { fail(item.task.entry, error.description, unreachable: false) }
+            }
+            return
+        } catch {}
+
+        var installed: [(InstallBatch.Item, FileStatus)] = []
+        for item in items {
+            defer { item.partial.close() }
+            do {
+                let status = try destination.install(partial: item.partial.name, from: partialFolder,
+                                                     to: item.task.entry.path, syncFolder: single)
+                installed.append((item, status))
+            } catch let error as SystemError {
+                if error.isDestinationUnwritable { fatal = error } else { fail(item.task.entry, error.description, unreachable: false) }
+            } catch {
+                fail(item.task.entry, "\(error)", unreachable: false)
+            }
+        }
+        do {
+            if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
             CrashPoint.hit("install-before-record")
-            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: true)
+            for (item, status) in installed {
+                let entry = item.task.entry
+                try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)
+            }
+            try journal.sync()
+        } catch let error as SystemError {
+            // The files are in place and complete; without their records the next run hashes them.
+            if error.isDestinationUnwritable { fatal = error }
+        } catch {}
+        for (item, _) in installed {
+            let task = item.task
+            let entry = task.entry
             if task.replacing { summary.replaced += 1 } else { summary.downloaded += 1 }
-            let source = entry.size == 0 ? nil : partial.sourceURL
+            let source = entry.size == 0 ? nil : item.partial.sourceURL
             let result = EntryResult(path: entry.path, outcome: task.replacing ? .replaced : .downloaded, size: entry.size,
                                      source: source.map(redactedURL),
                                      fromMirror: source != nil && source != task.sources.first)
             summary.results.append(result)
             report.entryFinished(result)
-        } catch let error as SystemError {
-            if error.isDestinationUnwritable { fatal = error } else { fail(entry, error.description, unreachable: false) }
-        } catch {
-            fail(entry, "\(error)", unreachable: false)
         }
     }
 

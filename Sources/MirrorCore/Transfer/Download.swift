@@ -87,20 +87,45 @@ public final class Download {
     // MARK: - Callbacks (transfer thread)
 
     /// One header line. A status line starts a new response (a redirect, or an interim 1xx), so
-    /// the headers collected so far belong to an earlier response and are dropped.
+    /// the headers collected so far belong to an earlier response and are dropped. Only the headers
+    /// the response checks read are kept, and the line is handled as bytes: this runs once per
+    /// header of every response, which adds up over thousands of small files.
     fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
         if cancelled { return false }
-        let text = String(decoding: line, as: UTF8.self)
-        if text.hasPrefix("HTTP/") {
-            headers = [:]
+        if line.count >= 5 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
+            headers = [:]  // "HTTP/"
             return true
         }
-        guard let colon = text.firstIndex(of: ":") else { return true }
-        let name = text[..<colon].lowercased()
-        let value = text[text.index(after: colon)...].trimmingHeaderWhitespace
-        headers[name] = value
+        guard let colon = line.firstIndex(of: 0x3A), let name = Download.keptHeader(line[0..<colon]) else { return true }
+        var start = colon + 1
+        var end = line.count
+        while start < end, Download.isHeaderSpace(line[start]) { start += 1 }
+        while end > start, Download.isHeaderSpace(line[end - 1]) { end -= 1 }
+        headers[name] = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
         return true
     }
+
+    /// The headers ``ResponseCheck`` reads, lowercased.
+    static let keptHeaders: [(bytes: [UInt8], name: String)] = [
+        "content-length", "content-range", "content-encoding", "content-type", "etag", "last-modified", "retry-after",
+    ].map { (Array($0.utf8), $0) }
+
+    /// The lowercased name if `raw` (a header name, any case) is one of ``keptHeaders``.
+    static func keptHeader(_ raw: Slice<UnsafeRawBufferPointer>) -> String? {
+        candidates: for (bytes, name) in keptHeaders where bytes.count == raw.count {
+            var i = raw.startIndex
+            for b in bytes {
+                let c = raw[i]
+                if (c >= 0x41 && c <= 0x5A ? c | 0x20 : c) != b { continue candidates }
+                i += 1
+            }
+            return name
+        }
+        return nil
+    }
+
+    /// Optional whitespace around a field value (RFC 9110 §5.5), and the line's CR LF.
+    static func isHeaderSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D || c == 0x0A }
 
     /// A piece of the body: decide on the response the first time, then write within bounds.
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -145,16 +170,10 @@ public final class Download {
                                              expectedSize: target.identity.size)
         switch decision {
         case .accept(let start):
-            do {
-                if start == 0 && target.length > 0 {
-                    try target.restartFromZero()
-                } else if start > 0, let held = target.validator, let now = responseHead.resumeValidator, held != now {
-                    decision = .reject(.validatorChanged)
-                }
-            } catch let error as SystemError {
-                decision = .reject(.writeFailed(error))
-            } catch {
-                decision = .reject(.writeFailed(SystemError("truncate", target.displayPath, code: 5)))
+            if start == 0 && target.length > 0 {
+                target.restartFromZero()
+            } else if start > 0, let held = target.validator, let now = responseHead.resumeValidator, held != now {
+                decision = .reject(.validatorChanged)
             }
             if case .accept = decision {
                 target.sourceURL = url
@@ -228,14 +247,3 @@ private func downloadWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size:
     return download.receiveBody(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
 }
 
-extension Substring {
-    /// Without leading and trailing spaces, tabs, CR and LF (RFC 9110 §5.5: optional whitespace).
-    /// Works on scalars: in Swift, "\r\n" is a single Character.
-    var trimmingHeaderWhitespace: String {
-        let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
-        var scalars = unicodeScalars[...]
-        while let c = scalars.first, isSpace(c) { scalars.removeFirst() }
-        while let c = scalars.last, isSpace(c) { scalars.removeLast() }
-        return String(String.UnicodeScalarView(scalars))
-    }
-}

@@ -1,14 +1,16 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A download in progress: `DEST/.mirror/partial/<name>`, where the bytes from the socket land.
 ///
-/// Every byte written is hashed in the same pass, so when the last byte arrives the checksum is
-/// already known (a resumed file's prefix is hashed once, before the transfer resumes). Progress
-/// becomes durable in checkpoints: `fdatasync` the file, then journal the length (journal.md,
-/// rule 1). The file is touched by one thread at a time: the transfer thread while an attempt runs,
-/// the sync thread between attempts (the hand-over goes through the engine's lock).
+/// Two sides. The thread running an attempt (the transfer thread inside a libcurl callback, the
+/// sync thread between attempts) calls ``append(_:)``, ``checkpoint()`` and ``restartFromZero()``;
+/// they only queue work and move ``length``. The ``PartialWriter`` thread performs that work in
+/// order: write, hash, and at a checkpoint `fdatasync` the file and then journal its length and
+/// hash state (journal.md, rule 1). ``finishDigests()`` waits for the queue before reading the
+/// digests. Without a writer (tests), the work is done at once on the calling thread.
 public final class PartialFile {
     /// Bytes between durable checkpoints: a kill loses at most this much progress.
     public static let checkpointInterval: Int64 = 8 << 20
@@ -20,18 +22,28 @@ public final class PartialFile {
     let file: FileDescriptor
     private let folder: FileDescriptor
     private let journal: Journal?
+    private let writer: PartialWriter?
     private let sha256: Hasher?
     private let sha512: Hasher?
 
-    /// Bytes written and hashed: the file's content is `[0, length)`.
+    // The attempt's side.
+    /// Bytes accepted (written, or queued to be): the file's content is `[0, length)` once drained.
     public private(set) var length: Int64 = 0
-    /// Bytes the journal records as durable.
-    public private(set) var durableLength: Int64 = 0
+    private var lastCheckpoint: Int64 = 0
     /// Where the bytes came from, and the server's validator for them (for `If-Range`).
     public var sourceURL: String?
     public var validator: String?
     /// Body bytes received from the network for this file in this run (for the summary).
     public private(set) var bytesReceived: Int64 = 0
+    /// Whether the prefix of a resumed download was taken from the journal's hash state rather
+    /// than read back and hashed.
+    public private(set) var resumedFromSavedState = false
+
+    // The writer's side.
+    private var writtenLength: Int64 = 0
+    private var durableLength: Int64 = 0
+    private let errorLock = NSLock()
+    private var storedError: SystemError?
 
     /// The partial file's name for an entry path: a hash, so any UTF-8 path maps to a short, safe name.
     public static func name(for path: String) -> String {
@@ -40,13 +52,17 @@ public final class PartialFile {
 
     /// Opens (or creates, mode 0600: unverified bytes are nobody's business) the partial file.
     ///
-    /// - Parameter resumeFrom: bytes of an earlier run to keep; they are re-read and hashed now,
-    ///   and anything past them is cut off (it was never recorded durable, so it is not trusted).
-    public init(identity: EntryIdentity, folder: FileDescriptor, folderDisplay: String,
-                journal: Journal?, resumeFrom: Int64 = 0) throws {
+    /// - Parameters:
+    ///   - resumeFrom: bytes of an earlier run to keep; anything past them is cut off (it was never
+    ///     recorded durable, so it is not trusted).
+    ///   - saved: the journal's record for those bytes; when it covers exactly `resumeFrom` bytes
+    ///     and carries hash states this libcrypto can restore, the prefix is not read again.
+    init(identity: EntryIdentity, folder: FileDescriptor, folderDisplay: String, journal: Journal?,
+         writer: PartialWriter? = nil, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws {
         self.identity = identity
         self.folder = folder
         self.journal = journal
+        self.writer = writer
         name = PartialFile.name(for: identity.path)
         displayPath = folderDisplay + "/" + name
         // Only the digests the manifest lists are computed: each costs a full pass over the bytes.
@@ -59,9 +75,30 @@ public final class PartialFile {
         guard st.isRegularFile else { throw SystemError("use partial file", displayPath, code: EINVAL) }
         let keep = max(0, min(resumeFrom, st.size, identity.size))
         if st.size != keep { try file.truncate(to: keep) }
-        if keep > 0 { try hashExisting(keep) }
+        if keep > 0 {
+            if let saved, saved.bytes == keep, restore(saved) {
+                resumedFromSavedState = true
+            } else {
+                try hashExisting(keep)
+            }
+        }
         length = keep
+        lastCheckpoint = keep
+        writtenLength = keep
         durableLength = keep
+    }
+
+    private func restore(_ saved: PartialRecord) -> Bool {
+        let states = [(sha256, saved.sha256State), (sha512, saved.sha512State)]
+        for (hasher, state) in states where hasher != nil {
+            guard let state, let bytes = Digest(hex: state, byteCount: state.utf8.count / 2)?.bytes,
+                  hasher?.restore(bytes) == true else {
+                sha256?.reset()
+                sha512?.reset()
+                return false
+            }
+        }
+        return true
     }
 
     /// Hashes the first `count` bytes already on disk (the prefix of a resumed download).
@@ -81,57 +118,129 @@ public final class PartialFile {
         }
     }
 
-    /// Appends bytes from the network at ``length`` and hashes them; checkpoints every
-    /// ``checkpointInterval`` bytes.
-    func append(_ bytes: UnsafeRawBufferPointer) throws {
-        try file.write(bytes, at: length)
-        sha256?.update(bytes)
-        sha512?.update(bytes)
-        length += Int64(bytes.count)
-        bytesReceived += Int64(bytes.count)
-        if length - durableLength >= PartialFile.checkpointInterval { try checkpoint() }
+    // MARK: - The attempt's side
+
+    /// A write or sync that failed on the writer thread; the attempt stops at its next byte.
+    public var failure: SystemError? {
+        errorLock.lock()
+        defer { errorLock.unlock() }
+        return storedError
     }
 
-    /// Makes the bytes so far durable, then records their length (journal.md, rule 1).
-    public func checkpoint() throws {
-        guard length != durableLength, let journal, let url = sourceURL else { return }
-        try file.syncData()
-        CrashPoint.hit("checkpoint-before-record")
-        try journal.append(.partial(PartialRecord(identity: identity, url: redactedURL(url), validator: validator, bytes: length)), durable: true)
-        durableLength = length
+    /// Takes bytes from the network at ``length``; checkpoints every ``checkpointInterval`` bytes.
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if let failure { throw failure }
+        if let writer {
+            writer.write(self, bytes, at: length)
+        } else {
+            performWrite(bytes, at: length)
+            if let failure { throw failure }
+        }
+        length += Int64(bytes.count)
+        bytesReceived += Int64(bytes.count)
+        if length - lastCheckpoint >= PartialFile.checkpointInterval { checkpoint() }
+    }
+
+    /// Makes the bytes so far durable, then records their length and hash state.
+    public func checkpoint() {
+        guard length != lastCheckpoint, let url = sourceURL else { return }
+        lastCheckpoint = length
+        if let writer {
+            writer.checkpoint(self, url: url, validator: validator)
+        } else {
+            performCheckpoint(url: url, validator: validator)
+        }
     }
 
     /// Throws away everything: the server sent the whole file again, or the copy failed its checksum.
-    func restartFromZero() throws {
-        try file.truncate(to: 0)
+    func restartFromZero() {
+        length = 0
+        lastCheckpoint = 0
+        validator = nil
+        if let writer { writer.reset(self) } else { performReset() }
+    }
+
+    /// Waits for the writer, then returns the digests of the whole file. Call once, when
+    /// ``length`` equals the entry's size.
+    public func finishDigests() throws -> (sha256: Digest?, sha512: Digest?) {
+        writer?.drain(self)
+        if let failure { throw failure }
+        return (sha256?.finalize(), sha512?.finalize())
+    }
+
+    /// Waits until everything queued for this file is done.
+    public func settle() { writer?.drain(self) }
+
+    // MARK: - The writer's side
+
+    func performWrite(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        guard failure == nil else { return }
+        do {
+            try file.write(bytes, at: offset)
+        } catch let error as SystemError {
+            fail(error)
+            return
+        } catch {
+            fail(SystemError("write", displayPath, code: EIO))
+            return
+        }
+        sha256?.update(bytes)
+        sha512?.update(bytes)
+        writtenLength = offset + Int64(bytes.count)
+    }
+
+    func performCheckpoint(url: String, validator: String?) {
+        guard failure == nil, writtenLength != durableLength, let journal else { return }
+        do {
+            try file.syncData()
+            CrashPoint.hit("checkpoint-before-record")
+            let record = PartialRecord(identity: identity, url: redactedURL(url), validator: validator, bytes: writtenLength,
+                                       sha256State: sha256.map { Digest(bytes: $0.exportState()).hex },
+                                       sha512State: sha512.map { Digest(bytes: $0.exportState()).hex })
+            try journal.append(.partial(record), durable: true)
+            durableLength = writtenLength
+        } catch let error as SystemError {
+            fail(error)
+        } catch {
+            fail(SystemError("sync", displayPath, code: EIO))
+        }
+    }
+
+    func performReset() {
+        do {
+            try file.truncate(to: 0)
+            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: false) }
+        } catch let error as SystemError {
+            fail(error)
+        } catch {}
         sha256?.reset()
         sha512?.reset()
-        if durableLength > 0 {
-            try journal?.append(.forget(path: identity.path), durable: false)
-        }
-        length = 0
+        writtenLength = 0
         durableLength = 0
-        validator = nil
     }
 
-    /// The digests of the whole file. Call once, when ``length`` equals the entry's size.
-    public func finishDigests() -> (sha256: Digest?, sha512: Digest?) {
-        (sha256?.finalize(), sha512?.finalize())
+    private func fail(_ error: SystemError) {
+        errorLock.lock()
+        if storedError == nil { storedError = error }
+        errorLock.unlock()
     }
 
-    /// Prepares a verified file for installation: permission bits, modification time, then `fsync`
-    /// so that data and metadata are on disk before the rename makes the file visible.
-    public func seal(mode: UInt32, mtime: FileTime?) throws {
+    // MARK: - Installing
+
+    /// Prepares a verified file for installation: permission bits, modification time, then (with
+    /// `sync`) `fsync`, so that data and metadata are on disk before the rename makes the file
+    /// visible. Without `sync` the caller makes it durable another way (``InstallBatch``'s `syncfs`).
+    public func seal(mode: UInt32, mtime: FileTime?, sync: Bool = true) throws {
         if fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", displayPath) }
         if let mtime {
             var times = [timespec(tv_sec: 0, tv_nsec: PartialFile.utimeOmit),
                          timespec(tv_sec: Int(mtime.seconds), tv_nsec: Int(mtime.nanoseconds))]
             if futimens(file.fd, &times) != 0 { throw SystemError("set modification time of", displayPath) }
         }
-        try file.sync()
+        if sync { try file.sync() }
     }
 
-    /// Deletes the partial file (after a checksum mismatch, or once it was renamed it is gone anyway).
+    /// Deletes the partial file (after a checksum mismatch; once renamed it is gone anyway).
     public func remove() {
         _ = unlinkat(folder.fd, name, 0)
         file.close()

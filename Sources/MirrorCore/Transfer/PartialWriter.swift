@@ -1,0 +1,148 @@
+import Foundation
+
+/// The one thread that writes partial files, hashes their bytes and makes them durable.
+///
+/// The transfer thread must not wait on the disk or on SHA-256 (the slowest stage on machines
+/// without SHA-NI): it copies each piece of a body into a buffer from a bounded pool and queues it
+/// here. This thread takes the queue in order: `pwrite`, hash update, and at a checkpoint
+/// `fdatasync`, then the journal record with the hash state at exactly that length. Hashing thus
+/// overlaps the transfer, follows file order, and never reads the file back. Memory is bounded by
+/// the pool: when hashing falls behind, the transfer thread waits for a free buffer, which is the
+/// back-pressure a slow disk or CPU must exert anyway.
+final class PartialWriter {
+    enum Job {
+        case write(PartialFile, offset: Int64, buffer: UnsafeMutableRawBufferPointer, count: Int)
+        case checkpoint(PartialFile, url: String, validator: String?)
+        case reset(PartialFile)
+    }
+
+    static let bufferSize = 256 * 1024
+    static let bufferCount = 24
+
+    private let condition = NSCondition()
+    private var queue: [Job] = []
+    private var queueHead = 0
+    private var freeBuffers: [UnsafeMutableRawBufferPointer] = []
+    private var pendingPerFile: [ObjectIdentifier: Int] = [:]
+    private var stopping = false
+    private var exited = false
+    private var thread: Thread?
+
+    init() {
+        for _ in 0..<PartialWriter.bufferCount {
+            freeBuffers.append(.allocate(byteCount: PartialWriter.bufferSize, alignment: 4096))
+        }
+        let thread = Thread { [unowned self] in self.run() }
+        thread.name = "mirror-writer"
+        self.thread = thread
+        thread.start()
+    }
+
+    deinit {
+        shutdown()
+        for buffer in freeBuffers { buffer.deallocate() }
+    }
+
+    /// Copies `bytes` into pooled buffers and queues them to be written at `offset`.
+    func write(_ file: PartialFile, _ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        var done = 0
+        while done < bytes.count {
+            let buffer = takeBuffer()
+            let n = min(buffer.count, bytes.count - done)
+            if let src = bytes.baseAddress, let dst = buffer.baseAddress { dst.copyMemory(from: src + done, byteCount: n) }
+            enqueue(.write(file, offset: offset + Int64(done), buffer: buffer, count: n), for: file)
+            done += n
+        }
+    }
+
+    func checkpoint(_ file: PartialFile, url: String, validator: String?) {
+        enqueue(.checkpoint(file, url: url, validator: validator), for: file)
+    }
+
+    func reset(_ file: PartialFile) { enqueue(.reset(file), for: file) }
+
+    /// Waits until every job queued for `file` is done.
+    func drain(_ file: PartialFile) {
+        let key = ObjectIdentifier(file)
+        condition.lock()
+        while (pendingPerFile[key] ?? 0) > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Waits until every queued job is done.
+    func drainAll() {
+        condition.lock()
+        while queueHead < queue.count || !pendingPerFile.isEmpty { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Finishes the queue, then ends the thread.
+    func shutdown() {
+        condition.lock()
+        guard thread != nil, !exited else { condition.unlock(); return }
+        stopping = true
+        condition.broadcast()
+        while !exited { condition.wait() }
+        condition.unlock()
+        thread = nil
+    }
+
+    private func takeBuffer() -> UnsafeMutableRawBufferPointer {
+        condition.lock()
+        while freeBuffers.isEmpty { condition.wait() }
+        let buffer = freeBuffers.removeLast()
+        condition.unlock()
+        return buffer
+    }
+
+    private func enqueue(_ job: Job, for file: PartialFile) {
+        condition.lock()
+        queue.append(job)
+        pendingPerFile[ObjectIdentifier(file), default: 0] += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queueHead == queue.count && !stopping { condition.wait() }
+            if queueHead == queue.count && stopping {
+                exited = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let job = queue[queueHead]
+            queueHead += 1
+            if queueHead > 1024 && queueHead * 2 > queue.count {
+                queue.removeFirst(queueHead)
+                queueHead = 0
+            }
+            condition.unlock()
+
+            let file: PartialFile
+            var buffer: UnsafeMutableRawBufferPointer?
+            switch job {
+            case .write(let f, let offset, let b, let count):
+                file = f
+                buffer = b
+                f.performWrite(UnsafeRawBufferPointer(rebasing: b[0..<count]), at: offset)
+            case .checkpoint(let f, let url, let validator):
+                file = f
+                f.performCheckpoint(url: url, validator: validator)
+            case .reset(let f):
+                file = f
+                f.performReset()
+            }
+
+            condition.lock()
+            if let buffer { freeBuffers.append(buffer) }
+            let key = ObjectIdentifier(file)
+            let left = (pendingPerFile[key] ?? 1) - 1
+            if left == 0 { pendingPerFile.removeValue(forKey: key) } else { pendingPerFile[key] = left }
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Testing
+@testable import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Cheap resume: a checkpoint journals the hash state at exactly its length, and a resume from
+/// that length continues the hash without reading the prefix; anything else re-reads it.
+@Suite struct PartialFileTests {
+    let dir: TemporaryDirectory
+    let folder: FileDescriptor
+    let journal: Journal
+
+    init() throws {
+        dir = try TemporaryDirectory()
+        let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        folder = FileDescriptor(fd: fd, displayPath: dir.path)
+        journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
+    }
+
+    static let content = TestData.bytes(count: 12 << 20, seed: 77)
+    static let identity = EntryIdentity(path: "big.bin", size: Int64(content.count),
+                                        sha256: TestData.sha256(of: content),
+                                        sha512: Hasher.digest(.sha512, of: content).hex)
+
+    /// Appends in 1 MiB pieces, as a transfer would (checkpoints fall at the first piece that
+    /// crosses each 8 MiB).
+    func append(_ file: PartialFile, _ range: Range<Int>, piece: Int = 1 << 20) throws {
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let end = min(range.upperBound, start + piece)
+            try Self.content[start..<end].withUnsafeBytes { try file.append($0) }
+            start = end
+        }
+    }
+
+    @Test func hashStateRoundTripsAndIsRefusedWhenForeign() {
+        let a = Hasher(.sha256)
+        a.update(Array(Self.content[0..<1000]))
+        let state = a.exportState()
+        let b = Hasher(.sha256)
+        #expect(b.restore(state))
+        a.update(Array(Self.content[1000..<2000]))
+        b.update(Array(Self.content[1000..<2000]))
+        #expect(a.finalize() == b.finalize())
+        #expect(Hasher(.sha512).restore(state) == false, "a SHA-256 state is not a SHA-512 state")
+        var damaged = state
+        damaged[3] ^= 1  // the libcrypto version in the tag
+        #expect(Hasher(.sha256).restore(damaged) == false)
+    }
+
+    @Test func aResumeFromTheCheckpointUsesTheSavedStateAndStillVerifies() throws {
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        first.sourceURL = "http://127.0.0.1/big.bin"
+        try append(first, 0..<(9 << 20))  // passes the 8 MiB checkpoint
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        #expect(record.bytes == 8 << 20)
+        #expect(record.sha256State != nil && record.sha512State != nil)
+        first.close()
+
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+                                      resumeFrom: record.bytes, saved: record)
+        #expect(resumed.resumedFromSavedState)
+        #expect(resumed.length == record.bytes, "the unrecorded 1 MiB past the checkpoint is cut off")
+        try append(resumed, Int(record.bytes)..<Self.content.count)
+        let (sha256, sha512) = try resumed.finishDigests()
+        #expect(sha256?.hex == Self.identity.sha256)
+        #expect(sha512?.hex == Self.identity.sha512)
+    }
+
+    @Test func aResumeFromElsewhereReadsThePrefixAgain() throws {
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        first.sourceURL = "http://127.0.0.1/big.bin"
+        try append(first, 0..<(9 << 20))
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        first.close()
+
+        // The partial file was cut below the checkpoint: the saved state does not describe it.
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+                                      resumeFrom: 5 << 20, saved: record)
+        #expect(!resumed.resumedFromSavedState)
+        try append(resumed, (5 << 20)..<Self.content.count)
+        #expect(try resumed.finishDigests().sha256?.hex == Self.identity.sha256)
+    }
+
+    @Test func theWriterThreadProducesTheSameFileAndDigests() throws {
+        let writer = PartialWriter()
+        defer { writer.shutdown() }
+        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal, writer: writer)
+        file.sourceURL = "http://127.0.0.1/big.bin"
+        try append(file, 0..<3_000_000, piece: 100_003)
+        file.restartFromZero()  // a 200 to a range request: the body starts over mid-stream
+        try append(file, 0..<Self.content.count, piece: 77_777)
+        let (sha256, _) = try file.finishDigests()
+        #expect(sha256?.hex == Self.identity.sha256)
+        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.sha256)
+        let durable = journal.records(for: "big.bin")?.partial?.bytes ?? 0
+        #expect(durable >= 8 << 20 && durable < (8 << 20) + 77_777, "checkpointed at \(durable)")
+    }
+}
