@@ -85,16 +85,26 @@ public final class FileDescriptor {
         return n
     }
 
-    /// Reads the whole file from the start (for the journal and manifests, not for media).
+    /// Reads the whole file from the start (for the journal and manifests, not for media), into
+    /// one allocation of the size `fstat` reports, so a large journal is not copied while it grows.
     public func readAll() throws -> [UInt8] {
-        var out = [UInt8]()
+        let expected = Int(max(0, try stat().size))
+        var out = [UInt8](repeating: 0, count: expected)
+        var offset = 0
+        while offset < out.count {
+            let n = try out.withUnsafeMutableBytes { raw in
+                try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[offset...]), at: Int64(offset))
+            }
+            if n == 0 { break }
+            offset += n
+        }
+        out.removeSubrange(offset...)
+        // A file that grew since the fstat (it should not: the journal is ours, under the lock).
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        var offset: Int64 = 0
         while true {
-            let n = try chunk.withUnsafeMutableBytes { try read(into: $0, at: offset) }
+            let n = try chunk.withUnsafeMutableBytes { try read(into: $0, at: Int64(out.count)) }
             if n == 0 { break }
             out.append(contentsOf: chunk[0..<n])
-            offset += Int64(n)
         }
         return out
     }

@@ -23,8 +23,23 @@ public final class Journal {
     public static let fileName = "journal"
     static let header = Array("mirror-journal 1\n".utf8)
 
-    /// The latest records per path, as replayed and appended.
-    public private(set) var entries: [String: EntryRecords] = [:]
+    /// The latest records per path, as replayed and appended: three maps rather than one map of
+    /// three optionals, because a large destination has a verified record for nearly every entry
+    /// and hardly any partial or failed ones.
+    private var verified: [String: VerifiedRecord] = [:]
+    private var partials: [String: PartialRecord] = [:]
+    private var failures: [String: FailedRecord] = [:]
+
+    /// Every path the journal knows, with its records.
+    public var entries: [String: EntryRecords] {
+        lock.lock()
+        defer { lock.unlock() }
+        var out: [String: EntryRecords] = [:]
+        for path in Set(verified.keys).union(partials.keys).union(failures.keys) {
+            out[path] = EntryRecords(verified: verified[path], partial: partials[path], failed: failures[path])
+        }
+        return out
+    }
     public private(set) var lastRun: RunRecord?
     /// Bytes of a torn or corrupt tail that opening the journal found and dropped.
     public private(set) var droppedTailBytes = 0
@@ -82,15 +97,16 @@ public final class Journal {
     private func apply(_ record: JournalRecord) {
         switch record {
         case .verified(let r):
-            entries[r.identity.path, default: EntryRecords()].verified = r
-            entries[r.identity.path]?.failed = nil
-            entries[r.identity.path]?.partial = nil
+            let path = r.identity.path
+            verified[path] = r
+            if !failures.isEmpty { failures.removeValue(forKey: path) }
+            if !partials.isEmpty { partials.removeValue(forKey: path) }
         case .partial(let r):
-            entries[r.identity.path, default: EntryRecords()].partial = r
+            partials[r.identity.path] = r
         case .forget(let path):
-            entries[path]?.partial = nil
+            partials.removeValue(forKey: path)
         case .failed(let r):
-            entries[r.identity.path, default: EntryRecords()].failed = r
+            failures[r.identity.path] = r
         case .run(let r):
             lastRun = r
         }
@@ -99,7 +115,8 @@ public final class Journal {
     public func records(for path: String) -> EntryRecords? {
         lock.lock()
         defer { lock.unlock() }
-        return entries[path]
+        let records = EntryRecords(verified: verified[path], partial: partials[path], failed: failures[path])
+        return records.isEmpty ? nil : records
     }
 
     /// Appends `record`. With `durable`, `fdatasync`s the journal before returning, so the record
@@ -138,16 +155,15 @@ public final class Journal {
         lock.lock()
         defer { lock.unlock() }
         guard file != nil else { return }
-        var kept: [String: EntryRecords] = [:]
+        var keptVerified: [String: VerifiedRecord] = [:]
+        var keptPartials: [String: PartialRecord] = [:]
+        var keptFailures: [String: FailedRecord] = [:]
         var out = Journal.header
         var lines = 0
-        for path in entries.keys.sorted() {
-            guard let records = entries[path] else { continue }
-            var keep = EntryRecords()
-            if let v = records.verified, isCurrent(v.identity) { keep.verified = v; out += JournalRecord.verified(v).encodedLine(); lines += 1 }
-            if let p = records.partial, isCurrent(p.identity) { keep.partial = p; out += JournalRecord.partial(p).encodedLine(); lines += 1 }
-            if let f = records.failed, isCurrent(f.identity) { keep.failed = f; out += JournalRecord.failed(f).encodedLine(); lines += 1 }
-            if !keep.isEmpty { kept[path] = keep }
+        for path in Set(verified.keys).union(partials.keys).union(failures.keys).sorted() {
+            if let v = verified[path], isCurrent(v.identity) { keptVerified[path] = v; out += JournalRecord.verified(v).encodedLine(); lines += 1 }
+            if let p = partials[path], isCurrent(p.identity) { keptPartials[path] = p; out += JournalRecord.partial(p).encodedLine(); lines += 1 }
+            if let f = failures[path], isCurrent(f.identity) { keptFailures[path] = f; out += JournalRecord.failed(f).encodedLine(); lines += 1 }
         }
         if let run = lastRun { out += JournalRecord.run(run).encodedLine(); lines += 1 }
 
@@ -167,7 +183,9 @@ public final class Journal {
         let newFd = openat(folder.fd, Journal.fileName, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
         if newFd < 0 { throw SystemError("open journal", displayPath) }
         file = FileDescriptor(fd: newFd, displayPath: displayPath)
-        entries = kept
+        verified = keptVerified
+        partials = keptPartials
+        failures = keptFailures
         lineCount = lines
     }
 }

@@ -175,51 +175,109 @@ extension JournalRecord {
 
     /// Decodes one line (without its newline). nil when the checksum does not match or a field is
     /// missing or malformed: the caller treats that as the torn end of the journal.
+    ///
+    /// A byte scanner: a no-op run replays one record per manifest entry (100,000 lines for a large
+    /// manifest), so only the values kept become Strings, and numbers are parsed from the bytes.
     public static func decode(_ line: ArraySlice<UInt8>) -> JournalRecord? {
-        guard line.count > 10, line[line.startIndex + 8] == UInt8(ascii: " ") else { return nil }
-        let crcText = String(decoding: line[line.startIndex..<line.startIndex + 8], as: UTF8.self)
-        guard let crc = UInt32(crcText, radix: 16) else { return nil }
-        let body = line[(line.startIndex + 9)...]
+        let start = line.startIndex
+        guard line.count > 10, line[start + 8] == UInt8(ascii: " "), let crc = parseHex32(line[start..<start + 8]) else { return nil }
+        let body = line[(start + 9)...]
         guard checksum(body) == crc else { return nil }
-        let parts = body.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard let kindBytes = parts.first else { return nil }
-        var fields: [String: String] = [:]
-        for part in parts.dropFirst() {
-            guard let eq = part.firstIndex(of: UInt8(ascii: "=")) else { return nil }
-            let key = String(decoding: part[part.startIndex..<eq], as: UTF8.self)
-            guard let value = percentDecode(part[(eq + 1)...]) else { return nil }
-            fields[key] = value
+        let kindEnd = body.firstIndex(of: UInt8(ascii: " ")) ?? body.endIndex
+        let kind = body[body.startIndex..<kindEnd]
+        var f = Fields()
+        var i = kindEnd
+        while i < body.endIndex {
+            i += 1
+            let fieldEnd = body[i...].firstIndex(of: UInt8(ascii: " ")) ?? body.endIndex
+            guard let eq = body[i..<fieldEnd].firstIndex(of: UInt8(ascii: "=")) else { return nil }
+            f.set(body[i..<eq], body[(eq + 1)..<fieldEnd])
+            i = fieldEnd
         }
         func identity() -> EntryIdentity? {
-            guard let path = fields["path"], let size = fields["size"].flatMap({ Int64($0) }),
-                  fields["sha256"] != nil || fields["sha512"] != nil else { return nil }
-            return EntryIdentity(path: path, size: size, sha256: fields["sha256"], sha512: fields["sha512"])
+            guard let path = f.string(f.path), let size = f.int(f.size), f.sha256 != nil || f.sha512 != nil else { return nil }
+            return EntryIdentity(path: path, size: size, sha256: f.string(f.sha256), sha512: f.string(f.sha512))
         }
-        func int(_ key: String) -> Int64? { fields[key].flatMap { Int64($0) } }
-        switch String(decoding: kindBytes, as: UTF8.self) {
-        case "verified":
-            guard let id = identity(), let ino = fields["ino"].flatMap({ UInt64($0) }),
-                  let dev = fields["dev"].flatMap({ UInt64($0) }),
-                  let mtime = fields["mtime"].flatMap(FileTime.init(journalText:)),
-                  let ctime = fields["ctime"].flatMap(FileTime.init(journalText:)) else { return nil }
-            return .verified(VerifiedRecord(identity: id, inode: ino, device: dev, mtime: mtime, ctime: ctime))
-        case "partial":
-            guard let id = identity(), let url = fields["url"], let bytes = int("bytes") else { return nil }
-            return .partial(PartialRecord(identity: id, url: url, validator: fields["validator"], bytes: bytes,
-                                          sha256State: fields["h256"], sha512State: fields["h512"]))
-        case "forget":
-            guard let path = fields["path"] else { return nil }
+        switch kind.count {
+        case 8 where kind.elementsEqual("verified".utf8):
+            guard let id = identity(), let ino = f.int(f.ino), let dev = f.int(f.dev),
+                  let mtime = f.time(f.mtime), let ctime = f.time(f.ctime) else { return nil }
+            return .verified(VerifiedRecord(identity: id, inode: UInt64(bitPattern: ino), device: UInt64(bitPattern: dev), mtime: mtime, ctime: ctime))
+        case 7 where kind.elementsEqual("partial".utf8):
+            guard let id = identity(), let url = f.string(f.url), let bytes = f.int(f.bytes) else { return nil }
+            return .partial(PartialRecord(identity: id, url: url, validator: f.string(f.validator), bytes: bytes,
+                                          sha256State: f.string(f.h256), sha512State: f.string(f.h512)))
+        case 6 where kind.elementsEqual("forget".utf8):
+            guard let path = f.string(f.path) else { return nil }
             return .forget(path: path)
-        case "failed":
-            guard let id = identity(), let error = fields["error"], let at = int("at") else { return nil }
+        case 6 where kind.elementsEqual("failed".utf8):
+            guard let id = identity(), let error = f.string(f.error), let at = f.int(f.at) else { return nil }
             return .failed(FailedRecord(identity: id, error: error, time: at))
-        case "run":
-            guard let start = int("start"), let end = int("end"), let result = fields["result"],
-                  let downloaded = int("downloaded"), let failed = int("failed"), let bytes = int("bytes") else { return nil }
+        case 3 where kind.elementsEqual("run".utf8):
+            guard let start = f.int(f.start), let end = f.int(f.end), let result = f.string(f.result),
+                  let downloaded = f.int(f.downloaded), let failed = f.int(f.failed), let bytes = f.int(f.bytes) else { return nil }
             return .run(RunRecord(start: start, end: end, result: result, downloaded: Int(downloaded), failed: Int(failed), bytes: bytes))
         default:
             return nil
         }
+    }
+
+    /// The values of one line, as slices of it, by key.
+    private struct Fields {
+        typealias Value = ArraySlice<UInt8>
+        var path, size, sha256, sha512, ino, dev, mtime, ctime, url, validator, bytes, h256, h512: Value?
+        var error, at, start, end, result, downloaded, failed: Value?
+
+        mutating func set(_ key: Value, _ value: Value) {
+            func k(_ s: StaticString) -> Bool {
+                s.utf8CodeUnitCount == key.count && key.elementsEqual(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+            }
+            if k("path") { path = value } else if k("size") { size = value } else if k("sha256") { sha256 = value }
+            else if k("sha512") { sha512 = value } else if k("ino") { ino = value } else if k("dev") { dev = value }
+            else if k("mtime") { mtime = value } else if k("ctime") { ctime = value } else if k("url") { url = value }
+            else if k("validator") { validator = value } else if k("bytes") { bytes = value } else if k("h256") { h256 = value }
+            else if k("h512") { h512 = value } else if k("error") { error = value } else if k("at") { at = value }
+            else if k("start") { start = value } else if k("end") { end = value } else if k("result") { result = value }
+            else if k("downloaded") { downloaded = value } else if k("failed") { failed = value }
+        }
+
+        func string(_ v: Value?) -> String? { v.flatMap { JournalRecord.percentDecode($0) } }
+
+        /// A non-negative decimal number; inode and device numbers are stored by their bit pattern.
+        func int(_ v: Value?) -> Int64? {
+            guard let v, !v.isEmpty, v.count <= 20 else { return nil }
+            var n: UInt64 = 0
+            for c in v {
+                guard c >= 48 && c <= 57 else { return nil }
+                let (m, o1) = n.multipliedReportingOverflow(by: 10)
+                let (a, o2) = m.addingReportingOverflow(UInt64(c - 48))
+                guard !o1 && !o2 else { return nil }
+                n = a
+            }
+            return Int64(bitPattern: n)
+        }
+
+        /// `SECONDS.NANOSECONDS`, nine fraction digits.
+        func time(_ v: Value?) -> FileTime? {
+            guard let v, let dot = v.firstIndex(of: UInt8(ascii: ".")), v.endIndex - dot == 10,
+                  let s = int(v[v.startIndex..<dot]), let ns = int(v[(dot + 1)...]) else { return nil }
+            return FileTime(seconds: s, nanoseconds: ns)
+        }
+    }
+
+    static func parseHex32(_ bytes: ArraySlice<UInt8>) -> UInt32? {
+        var n: UInt32 = 0
+        for c in bytes {
+            let d: UInt32
+            switch c {
+            case 48...57: d = UInt32(c - 48)
+            case 97...102: d = UInt32(c - 87)
+            case 65...70: d = UInt32(c - 55)
+            default: return nil
+            }
+            n = n << 4 | d
+        }
+        return n
     }
 
     static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
@@ -273,11 +331,5 @@ extension FileTime {
     var journalText: String {
         let ns = String(nanoseconds)
         return "\(seconds).\(String(repeating: "0", count: max(0, 9 - ns.count)))\(ns)"
-    }
-
-    init?(journalText: String) {
-        let parts = journalText.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, let s = Int64(parts[0]), let ns = Int64(parts[1]), parts[1].count == 9 else { return nil }
-        self.init(seconds: s, nanoseconds: ns)
     }
 }
