@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -42,6 +43,7 @@ public final class PartialFile {
     // The writer's side.
     private var writtenLength: Int64 = 0
     private var durableLength: Int64 = 0
+    private var writebackStarted: Int64 = 0
     private let errorLock = NSLock()
     private var storedError: SystemError?
 
@@ -74,6 +76,16 @@ public final class PartialFile {
         let st = try file.stat()
         guard st.isRegularFile else { throw SystemError("use partial file", displayPath, code: EINVAL) }
         let keep = max(0, min(resumeFrom, st.size, identity.size))
+        if let saved, let journal, saved.bytes != keep {
+            // The bytes past `keep` will be fetched again and may differ from those the recorded
+            // hash state describes: the journal must stop vouching for them before they change.
+            if keep > 0 {
+                try journal.append(.partial(PartialRecord(identity: identity, url: saved.url, validator: saved.validator,
+                                                          bytes: keep)), durable: true)
+            } else {
+                try journal.append(.forget(path: identity.path), durable: true)
+            }
+        }
         if st.size != keep { try file.truncate(to: keep) }
         if keep > 0 {
             if let saved, saved.bytes == keep, restore(saved) {
@@ -86,6 +98,7 @@ public final class PartialFile {
         lastCheckpoint = keep
         writtenLength = keep
         durableLength = keep
+        writebackStarted = keep
     }
 
     private func restore(_ saved: PartialRecord) -> Bool {
@@ -187,6 +200,11 @@ public final class PartialFile {
         sha256?.update(bytes)
         sha512?.update(bytes)
         writtenLength = offset + Int64(bytes.count)
+        if writtenLength - writebackStarted >= 1 << 20 {
+            // Best effort: a failure here only means the checkpoint's fdatasync does all the work.
+            _ = mirror_start_writeback(file.fd, writebackStarted, writtenLength - writebackStarted)
+            writebackStarted = writtenLength
+        }
     }
 
     func performCheckpoint(url: String, validator: String?) {
@@ -208,8 +226,10 @@ public final class PartialFile {
 
     func performReset() {
         do {
+            // Durable before the truncation: after a power cut the journal must never hold a
+            // checkpoint (and its hash state) for bytes that were since replaced.
+            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
             try file.truncate(to: 0)
-            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: false) }
         } catch let error as SystemError {
             fail(error)
         } catch {}
@@ -217,6 +237,7 @@ public final class PartialFile {
         sha512?.reset()
         writtenLength = 0
         durableLength = 0
+        writebackStarted = 0
     }
 
     private func fail(_ error: SystemError) {
