@@ -132,7 +132,7 @@ public final class SyncRunner {
 
     private func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
-        do { engine = try TransferEngine() } catch { throw SyncError.setup("\(error)") }
+        do { engine = try TransferEngine(connectionsPerHost: max(1, options.jobs)) } catch { throw SyncError.setup("\(error)") }
         let writer = PartialWriter()
         self.writer = writer
         defer {

@@ -115,6 +115,14 @@ final class CurlMulti {
 
     deinit { curl_multi_cleanup(handle) }
 
+    /// `CURLMOPT_MAX_HOST_CONNECTIONS`: at most this many connections to one host, so `--jobs`
+    /// does not open a connection storm against one server; `CURLMOPT_PIPELINING` with
+    /// `CURLPIPE_MULTIPLEX`: transfers to an HTTP/2 server share one connection.
+    func limit(connectionsPerHost: Int) {
+        _ = mirror_curl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, connectionsPerHost)
+        _ = mirror_curl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+    }
+
     func add(_ easy: CurlEasy) throws {
         let code = curl_multi_add_handle(handle, easy.handle)
         guard code == CURLM_OK else { throw CurlSetupError(what: String(cString: curl_multi_strerror(code))) }

@@ -21,8 +21,9 @@ public final class TransferEngine {
     private var active: [UnsafeMutableRawPointer: Download] = [:]
     private var thread: Thread?
 
-    public init() throws {
+    public init(connectionsPerHost: Int = 8) throws {
         multi = try CurlMulti()
+        multi.limit(connectionsPerHost: connectionsPerHost)
         let thread = Thread { [unowned self] in self.run() }
         thread.name = "mirror-transfer"
         self.thread = thread
@@ -53,7 +54,7 @@ public final class TransferEngine {
         condition.lock()
         defer { condition.unlock() }
         if finished.isEmpty && timeout > 0 {
-            condition.wait(until: Date(timeIntervalSinceNow: timeout))
+            _ = condition.wait(until: Date(timeIntervalSinceNow: timeout))
         }
         let out = finished
         finished.removeAll()
