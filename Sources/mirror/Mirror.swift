@@ -71,7 +71,7 @@ struct Sync: ParsableCommand {
     var dest: String?
 
     @Option(name: .long, help: "Files transferred at once.")
-    var jobs: Int = 4
+    var jobs: Int = 8
 
     @Option(name: .long, help: ArgumentHelp("Stop cleanly after this long (45m, 2h), state saved; exit 75.", valueName: "DURATION"))
     var deadline: String?

@@ -5,7 +5,7 @@ public struct SyncOptions: Sendable {
     /// `--dest`: wins over the manifest's `destination`.
     public var destination: String?
     /// `--jobs`: files transferred at once.
-    public var jobs = 4
+    public var jobs = 8
     public var dryRun = false
     /// `--wait`: wait for another run's lock instead of exiting 75.
     public var waitForLock = false
