@@ -7,11 +7,12 @@ import Glibc
 /// A download in progress: `DEST/.mirror/partial/<name>`, where the bytes from the socket land.
 ///
 /// Two sides. The thread running an attempt (the transfer thread inside a libcurl callback, the
-/// sync thread between attempts) calls ``append(_:)``, ``checkpoint()`` and ``restartFromZero()``;
-/// they only queue work and move ``length``. The ``PartialWriter`` thread performs that work in
-/// order: write, hash, and at a checkpoint `fdatasync` the file and then journal its length and
-/// hash state (journal.md, rule 1). ``finishDigests()`` waits for the queue before reading the
-/// digests. Without a writer (tests), the work is done at once on the calling thread.
+/// sync thread between attempts) writes the bytes (``append(_:)``, a `pwrite` into the page
+/// cache) and queues them for hashing. The ``PartialWriter`` thread hashes them in order, and at a
+/// checkpoint `fdatasync`s the file and then journals its length and hash state (journal.md,
+/// rule 1): every byte up to a checkpoint was written before the checkpoint was queued. Writing
+/// and hashing thus run on the two cores at once. ``finishDigests()`` waits for the queue before
+/// reading the digests. Without a writer (tests), hashing is done at once on the calling thread.
 public final class PartialFile {
     /// Bytes between durable checkpoints: a kill loses at most this much progress.
     public static let checkpointInterval: Int64 = 8 << 20
@@ -40,10 +41,11 @@ public final class PartialFile {
     /// than read back and hashed.
     public private(set) var resumedFromSavedState = false
 
-    // The writer's side.
-    private var writtenLength: Int64 = 0
-    private var durableLength: Int64 = 0
     private var writebackStarted: Int64 = 0
+
+    // The writer's side (touched by the attempt's side only after ``PartialWriter/drain(_:)``).
+    private var hashedLength: Int64 = 0
+    private var durableLength: Int64 = 0
     private let errorLock = NSLock()
     private var storedError: SystemError?
 
@@ -96,7 +98,7 @@ public final class PartialFile {
         }
         length = keep
         lastCheckpoint = keep
-        writtenLength = keep
+        hashedLength = keep
         durableLength = keep
         writebackStarted = keep
     }
@@ -140,17 +142,24 @@ public final class PartialFile {
         return storedError
     }
 
-    /// Takes bytes from the network at ``length``; checkpoints every ``checkpointInterval`` bytes.
+    /// Writes bytes from the network at ``length`` and queues them for hashing; checkpoints every
+    /// ``checkpointInterval`` bytes.
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         if let failure { throw failure }
+        try file.write(bytes, at: length)
         if let writer {
-            writer.write(self, bytes, at: length)
+            writer.hash(self, bytes)
         } else {
-            performWrite(bytes, at: length)
-            if let failure { throw failure }
+            performHash(bytes)
         }
         length += Int64(bytes.count)
         bytesReceived += Int64(bytes.count)
+        if length - writebackStarted >= 1 << 20 {
+            // Start writing back now, without waiting (best effort), so that the checkpoint's
+            // fdatasync finds little left to write instead of stalling on the whole interval.
+            _ = mirror_start_writeback(file.fd, writebackStarted, length - writebackStarted)
+            writebackStarted = length
+        }
         if length - lastCheckpoint >= PartialFile.checkpointInterval { checkpoint() }
     }
 
@@ -166,11 +175,26 @@ public final class PartialFile {
     }
 
     /// Throws away everything: the server sent the whole file again, or the copy failed its checksum.
+    ///
+    /// Waits for the writer first, so that no queued checkpoint records bytes this truncates; then
+    /// the journal forgets the old checkpoint (durably) before the file changes: after a power cut
+    /// the journal never holds a hash state for bytes that were since replaced.
     func restartFromZero() {
+        writer?.drain(self)
+        do {
+            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
+            try file.truncate(to: 0)
+        } catch let error as SystemError {
+            fail(error)
+        } catch {}
+        sha256?.reset()
+        sha512?.reset()
         length = 0
         lastCheckpoint = 0
+        hashedLength = 0
+        durableLength = 0
+        writebackStarted = 0
         validator = nil
-        if let writer { writer.reset(self) } else { performReset() }
     }
 
     /// Waits for the writer, then returns the digests of the whole file. Call once, when
@@ -186,58 +210,27 @@ public final class PartialFile {
 
     // MARK: - The writer's side
 
-    func performWrite(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
-        guard failure == nil else { return }
-        do {
-            try file.write(bytes, at: offset)
-        } catch let error as SystemError {
-            fail(error)
-            return
-        } catch {
-            fail(SystemError("write", displayPath, code: EIO))
-            return
-        }
+    func performHash(_ bytes: UnsafeRawBufferPointer) {
         sha256?.update(bytes)
         sha512?.update(bytes)
-        writtenLength = offset + Int64(bytes.count)
-        if writtenLength - writebackStarted >= 1 << 20 {
-            // Best effort: a failure here only means the checkpoint's fdatasync does all the work.
-            _ = mirror_start_writeback(file.fd, writebackStarted, writtenLength - writebackStarted)
-            writebackStarted = writtenLength
-        }
+        hashedLength += Int64(bytes.count)
     }
 
     func performCheckpoint(url: String, validator: String?) {
-        guard failure == nil, writtenLength != durableLength, let journal else { return }
+        guard failure == nil, hashedLength != durableLength, let journal else { return }
         do {
             try file.syncData()
             CrashPoint.hit("checkpoint-before-record")
-            let record = PartialRecord(identity: identity, url: redactedURL(url), validator: validator, bytes: writtenLength,
+            let record = PartialRecord(identity: identity, url: redactedURL(url), validator: validator, bytes: hashedLength,
                                        sha256State: sha256.map { Digest(bytes: $0.exportState()).hex },
                                        sha512State: sha512.map { Digest(bytes: $0.exportState()).hex })
             try journal.append(.partial(record), durable: true)
-            durableLength = writtenLength
+            durableLength = hashedLength
         } catch let error as SystemError {
             fail(error)
         } catch {
             fail(SystemError("sync", displayPath, code: EIO))
         }
-    }
-
-    func performReset() {
-        do {
-            // Durable before the truncation: after a power cut the journal must never hold a
-            // checkpoint (and its hash state) for bytes that were since replaced.
-            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
-            try file.truncate(to: 0)
-        } catch let error as SystemError {
-            fail(error)
-        } catch {}
-        sha256?.reset()
-        sha512?.reset()
-        writtenLength = 0
-        durableLength = 0
-        writebackStarted = 0
     }
 
     private func fail(_ error: SystemError) {

@@ -1,19 +1,18 @@
 import Foundation
 
-/// The one thread that writes partial files, hashes their bytes and makes them durable.
+/// The one thread that hashes partial files and makes them durable.
 ///
-/// The transfer thread must not wait on the disk or on SHA-256 (the slowest stage on machines
-/// without SHA-NI): it copies each piece of a body into a buffer from a bounded pool and queues it
-/// here. This thread takes the queue in order: `pwrite`, hash update, and at a checkpoint
-/// `fdatasync`, then the journal record with the hash state at exactly that length. Hashing thus
-/// overlaps the transfer, follows file order, and never reads the file back. Memory is bounded by
-/// the pool: when hashing falls behind, the transfer thread waits for a free buffer, which is the
-/// back-pressure a slow disk or CPU must exert anyway.
+/// The transfer thread must not wait on SHA-256 (the slowest stage on machines without SHA-NI):
+/// after writing each piece of a body into the page cache it copies it into a buffer from a
+/// bounded pool and queues it here. This thread takes the queue in order: hash update, and at a
+/// checkpoint `fdatasync`, then the journal record with the hash state at exactly that length.
+/// Hashing thus overlaps the transfer and the writes, follows file order, and never reads the file
+/// back. Memory is bounded by the pool: when hashing falls behind, the transfer thread waits for a
+/// free buffer, which is the back-pressure a slow CPU must exert anyway.
 final class PartialWriter {
     enum Job {
-        case write(PartialFile, offset: Int64, buffer: UnsafeMutableRawBufferPointer, count: Int)
+        case hash(PartialFile, buffer: UnsafeMutableRawBufferPointer, count: Int)
         case checkpoint(PartialFile, url: String, validator: String?)
-        case reset(PartialFile)
     }
 
     static let bufferSize = 256 * 1024
@@ -43,14 +42,14 @@ final class PartialWriter {
         for buffer in freeBuffers { buffer.deallocate() }
     }
 
-    /// Copies `bytes` into pooled buffers and queues them to be written at `offset`.
-    func write(_ file: PartialFile, _ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+    /// Copies `bytes` into pooled buffers and queues them to be hashed.
+    func hash(_ file: PartialFile, _ bytes: UnsafeRawBufferPointer) {
         var done = 0
         while done < bytes.count {
             let buffer = takeBuffer()
             let n = min(buffer.count, bytes.count - done)
             if let src = bytes.baseAddress, let dst = buffer.baseAddress { dst.copyMemory(from: src + done, byteCount: n) }
-            enqueue(.write(file, offset: offset + Int64(done), buffer: buffer, count: n), for: file)
+            enqueue(.hash(file, buffer: buffer, count: n), for: file)
             done += n
         }
     }
@@ -58,8 +57,6 @@ final class PartialWriter {
     func checkpoint(_ file: PartialFile, url: String, validator: String?) {
         enqueue(.checkpoint(file, url: url, validator: validator), for: file)
     }
-
-    func reset(_ file: PartialFile) { enqueue(.reset(file), for: file) }
 
     /// Waits until every job queued for `file` is done.
     func drain(_ file: PartialFile) {
@@ -124,16 +121,13 @@ final class PartialWriter {
             let file: PartialFile
             var buffer: UnsafeMutableRawBufferPointer?
             switch job {
-            case .write(let f, let offset, let b, let count):
+            case .hash(let f, let b, let count):
                 file = f
                 buffer = b
-                f.performWrite(UnsafeRawBufferPointer(rebasing: b[0..<count]), at: offset)
+                f.performHash(UnsafeRawBufferPointer(rebasing: b[0..<count]))
             case .checkpoint(let f, let url, let validator):
                 file = f
                 f.performCheckpoint(url: url, validator: validator)
-            case .reset(let f):
-                file = f
-                f.performReset()
             }
 
             condition.lock()
