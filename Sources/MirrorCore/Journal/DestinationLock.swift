@@ -42,12 +42,3 @@ public final class DestinationLock {
     /// Releases the lock (closing the descriptor releases the `flock`).
     public func release() { file.close() }
 }
-
-extension String {
-    var trimmingSpaces: String {
-        var s = Substring(self)
-        while let c = s.first, c.isWhitespace { s.removeFirst() }
-        while let c = s.last, c.isWhitespace { s.removeLast() }
-        return String(s)
-    }
-}

@@ -57,14 +57,3 @@ public enum Formatting {
         return total
     }
 }
-
-/// Masks the user-info of a URL (`https://user:secret@host/` → `https://***@host/`), so no
-/// credential reaches output, logs or the journal (cli-contract.md, "Output").
-public func redactedURL(_ url: String) -> String {
-    guard let schemeEnd = url.range(of: "://") else { return url }
-    let rest = url[schemeEnd.upperBound...]
-    let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-    let authority = rest[rest.startIndex..<authorityEnd]
-    guard let at = authority.lastIndex(of: "@") else { return url }
-    return String(url[..<schemeEnd.upperBound]) + "***" + String(rest[at...])
-}

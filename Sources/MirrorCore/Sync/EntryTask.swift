@@ -54,14 +54,3 @@ final class EntryTask {
         return r
     }
 }
-
-/// The host part of a URL (`http://a.example:8080/x` → `a.example:8080`), for remembering that
-/// a host is unreachable for the rest of a run.
-func hostKey(of url: String) -> String {
-    guard let schemeEnd = url.range(of: "://") else { return url }
-    let rest = url[schemeEnd.upperBound...]
-    let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-    var authority = rest[rest.startIndex..<end]
-    if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-    return url[..<schemeEnd.lowerBound].lowercased() + "://" + authority.lowercased()
-}

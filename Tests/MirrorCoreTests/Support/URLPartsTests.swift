@@ -1,0 +1,17 @@
+import Testing
+@testable import MirrorCore
+
+@Suite struct URLPartsTests {
+    @Test func hostKeysIgnoreCredentialsPathAndCase() {
+        #expect(hostKey(of: "http://u:p@Mirror.Example:8080/a/b?c#d") == "http://mirror.example:8080")
+        #expect(hostKey(of: "HTTPS://host/x") == "https://host")
+        #expect(hostKey(of: "https://host") == "https://host")
+        #expect(hostKey(of: "not a url") == "not a url")
+    }
+
+    @Test func redactionKeepsEverythingButTheUserInfo() {
+        #expect(redactedURL("https://a:b@c@host/p") == "https://***@host/p", "user-info ends at the last @")
+        #expect(redactedURL("https://host/p?next=a@b") == "https://host/p?next=a@b", "an @ after the authority is not user-info")
+        #expect(redactedURL("file:///srv/a@b") == "file:///srv/a@b")
+    }
+}
