@@ -66,6 +66,15 @@ final class FaultFixture {
         return stat(dest + "/.mirror/partial/" + PartialFile.name(for: path), &st) == 0 ? Int64(st.st_size) : -1
     }
 
+    /// The requests in the order they were made. The server logs a request when its response ends,
+    /// so a stalled response can be logged after the retry that followed it; connection ids follow
+    /// the order of accepts, and requests on one connection are logged in order.
+    func requestsInOrder(count: Int) -> [FaultRequest] {
+        server.waitForRequests(count: count).enumerated()
+            .sorted { ($0.element.connectionID, $0.offset) < ($1.element.connectionID, $1.offset) }
+            .map(\.element)
+    }
+
     /// The `--json` summary, parsed.
     static func json(_ result: ProcessResult) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any]

@@ -17,7 +17,7 @@ import MirrorTestSupport
         let result = try fx.sync()
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
-        let requests = fx.server.waitForRequests(count: 2)
+        let requests = fx.requestsInOrder(count: 2)
         #expect(requests.count == 2)
         #expect(requests.last?.rangeHeader == "bytes=\(3 * Self.mib)-")
     }
@@ -37,7 +37,7 @@ import MirrorTestSupport
         let result = try fx.sync()
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
-        #expect(fx.server.waitForRequests(count: 3).map(\.rangeHeader) == [nil, "bytes=\(Self.mib)-", "bytes=\(2 * Self.mib)-"])
+        #expect(fx.requestsInOrder(count: 3).map(\.rangeHeader) == [nil, "bytes=\(Self.mib)-", "bytes=\(2 * Self.mib)-"])
     }
 
     @Test(arguments: [Fault.stall(afterBytes: 0), .trickle(bytesPerSecond: 300)])
@@ -68,7 +68,7 @@ import MirrorTestSupport
         let result = try run.wait(timeout: 60)
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
-        #expect(fx.server.waitForRequests(count: 2).last?.rangeHeader == "bytes=\(size - 1000)-")
+        #expect(fx.requestsInOrder(count: 2).last?.rangeHeader == "bytes=\(size - 1000)-")
     }
 
     // MARK: Ranges
@@ -79,7 +79,7 @@ import MirrorTestSupport
         let result = try fx.stallThenServe("a.bin", bytes: bytes, at: 2 * Self.mib, fault: .ignoreRange)
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
-        let second = fx.server.waitForRequests(count: 2).last
+        let second = fx.requestsInOrder(count: 2).last
         #expect(second?.rangeHeader == "bytes=\(2 * Self.mib)-" && second?.status == 200)
     }
 
@@ -92,7 +92,7 @@ import MirrorTestSupport
         let result = try fx.stallThenServe("a.bin", bytes: bytes, at: 2 * Self.mib, fault: .lieContentRange(lie))
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes), "no byte of the lying response reached the file")
-        let requests = fx.server.waitForRequests(count: 3)
+        let requests = fx.requestsInOrder(count: 3)
         #expect(requests.map(\.rangeHeader) == [nil, "bytes=\(2 * Self.mib)-", nil], "after a lie, the whole file is asked for")
     }
 
@@ -140,7 +140,7 @@ import MirrorTestSupport
         let result = try fx.sync()
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: fresh))
-        let second = try #require(fx.server.waitForRequests(count: 2).dropFirst().first)
+        let second = try #require(fx.requestsInOrder(count: 2).dropFirst().first)
         #expect(second.headers["if-range"] != nil && second.status == 200)
     }
 
@@ -150,7 +150,7 @@ import MirrorTestSupport
         let result = try fx.sync()
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
-        let second = fx.server.waitForRequests(count: 2).last
+        let second = fx.requestsInOrder(count: 2).last
         #expect(second?.rangeHeader != nil && second?.headers["if-range"] == nil)
     }
 
@@ -255,7 +255,7 @@ import MirrorTestSupport
         #expect(result.exitCode == 1, "\(result)")
         #expect(result.stderr.contains("Content-Encoding gzip"), "\(result.stderr)")
         #expect(fx.digest("a.bin") == nil)
-        #expect(fx.server.waitForRequests(count: 2).last?.status == 206)
+        #expect(fx.requestsInOrder(count: 2).last?.status == 206)
     }
 
     @Test(arguments: [Fault.http10CloseDelimited, .noLength])

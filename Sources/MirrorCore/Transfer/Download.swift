@@ -232,18 +232,21 @@ public final class Download {
 /// `CURLOPT_HEADERFUNCTION`: returning anything but `size * nmemb` aborts the transfer.
 private func downloadHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
                                     _ userdata: UnsafeMutableRawPointer?) -> Int {
-    guard let data, let userdata else { return 0 }
-    let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
-    let n = size * count
-    return download.receiveHeader(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+    forward(data, size * count, userdata) { $0.receiveHeader($1) }
 }
 
 /// `CURLOPT_WRITEFUNCTION`: returning anything but `size * nmemb` aborts with `CURLE_WRITE_ERROR`.
 private func downloadWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
                                    _ userdata: UnsafeMutableRawPointer?) -> Int {
-    guard let data, let userdata else { return 0 }
-    let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
-    let n = size * count
-    return download.receiveBody(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+    forward(data, size * count, userdata) { $0.receiveBody($1) }
 }
 
+/// Hands a callback's bytes to the ``Download`` its userdata points at (kept alive by the engine
+/// while the handle is in the multi handle); returns what libcurl expects: all bytes, or 0 to abort.
+@inline(__always)
+private func forward(_ data: UnsafeMutablePointer<CChar>?, _ n: Int, _ userdata: UnsafeMutableRawPointer?,
+                     _ receive: (Download, UnsafeRawBufferPointer) -> Bool) -> Int {
+    guard let data, let userdata else { return 0 }
+    let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
+    return receive(download, UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+}
