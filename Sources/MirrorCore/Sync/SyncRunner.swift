@@ -239,10 +239,8 @@ public final class SyncRunner {
             task.lengthAtAttemptStart = partial.length
             active[ObjectIdentifier(download)] = task
             engine?.submit(download)
-        } catch let error as SystemError {
-            if error.isDestinationUnwritable { fatal = error } else { fail(task.entry, error.description, unreachable: false) }
         } catch {
-            fail(task.entry, "\(error)", unreachable: false)
+            stopOrFail(task.entry, error)
         }
     }
 
@@ -264,12 +262,8 @@ public final class SyncRunner {
                 summary.pending += 1
             case .failed(.writeFailed(let error)):
                 task.partial?.checkpoint()
-                if error.isDestinationUnwritable {
-                    fatal = error
-                    summary.pending += 1
-                } else {
-                    fail(task.entry, error.description, unreachable: false)
-                }
+                if error.isDestinationUnwritable { summary.pending += 1 }
+                stopOrFail(task.entry, error)
             case .failed(let failure):
                 task.partial?.checkpoint()
                 retry(task, after: failure)
@@ -325,11 +319,8 @@ public final class SyncRunner {
         let sha256: Digest?, sha512: Digest?
         do {
             (sha256, sha512) = try partial.finishDigests()
-        } catch let error as SystemError {
-            if error.isDestinationUnwritable { fatal = error } else { fail(entry, error.description, unreachable: false) }
-            return
         } catch {
-            fail(entry, "\(error)", unreachable: false)
+            stopOrFail(entry, error)
             return
         }
         guard FileHashing.matches(entry, sha256: sha256, sha512: sha512) else {
@@ -355,10 +346,8 @@ public final class SyncRunner {
             try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime, sync: false)
             batch.add(task, partial)
             if batch.isDue(now: monotonicSeconds()) { commitBatch() }
-        } catch let error as SystemError {
-            if error.isDestinationUnwritable { fatal = error } else { fail(entry, error.description, unreachable: false) }
         } catch {
-            fail(entry, "\(error)", unreachable: false)
+            stopOrFail(entry, error)
         }
     }
 
@@ -385,10 +374,8 @@ public final class SyncRunner {
                 let status = try destination.install(partial: item.partial.name, from: partialFolder,
                                                      to: item.task.entry.path, syncFolder: single)
                 installed.append((item, status))
-            } catch let error as SystemError {
-                if error.isDestinationUnwritable { fatal = error } else { fail(item.task.entry, error.description, unreachable: false) }
             } catch {
-                fail(item.task.entry, "\(error)", unreachable: false)
+                stopOrFail(item.task.entry, error)
             }
         }
         do {
@@ -439,6 +426,16 @@ public final class SyncRunner {
     // MARK: - Results
 
     private var unreachableFailures = 0
+
+    /// A system error while handling `entry`: when the destination itself refuses writes (full,
+    /// read-only, permissions) the whole run stops with exit 73; otherwise only the entry fails.
+    private func stopOrFail(_ entry: ManifestEntry, _ error: Error) {
+        if let error = error as? SystemError, error.isDestinationUnwritable {
+            fatal = error
+        } else {
+            fail(entry, "\(error)", unreachable: false)
+        }
+    }
 
     private func fail(_ entry: ManifestEntry, _ message: String, unreachable: Bool) {
         summary.failed += 1
