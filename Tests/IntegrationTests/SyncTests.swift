@@ -189,6 +189,27 @@ import MirrorTestSupport
         #expect(!fx.exists(fx.dest), "nothing created")
     }
 
+    /// A path that cannot be inspected (here a symlink loop as a folder) blocks that entry, in the
+    /// dry run as in the real run; the other entries go ahead.
+    @Test func anUninspectablePathBlocksOnlyItsEntry() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("loop/a.bin", size: 100, seed: 1)
+        let sha = try fx.addFile("fine.bin", size: 100, seed: 2)
+        try fx.writeManifest()
+        try FileManager.default.createDirectory(atPath: fx.dest, withIntermediateDirectories: true)
+        #expect(symlink("loop", fx.destPath("loop")) == 0)
+
+        let dry = try fx.sync(["--dry-run"])
+        #expect(dry.exitCode == 0, "\(dry)")
+        #expect(dry.stdout.contains("blocked loop/a.bin"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("download fine.bin"))
+
+        let real = try fx.sync()
+        #expect(real.exitCode == 1, "\(real)")
+        #expect(real.stderr.contains("loop/a.bin: "), "\(real.stderr)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("fine.bin")) == sha)
+    }
+
     @Test func dryRunPrintsThePlanAndTouchesNothing() throws {
         let fx = try SyncFixture()
         try fx.addFile("a.bin", size: 1000, seed: 1)

@@ -51,7 +51,7 @@ public final class SyncRunner {
     public func run() throws -> SyncSummary {
         let destPath = try SyncRunner.destinationPath(manifest: manifest, options: options)
         summary.total = manifest.entries.count
-        if options.dryRun { return try dryRun(destPath) }
+        if options.dryRun { return dryRun(destPath) }
 
         let lock: DestinationLock
         do {
@@ -74,11 +74,7 @@ public final class SyncRunner {
         let planner = Planner(destination: destination, journal: journal, partialFolder: partialFolder)
         var checks: [ManifestEntry] = []
         for entry in manifest.entries {
-            let action: PlannedAction
-            do { action = try planner.action(for: entry) } catch let error as SystemError {
-                action = .blocked(error.description)
-            }
-            switch action {
+            switch SyncRunner.action(for: entry, planner) {
             case .upToDate: summary.upToDate += 1
             case .check: checks.append(entry)
             case .resume(let offset, let record): addTask(entry, replacing: false, resume: record, offset: offset)
@@ -96,6 +92,16 @@ public final class SyncRunner {
 
     // MARK: - Planning helpers
 
+    /// The plan for one entry, for the run and the dry run alike: a path that cannot even be
+    /// inspected (a permission error on a folder) blocks that entry, not the whole run.
+    private static func action(for entry: ManifestEntry, _ planner: Planner) -> PlannedAction {
+        do {
+            return try planner.action(for: entry)
+        } catch {
+            return .blocked("\(error)")
+        }
+    }
+
     private func addTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) {
         let task = EntryTask(entry: entry, sources: manifest.sources(for: entry), replacing: replacing,
                              resume: resume, resumeOffset: offset)
@@ -103,7 +109,7 @@ public final class SyncRunner {
         allTasks.append(task)
     }
 
-    private func dryRun(_ destPath: String) throws -> SyncSummary {
+    private func dryRun(_ destPath: String) -> SyncSummary {
         let dest = try? Destination.openExisting(destPath)
         let state = try? dest?.stateFolder(create: false)
         let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
@@ -111,7 +117,7 @@ public final class SyncRunner {
         let planner = Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil)
         for entry in manifest.entries {
             let line: String
-            switch try planner.action(for: entry) {
+            switch SyncRunner.action(for: entry, planner) {
             case .upToDate:
                 summary.upToDate += 1
                 continue
