@@ -30,9 +30,6 @@ static inline CURLcode mirror_curl_easy_getinfo_long(CURL *h, CURLINFO i, long *
 static inline CURLcode mirror_curl_easy_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) {
     return curl_easy_getinfo(h, i, v);
 }
-static inline CURLcode mirror_curl_easy_getinfo_string(CURL *h, CURLINFO i, char **v) {
-    return curl_easy_getinfo(h, i, v);
-}
 static inline CURLMcode mirror_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
     return curl_multi_setopt(m, o, v);
 }

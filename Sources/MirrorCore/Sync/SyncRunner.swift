@@ -5,11 +5,12 @@ import Glibc
 /// One `mirror sync` run: plan, transfer, verify, install, journal.
 ///
 /// Where a byte goes: libcurl hands it to ``Download`` on the transfer thread
-/// (`Transfer/TransferEngine.swift`), which checks the response and appends it to the entry's
-/// ``PartialFile`` under `DEST/.mirror/partial/`, hashing as it writes. When the last byte is in,
-/// this runner (on the calling thread) compares the digests with the manifest, seals the file
-/// (mode, mtime, fsync) and renames it into place (``Destination/install(partial:from:to:)``),
-/// and only then journals it as verified.
+/// (`Transfer/TransferEngine.swift`), which checks the response and writes it into the entry's
+/// ``PartialFile`` under `DEST/.mirror/partial/`; the ``PartialWriter`` thread hashes it and makes
+/// it durable at checkpoints. When the last byte is in, this runner (on the calling thread)
+/// compares the digests with the manifest, seals the file (mode, mtime) and hands it to an
+/// ``InstallBatch``, which makes it durable, renames it into place
+/// (``Destination/install(partial:from:to:syncFolder:)``) and only then journals it as verified.
 public final class SyncRunner {
     let manifest: Manifest
     let options: SyncOptions

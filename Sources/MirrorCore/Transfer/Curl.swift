@@ -83,13 +83,6 @@ final class CurlEasy {
         return code
     }
 
-    /// The effective URL after redirects (`CURLINFO_EFFECTIVE_URL`).
-    var effectiveURL: String? {
-        var pointer: UnsafeMutablePointer<CChar>?
-        guard mirror_curl_easy_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &pointer) == CURLE_OK, let p = pointer else { return nil }
-        return String(cString: p)
-    }
-
     /// The detailed message libcurl left in the error buffer, else `curl_easy_strerror`.
     func message(for code: CURLcode) -> String {
         let detail = String(cString: errorBuffer)

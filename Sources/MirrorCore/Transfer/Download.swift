@@ -41,8 +41,6 @@ public final class Download {
     /// Our own reason for aborting; preferred over libcurl's `CURLE_WRITE_ERROR`.
     private var abortReason: TransferFailure?
     public private(set) var outcome: DownloadOutcome?
-    /// The response's status and headers (after redirects), once known.
-    public private(set) var head: ResponseHead?
     /// Set from another thread to stop the transfer at its next callback.
     var cancelled = false
 
@@ -165,7 +163,6 @@ public final class Download {
     private func decide() {
         let status = isFile ? 200 : easy.responseCode
         let responseHead = ResponseHead(status: status, headers: headers)
-        head = responseHead
         var decision = ResponseCheck.verdict(for: responseHead, requestedOffset: isFile ? 0 : requestedOffset,
                                              expectedSize: target.identity.size)
         switch decision {
