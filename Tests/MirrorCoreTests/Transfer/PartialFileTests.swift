@@ -99,24 +99,17 @@ import Glibc
         let durable = journal.records(for: "big.bin")?.partial?.bytes ?? 0
         #expect(durable >= 8 << 20 && durable < (8 << 20) + 77_777, "checkpointed at \(durable)")
     }
-}
 
-/// The journal never vouches (with a saved hash state) for bytes that may since have changed.
-@Suite struct PartialFileStateSafetyTests {
+    // The journal never vouches (with a saved hash state) for bytes that may since have changed.
+
     @Test func resumingBelowTheRecordReplacesTheRecordFirst() throws {
-        let dir = try TemporaryDirectory()
-        let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
-        try #require(fd >= 0)
-        let folder = FileDescriptor(fd: fd, displayPath: dir.path)
-        let journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
-        let content = PartialFileTests.content
-        let first = try PartialFile(identity: PartialFileTests.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
         first.sourceURL = "http://127.0.0.1/big.bin"
-        try content[0..<(9 << 20)].withUnsafeBytes { try first.append($0) }
+        try Self.content[0..<(9 << 20)].withUnsafeBytes { try first.append($0) }
         let record = try #require(journal.records(for: "big.bin")?.partial)
         first.close()
 
-        _ = try PartialFile(identity: PartialFileTests.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        _ = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
                             resumeFrom: 3 << 20, saved: record)
         let now = try #require(journal.records(for: "big.bin")?.partial)
         #expect(now.bytes == 3 << 20)
@@ -124,14 +117,9 @@ import Glibc
     }
 
     @Test func restartingFromZeroForgetsTheCheckpointBeforeTruncating() throws {
-        let dir = try TemporaryDirectory()
-        let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
-        try #require(fd >= 0)
-        let folder = FileDescriptor(fd: fd, displayPath: dir.path)
-        let journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
-        let file = try PartialFile(identity: PartialFileTests.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
         file.sourceURL = "http://127.0.0.1/big.bin"
-        try PartialFileTests.content[0..<(9 << 20)].withUnsafeBytes { try file.append($0) }
+        try Self.content[0..<(9 << 20)].withUnsafeBytes { try file.append($0) }
         #expect(journal.records(for: "big.bin")?.partial != nil)
         file.restartFromZero()
         let reread = try Journal(folder: folder, displayPath: "journal", readOnly: true)
