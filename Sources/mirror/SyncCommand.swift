@@ -21,6 +21,12 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: "Files transferred at once.")
     var jobs: Int = 8
 
+    @Option(name: .long, help: "Connections for one large file (1 turns segmented downloads off).")
+    var segments: Int = 4
+
+    @Option(name: .long, help: ArgumentHelp("Files at least this large are downloaded in segments (64M, 1G).", valueName: "SIZE"))
+    var segmentsAbove: String = "64M"
+
     @Option(name: .long, help: ArgumentHelp("Stop cleanly after this long (45m, 2h), state saved; exit 75.", valueName: "DURATION"))
     var deadline: String?
 
@@ -44,6 +50,10 @@ struct Sync: ParsableCommand {
 
     func validate() throws {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
+        guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
+        guard Formatting.parseByteCount(segmentsAbove) != nil else {
+            throw ValidationError("--segments-above takes a size such as 64M or 1G, got \"\(segmentsAbove)\"")
+        }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
         if let deadline, Formatting.parseDuration(deadline) == nil {
             throw ValidationError("--deadline takes a duration such as 45m, 2h or 90s, got \"\(deadline)\"")
@@ -58,6 +68,8 @@ struct Sync: ParsableCommand {
         var options = SyncOptions(manifestPath: manifest)
         options.destination = dest
         options.jobs = jobs
+        options.segments = segments
+        options.segmentThreshold = Formatting.parseByteCount(segmentsAbove) ?? options.segmentThreshold
         options.dryRun = dryRun
         options.waitForLock = wait
         options.retries = retries

@@ -25,7 +25,12 @@ import MirrorTestSupport
     static let rounds = 30
     static let bigSize: Int64 = 32 << 20
 
-    @Test func randomKillsWithDamagedStateAlwaysEndCorrect() throws {
+    /// One stream, and segmented (`--segments 4` for big.bin): each segment resumes from its own
+    /// durable bytes.
+    @Test(arguments: [false, true])
+    func randomKillsWithDamagedStateAlwaysEndCorrect(segmented: Bool) throws {
+        let flags = segmented ? ["--segments", "4", "--segments-above", "1M"] : ["--segments", "1"]
+        let rounds = segmented ? Self.rounds / 2 : Self.rounds
         let seed = ProcessInfo.processInfo.environment["MIRROR_CRASH_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
         var rng = Random(state: seed)
         let fx = try SyncFixture(nginx: .init(limitRate: "40m"))
@@ -48,23 +53,29 @@ import MirrorTestSupport
         }
 
         try publish(round: 0)
-        let first = try fx.sync()
+        let first = try fx.sync(flags)
         try #require(first.exitCode == 0, "\(first)")
 
         var resentBeyondDurable: Int64 = 0
         var resumedRounds = 0
         var damageCounts: [Damage: Int] = [:]
-        for round in 1...Self.rounds {
+        for round in 1...rounds {
             let previous = current
             try publish(round: round)
-            let context = "seed \(seed), round \(round)"
+            let context = "seed \(seed), round \(round)\(segmented ? ", segmented" : "")"
 
             // Kill at a random moment (anywhere from before the first byte to after the end), or, every
             // other round, at a random point of big.bin's progress past its first durable checkpoint,
             // so that resuming is exercised in every run of this test, whatever the machine's load.
-            let victim = try fx.startSync()
+            let victim = try fx.startSync(flags)
             if rng.below(2) == 0 {
                 usleep(useconds_t(20_000 + rng.below(1_100_000)))
+            } else if segmented {
+                // The segmented partial file has its full size from the start: watch the journal.
+                let target = Int64(8 << 20) + Int64(rng.below(16 << 20))
+                let deadline = Date().addingTimeInterval(30)
+                while try resumableBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "") < target
+                        && victim.isRunning && Date() < deadline { usleep(20_000) }
             } else {
                 let target = Int64(9 << 20) + Int64(rng.below(22 << 20))
                 let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
@@ -87,12 +98,10 @@ import MirrorTestSupport
             try apply(damage, fx: fx, rng: &rng)
 
             // What the next run may resume: durable per the (damaged) journal and still on disk.
-            let bigPartial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
-            let recorded = try recordedPartialBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "")
-            let resumable = min(recorded, max(0, fx.size(of: bigPartial)))
+            let resumable = try resumableBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "")
             let before = try fx.requests().count
 
-            let rerun = try fx.sync()
+            let rerun = try fx.sync(flags)
             #expect(rerun.exitCode == 0, "\(context): \(rerun)")
             for (path, sha) in current {
                 #expect(try TestData.sha256(ofFileAt: fx.destPath(path)) == sha, "\(context): \(path)")
@@ -102,8 +111,12 @@ import MirrorTestSupport
             let bigRequests = try fx.requests(atLeast: before).dropFirst(before).filter { $0.uri == "/big.bin" }
             if resumable > 0 {
                 resumedRounds += 1
-                #expect(bigRequests.first?.rangeHeader == "bytes=\(resumable)-", "\(context): resume from the durable \(resumable) bytes (damage: \(damage))")
-                #expect(bigRequests.first?.status == 206, "\(context)")
+                if segmented {
+                    #expect(bigRequests.allSatisfy { $0.status == 206 && $0.rangeHeader != nil }, "\(context): \(bigRequests)")
+                } else {
+                    #expect(bigRequests.first?.rangeHeader == "bytes=\(resumable)-", "\(context): resume from the durable \(resumable) bytes (damage: \(damage))")
+                    #expect(bigRequests.first?.status == 206, "\(context)")
+                }
             }
             let sent = bigRequests.reduce(0) { $0 + $1.bodyBytesSent }
             if !bigRequests.isEmpty {
@@ -111,8 +124,8 @@ import MirrorTestSupport
             }
         }
         #expect(resentBeyondDurable == 0, "bytes sent beyond what was not yet durable: \(resentBeyondDurable)")
-        #expect(resumedRounds >= 8, "only \(resumedRounds) rounds were killed with durable progress to resume (seed \(seed))")
-        print("crash rounds: \(Self.rounds), seed \(seed), resumed: \(resumedRounds), damage: \(damageCounts)")
+        #expect(resumedRounds >= rounds / 4, "only \(resumedRounds) rounds were killed with durable progress to resume (seed \(seed))")
+        print("crash rounds\(segmented ? " (segmented)" : ""): \(rounds), seed \(seed), resumed: \(resumedRounds), damage: \(damageCounts)")
     }
 
     private func apply(_ damage: Damage, fx: SyncFixture, rng: inout Random) throws {
@@ -144,13 +157,16 @@ import MirrorTestSupport
         }
     }
 
-    /// Bytes of `path` the journal records as durable for this version of the file (0 if none).
-    private func recordedPartialBytes(fx: SyncFixture, path: String, sha256: String) throws -> Int64 {
+    /// Bytes of `path` a run may resume: durable per the journal (for this version of the file)
+    /// and still in the partial file; per segment when segmented (0 if none).
+    private func resumableBytes(fx: SyncFixture, path: String, sha256: String) throws -> Int64 {
         let fd = open(fx.destPath(".mirror"), O_RDONLY | O_DIRECTORY)
         guard fd >= 0 else { return 0 }
         let journal = try Journal(folder: FileDescriptor(fd: fd, displayPath: ".mirror"), displayPath: "journal", readOnly: true)
         guard let record = journal.records(for: path)?.partial, record.identity.sha256 == sha256 else { return 0 }
-        return record.bytes
+        let held = max(0, fx.size(of: fx.destPath(".mirror/partial/" + PartialFile.name(for: path))))
+        guard let segments = record.segments else { return min(record.bytes, held) }
+        return held == 0 ? 0 : segments.reduce(0) { $0 + max(0, min($1.done, held - $1.start)) }
     }
 
     /// Every file under `root`, relative, except the tool's own `.mirror` folder.

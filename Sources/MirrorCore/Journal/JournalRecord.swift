@@ -72,21 +72,65 @@ public struct PartialRecord: Equatable, Sendable {
     public var url: String
     /// The server's validator for those bytes: a strong ETag, else a Last-Modified date.
     public var validator: String?
-    /// Bytes durable at the start of the partial file.
+    /// Bytes durable at the start of the partial file. For a segmented download: the prefix the
+    /// hash states describe (every byte of it lies in a segment's durable part).
     public var bytes: Int64
     /// The hash states after exactly `bytes` bytes (``Hasher/exportState()``, hex), so a resume
     /// need not read the prefix again.
     public var sha256State: String?
     public var sha512State: String?
+    /// A segmented download (journal.md, rule 3: "bytes durable per segment when segmented"): each
+    /// segment's range and how much of it, from its start, is durable. nil for one stream.
+    public var segments: [SegmentRecord]?
 
     public init(identity: EntryIdentity, url: String, validator: String?, bytes: Int64,
-                sha256State: String? = nil, sha512State: String? = nil) {
+                sha256State: String? = nil, sha512State: String? = nil, segments: [SegmentRecord]? = nil) {
         self.identity = identity
         self.url = url
         self.validator = validator
         self.bytes = bytes
         self.sha256State = sha256State
         self.sha512State = sha512State
+        self.segments = segments
+    }
+
+    /// Durable bytes in all: the prefix, or the sum of the segments' durable parts.
+    public var durableBytes: Int64 {
+        guard let segments else { return bytes }
+        return segments.reduce(0) { $0 + $1.done }
+    }
+}
+
+/// One segment of a segmented download: bytes `[start, end)` of the file, of which `[start, start + done)`
+/// are durable. Written in the journal as `START:END:DONE`, segments separated by commas.
+public struct SegmentRecord: Equatable, Sendable {
+    public var start: Int64
+    public var end: Int64
+    public var done: Int64
+
+    public init(start: Int64, end: Int64, done: Int64) {
+        self.start = start
+        self.end = end
+        self.done = done
+    }
+
+    /// The segments of a `segs=` value, or nil when it is malformed: together they must cover
+    /// `[0, size)` in order, each starting where the previous one ended, with `done` within its length.
+    static func parseList(_ text: String, size: Int64) -> [SegmentRecord]? {
+        var out: [SegmentRecord] = []
+        var previousEnd: Int64 = 0
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let parts = item.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 3, let start = Int64(parts[0]), let end = Int64(parts[1]), let done = Int64(parts[2]),
+                  start == previousEnd, start < end, end <= size, done >= 0, done <= end - start else { return nil }
+            out.append(SegmentRecord(start: start, end: end, done: done))
+            previousEnd = end
+        }
+        return out.isEmpty || previousEnd != size ? nil : out
+    }
+
+    static func listText(_ segments: [SegmentRecord]) -> String {
+        segments.map { "\($0.start):\($0.end):\($0.done)" }.joined(separator: ",")
     }
 }
 
@@ -147,6 +191,7 @@ extension JournalRecord {
             fields.append(("bytes", String(r.bytes)))
             if let s = r.sha256State { fields.append(("h256", s)) }
             if let s = r.sha512State { fields.append(("h512", s)) }
+            if let segments = r.segments { fields.append(("segs", SegmentRecord.listText(segments))) }
         case .forget(let path):
             kind = "forget"
             fields.append(("path", path))
@@ -205,8 +250,13 @@ extension JournalRecord {
             return .verified(VerifiedRecord(identity: id, inode: UInt64(bitPattern: ino), device: UInt64(bitPattern: dev), mtime: mtime, ctime: ctime))
         case 7 where kind.elementsEqual("partial".utf8):
             guard let id = identity(), let url = f.string(f.url), let bytes = f.int(f.bytes) else { return nil }
+            var segments: [SegmentRecord]?
+            if let text = f.string(f.segs) {
+                guard let list = SegmentRecord.parseList(text, size: id.size) else { return nil }
+                segments = list
+            }
             return .partial(PartialRecord(identity: id, url: url, validator: f.string(f.validator), bytes: bytes,
-                                          sha256State: f.string(f.h256), sha512State: f.string(f.h512)))
+                                          sha256State: f.string(f.h256), sha512State: f.string(f.h512), segments: segments))
         case 6 where kind.elementsEqual("forget".utf8):
             guard let path = f.string(f.path) else { return nil }
             return .forget(path: path)
@@ -226,7 +276,7 @@ extension JournalRecord {
     private struct Fields {
         typealias Value = ArraySlice<UInt8>
         var path, size, sha256, sha512, ino, dev, mtime, ctime, url, validator, bytes, h256, h512: Value?
-        var error, at, start, end, result, downloaded, failed: Value?
+        var error, at, start, end, result, downloaded, failed, segs: Value?
 
         mutating func set(_ key: Value, _ value: Value) {
             func k(_ s: StaticString) -> Bool {
@@ -239,6 +289,7 @@ extension JournalRecord {
             else if k("h512") { h512 = value } else if k("error") { error = value } else if k("at") { at = value }
             else if k("start") { start = value } else if k("end") { end = value } else if k("result") { result = value }
             else if k("downloaded") { downloaded = value } else if k("failed") { failed = value }
+            else if k("segs") { segs = value }
         }
 
         func string(_ v: Value?) -> String? { v.flatMap { JournalRecord.percentDecode($0) } }

@@ -51,9 +51,11 @@ public struct Planner {
                 return .upToDate
             }
         }
-        if let partial = records?.partial, partial.identity == identity, partial.bytes > 0,
+        if let partial = records?.partial, partial.identity == identity, partial.durableBytes > 0,
            let held = partialLength(for: entry.path) {
-            let usable = min(held, partial.bytes)
+            // A segmented partial holds its segments at their offsets; ``PartialFile`` trims each
+            // to what the file really holds. One stream: the durable prefix the file still has.
+            let usable = partial.segments == nil ? min(held, partial.bytes) : (held > 0 ? partial.durableBytes : 0)
             if usable > 0 { return .resume(from: usable, record: partial) }
         }
         if let status {

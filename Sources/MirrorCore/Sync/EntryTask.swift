@@ -10,6 +10,12 @@ final class EntryTask {
     let resumeOffset: Int64
 
     var partial: PartialFile?
+    /// The requests running for this entry: one, or one per open segment.
+    var downloads: [Download] = []
+    /// A segment failed; the other segments are being stopped, then the entry retries as a whole.
+    var segmentFailure: TransferFailure?
+    /// The source does not serve ranges reliably: no segments for this entry in this run.
+    var noSegments = false
     var sourceIndex = 0
     var failuresWithoutProgress = 0
     var checksumFailures = 0

@@ -6,6 +6,10 @@ public struct SyncOptions: Sendable {
     public var destination: String?
     /// `--jobs`: files transferred at once.
     public var jobs = 8
+    /// `--segments`: connections for one large file (1: never split).
+    public var segments = 4
+    /// `--segments-above`: files at least this large are split into segments.
+    public var segmentThreshold: Int64 = 64 << 20
     public var dryRun = false
     /// `--wait`: wait for another run's lock instead of exiting 75.
     public var waitForLock = false

@@ -139,7 +139,7 @@ public final class SyncRunner {
 
     private func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
-        do { engine = try TransferEngine(connectionsPerHost: max(1, options.jobs)) } catch { throw SyncError.setup("\(error)") }
+        do { engine = try TransferEngine(connectionsPerHost: connectionLimit) } catch { throw SyncError.setup("\(error)") }
         let writer = PartialWriter()
         self.writer = writer
         defer {
@@ -159,7 +159,7 @@ public final class SyncRunner {
                 break
             }
             promoteDueTasks(now)
-            while active.count < max(1, options.jobs), !ready.isEmpty {
+            while runningTasks < max(1, options.jobs), active.count < connectionLimit, !ready.isEmpty {
                 start(ready.removeFirst())
             }
             if batch.isDue(now: now) { commitBatch() }
@@ -180,6 +180,7 @@ public final class SyncRunner {
         }
 
         // Stopping early (deadline or a fatal error): cancel what runs and keep its progress.
+        stopping = true
         if !active.isEmpty {
             engine?.cancelAll()
             while !active.isEmpty { handle(engine?.waitForFinished(timeout: 1) ?? []) }
@@ -225,7 +226,7 @@ public final class SyncRunner {
             guard let partial = task.partial else { return }
             if task.fromZero && partial.length > 0 { partial.restartFromZero() }
             task.fromZero = false
-            if partial.length == task.entry.size {
+            if partial.isComplete {
                 // Nothing left to fetch (an empty file, or a partial that was already whole).
                 verifyAndInstall(task)
                 return
@@ -240,25 +241,74 @@ public final class SyncRunner {
             }
             // The validator belongs to the URL it came from (journaled with its credentials masked).
             let sameSource = partial.sourceURL.map { $0 == url || redactedURL($0) == redactedURL(url) } ?? false
-            let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
-                                        target: partial, settings: options.transfer)
+            if partial.length == 0 && !partial.isSegmented && segmentsWanted(task, url: url) {
+                try partial.beginSegments(count: options.segments)
+            }
             task.attempts += 1
             task.lengthAtAttemptStart = partial.length
-            active[ObjectIdentifier(download)] = task
-            engine?.submit(download)
+            if partial.isSegmented {
+                try startSegments(task, url: url, ifRange: sameSource ? partial.validator : nil)
+                return
+            }
+            let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
+                                        target: partial, settings: options.transfer)
+            submit(download, for: task)
         } catch {
             stopOrFail(task.entry, error)
+        }
+    }
+
+    /// Connections at once, for every file together: `--jobs`, or `--segments` if more.
+    private var connectionLimit: Int { max(1, options.jobs, options.segments) }
+
+    /// Entries with at least one request running (at most `--jobs`).
+    private var runningTasks = 0
+
+    /// Set once the run stops early; no segment is restarted after that.
+    private var stopping = false
+
+    private func submit(_ download: Download, for task: EntryTask) {
+        if task.downloads.isEmpty { runningTasks += 1 }
+        task.downloads.append(download)
+        active[ObjectIdentifier(download)] = task
+        engine?.submit(download)
+    }
+
+    /// Large files over HTTP(S) are fetched in segments, unless the source refused ranges already.
+    private func segmentsWanted(_ task: EntryTask, url: String) -> Bool {
+        guard options.segments > 1, !task.noSegments, task.entry.size >= max(options.segmentThreshold, 2 << 20) else { return false }
+        let scheme = url.prefix(8).lowercased()
+        return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
+    }
+
+    /// Starts a request for each open segment that has none running, within the connection limit
+    /// (at least one, so a large file never waits for small ones to finish).
+    private func startSegments(_ task: EntryTask, url: String, ifRange: String?) throws {
+        guard let partial = task.partial else { return }
+        let running = Set(task.downloads.compactMap(\.segment))
+        var room = max(1, connectionLimit - active.count)
+        for open in partial.openSegments() where !running.contains(open.index) && room > 0 {
+            let download = try Download(url: url, offset: open.from, ifRange: ifRange, target: partial,
+                                        settings: options.transfer, segment: (open.index, open.end))
+            submit(download, for: task)
+            room -= 1
         }
     }
 
     private func handle(_ finished: [Download]) {
         for download in finished {
             guard let task = active.removeValue(forKey: ObjectIdentifier(download)) else { continue }
+            task.downloads.removeAll { $0 === download }
+            if task.downloads.isEmpty { runningTasks -= 1 }
+            if download.segment != nil {
+                handleSegment(download, of: task)
+                continue
+            }
             switch download.outcome ?? .failed(.cancelled) {
             case .complete:
                 verifyAndInstall(task)
             case .rangeNotSatisfiable:
-                if task.partial?.length == task.entry.size {
+                if task.partial?.isComplete == true {
                     verifyAndInstall(task)
                 } else {
                     task.fromZero = true
@@ -267,15 +317,82 @@ public final class SyncRunner {
             case .failed(.cancelled):
                 task.partial?.checkpoint()
                 summary.pending += 1
-            case .failed(.writeFailed(let error)):
-                task.partial?.checkpoint()
-                if error.isDestinationUnwritable { summary.pending += 1 }
-                stopOrFail(task.entry, error)
             case .failed(let failure):
-                task.partial?.checkpoint()
-                retry(task, after: failure)
+                attemptFailed(task, failure)
             }
         }
+    }
+
+    /// A failed attempt at the whole entry: a write error stops the entry (or the run, when the
+    /// destination refuses writes); anything else is retried.
+    private func attemptFailed(_ task: EntryTask, _ failure: TransferFailure) {
+        task.partial?.checkpoint()
+        if case .writeFailed(let error) = failure {
+            if error.isDestinationUnwritable { summary.pending += 1 }
+            stopOrFail(task.entry, error)
+        } else {
+            retry(task, after: failure)
+        }
+    }
+
+    /// One segment's request ended. A segment that dropped after real progress is asked for again
+    /// at once, on its own; any other failure stops the entry's other segments and, once they are
+    /// all back, is handled like a failed attempt at the whole entry. A source that ignores or
+    /// garbles ranges turns the entry into one stream from its contiguous prefix.
+    private func handleSegment(_ download: Download, of task: EntryTask) {
+        let outcome = download.outcome ?? .failed(.cancelled)
+        switch outcome {
+        case .complete:
+            // Segments the connection limit held back start as others finish.
+            if task.segmentFailure == nil && !stopping && StopSignal.received == 0,
+               let url = task.currentSource, let partial = task.partial, !partial.isComplete {
+                do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
+            }
+        case .failed(.cancelled):
+            break
+        case .rangeNotSatisfiable:
+            segmentFailed(task, .badContentRange("416 Range Not Satisfiable",
+                                                 expected: "bytes \(download.requestedOffset)-\(download.requestedEnd ?? 0)"))
+        case .failed(let failure):
+            let progressed = download.bytesWritten >= min(1 << 20, max(1, download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1))
+            if failure.isTransient && !failure.distrustsRanges && failure != .rangeIgnored && progressed
+                && task.segmentFailure == nil && !stopping && StopSignal.received == 0,
+               let url = task.currentSource, let partial = task.partial {
+                task.attempts += 1
+                task.failuresWithoutProgress = 0
+                do {
+                    try startSegments(task, url: url, ifRange: partial.validator)
+                } catch {
+                    segmentFailed(task, .network(code: 0, message: "\(error)", transient: true))
+                }
+            } else {
+                segmentFailed(task, failure)
+            }
+        }
+        guard task.downloads.isEmpty, let partial = task.partial else { return }
+        if let failure = task.segmentFailure {
+            task.segmentFailure = nil
+            if failure == .rangeIgnored || failure.distrustsRanges {
+                partial.abandonSegments()
+                task.noSegments = true
+            }
+            attemptFailed(task, failure)
+        } else if partial.isComplete {
+            verifyAndInstall(task)
+        } else if stopping || StopSignal.received != 0 {
+            partial.checkpoint()
+            summary.pending += 1
+        } else if let url = task.currentSource {
+            // A segment ended cleanly short of its end (cancelled by nothing we know): continue.
+            do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
+        } else {
+            giveUp(task)
+        }
+    }
+
+    private func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {
+        if task.segmentFailure == nil { task.segmentFailure = failure }
+        engine?.cancel(task.downloads)
     }
 
     /// Decides what follows a failed attempt: the same source after a back-off, the next source, or

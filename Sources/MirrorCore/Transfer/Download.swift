@@ -32,7 +32,12 @@ public enum DownloadOutcome: Equatable, Sendable {
 public final class Download {
     public let url: String
     public let requestedOffset: Int64
+    /// For a segment: its index in the partial file and the last byte asked for.
+    public let segment: Int?
+    public let requestedEnd: Int64?
     public let target: PartialFile
+    /// Body bytes this request wrote into the file.
+    public private(set) var bytesWritten: Int64 = 0
     let easy: CurlEasy
     private let isFile: Bool
 
@@ -48,9 +53,14 @@ public final class Download {
     ///   - offset: ask for bytes from here on (`Range: bytes=OFFSET-`); must equal `target.length`.
     ///   - ifRange: the validator of the bytes we hold, sent as `If-Range` (RFC 9110 §13.1.5) so a
     ///     server whose file changed answers 200 with the new file instead of mixing two versions.
-    public init(url: String, offset: Int64, ifRange: String?, target: PartialFile, settings: TransferSettings) throws {
+    ///   - segment: fetch only segment `index` of a segmented partial file, bytes `offset..<end`
+    ///     (`Range: bytes=OFFSET-(END-1)`), checked by ``ResponseCheck`` against exactly that range.
+    public init(url: String, offset: Int64, ifRange: String?, target: PartialFile, settings: TransferSettings,
+                segment: (index: Int, end: Int64)? = nil) throws {
         self.url = url
         requestedOffset = offset
+        self.segment = segment?.index
+        requestedEnd = segment.map { $0.end - 1 }
         self.target = target
         isFile = url.lowercased().hasPrefix("file:")
         easy = try CurlEasy()
@@ -71,7 +81,10 @@ public final class Download {
         try easy.set(CURLOPT_USERAGENT, settings.userAgent)
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
-        if requestedOffset > 0 && !isFile {
+        if let requestedEnd, !isFile {
+            try easy.set(CURLOPT_RANGE, "\(requestedOffset)-\(requestedEnd)")
+            if let ifRange { try easy.setHeaders(["If-Range: \(ifRange)"]) }
+        } else if requestedOffset > 0 && !isFile {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
             if let ifRange { try easy.setHeaders(["If-Range: \(ifRange)"]) }
         }
@@ -143,12 +156,21 @@ public final class Download {
         case nil:
             return false
         }
-        if target.length + Int64(bytes.count) > target.identity.size {
-            abortReason = .tooMuchData(limit: target.identity.size, ranged: requestedOffset > 0 && !isFile)
-            return false
-        }
         do {
-            try target.append(bytes)
+            if let segment {
+                if Int64(bytes.count) > target.segmentRemaining(segment) {
+                    abortReason = .tooMuchData(limit: target.identity.size, ranged: true)
+                    return false
+                }
+                try target.append(bytes, segment: segment)
+            } else {
+                if target.length + Int64(bytes.count) > target.identity.size {
+                    abortReason = .tooMuchData(limit: target.identity.size, ranged: requestedOffset > 0 && !isFile)
+                    return false
+                }
+                try target.append(bytes)
+            }
+            bytesWritten += Int64(bytes.count)
         } catch let error as SystemError {
             abortReason = .writeFailed(error)
             return false
@@ -164,12 +186,13 @@ public final class Download {
         let status = isFile ? 200 : easy.responseCode
         let responseHead = ResponseHead(status: status, headers: headers)
         var decision = ResponseCheck.verdict(for: responseHead, requestedOffset: isFile ? 0 : requestedOffset,
-                                             expectedSize: target.identity.size)
+                                             requestedEnd: isFile ? nil : requestedEnd, expectedSize: target.identity.size)
         switch decision {
         case .accept(let start):
-            if start == 0 && target.length > 0 {
+            if segment == nil && start == 0 && target.length > 0 {
                 target.restartFromZero()
-            } else if start > 0, let held = target.validator, let now = responseHead.resumeValidator, held != now {
+            } else if start > 0 || segment != nil, let held = target.validator, let now = responseHead.resumeValidator, held != now {
+                // Segments started without a validator compare theirs with the first one seen.
                 decision = .reject(.validatorChanged)
             }
             if case .accept = decision {
@@ -201,7 +224,11 @@ public final class Download {
             outcome = .failed(Download.classify(code, message: easy.message(for: code)))
             return
         }
-        if target.length == target.identity.size {
+        if let segment {
+            let missing = target.segmentRemaining(segment)
+            outcome = missing == 0 ? .complete
+                : .failed(.shortBody(received: bytesWritten, expected: bytesWritten + missing))
+        } else if target.length == target.identity.size {
             outcome = .complete
         } else {
             outcome = .failed(.shortBody(received: target.length, expected: target.identity.size))

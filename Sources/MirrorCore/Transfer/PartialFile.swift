@@ -28,26 +28,68 @@ public final class PartialFile {
     private let sha256: Hasher?
     private let sha512: Hasher?
 
-    // The attempt's side.
-    /// Bytes accepted (written, or queued to be): the file's content is `[0, length)` once drained.
-    public private(set) var length: Int64 = 0
+    /// One range of a segmented download: bytes `[start, end)` of the file, of which
+    /// `[start, start + written)` are written (into the page cache; durable at a checkpoint).
+    struct Segment: Equatable {
+        let start: Int64
+        let end: Int64
+        var written: Int64
+        /// Offset where writeback of this segment was last started (``mirror_start_writeback``).
+        var writebackStarted: Int64
+
+        var next: Int64 { start + written }
+        var isComplete: Bool { next == end }
+    }
+
+    // The attempt's side, guarded by `lock`: the transfer thread appends (to several segments at
+    // once when segmented) while the sync thread reads the length or asks for a checkpoint.
+    private let lock = NSLock()
+    /// Bytes accepted (written, or queued to be). One stream: the file's content is `[0, length)`
+    /// once drained. Segmented: the sum of the segments' written bytes.
+    private var acceptedLength: Int64 = 0
     private var lastCheckpoint: Int64 = 0
-    /// Where the bytes came from, and the server's validator for them (for `If-Range`).
-    public var sourceURL: String?
-    public var validator: String?
-    /// Body bytes received from the network for this file in this run (for the summary).
-    public private(set) var bytesReceived: Int64 = 0
+    private var receivedThisRun: Int64 = 0
+    private var currentSourceURL: String?
+    private var currentValidator: String?
+    private var writebackStarted: Int64 = 0
+    /// nil for one stream. Together the segments cover the whole file, in order.
+    private var segments: [Segment]?
+    /// Segmented: the prefix queued for hashing, always within the written part of the file. Hashing
+    /// is in file order, so bytes a later segment wrote before the prefix reached them are hashed when
+    /// it does, read back from the page cache (``PartialWriter`` job `hashFile`).
+    private var fedLength: Int64 = 0
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
     public private(set) var resumedFromSavedState = false
 
-    private var writebackStarted: Int64 = 0
+    public var length: Int64 { locked { acceptedLength } }
+    /// Body bytes received from the network for this file in this run (for the summary).
+    public var bytesReceived: Int64 { locked { receivedThisRun } }
+    public var isComplete: Bool { length == identity.size }
+    public var isSegmented: Bool { locked { segments != nil } }
+    /// Where the bytes came from, and the server's validator for them (for `If-Range`).
+    public var sourceURL: String? {
+        get { locked { currentSourceURL } }
+        set { locked { currentSourceURL = newValue } }
+    }
+    public var validator: String? {
+        get { locked { currentValidator } }
+        set { locked { currentValidator = newValue } }
+    }
 
     // The writer's side (touched by the attempt's side only after ``PartialWriter/drain(_:)``).
     private var hashedLength: Int64 = 0
+    /// One stream: the durable prefix. Segmented: the durable bytes of all segments together.
     private var durableLength: Int64 = 0
     private let errorLock = NSLock()
     private var storedError: SystemError?
+
+    @inline(__always)
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
 
     /// The partial file's name for an entry path: a hash, so any UTF-8 path maps to a short, safe name.
     public static func name(for path: String) -> String {
@@ -77,6 +119,10 @@ public final class PartialFile {
         file = FileDescriptor(fd: fd, displayPath: displayPath)
         let st = try file.stat()
         guard st.isRegularFile else { throw SystemError("use partial file", displayPath, code: EINVAL) }
+        if let saved, let recorded = saved.segments {
+            try resumeSegments(recorded, saved: saved, fileSize: st.size)
+            return
+        }
         let keep = max(0, min(resumeFrom, st.size, identity.size))
         if let saved, let journal, saved.bytes != keep {
             // The bytes past `keep` will be fetched again and may differ from those the recorded
@@ -96,11 +142,56 @@ public final class PartialFile {
                 try hashExisting(keep)
             }
         }
-        length = keep
+        acceptedLength = keep
         lastCheckpoint = keep
         hashedLength = keep
         durableLength = keep
         writebackStarted = keep
+    }
+
+    /// Continues a segmented download: each segment keeps the durable part the journal recorded,
+    /// trimmed to what the file still holds; the hash state is restored if it describes a prefix
+    /// of those bytes, and the rest of the contiguous prefix is queued to be hashed from the file.
+    private func resumeSegments(_ recorded: [SegmentRecord], saved: PartialRecord, fileSize: Int64) throws {
+        var list: [Segment] = []
+        for r in recorded {
+            let held = max(0, min(r.done, fileSize - r.start))
+            list.append(Segment(start: r.start, end: r.end, written: held, writebackStarted: r.start + held))
+        }
+        let trimmed = zip(list, recorded).contains { $0.written != $1.done }
+        if fileSize != identity.size { try file.truncate(to: identity.size) }
+        let prefix = PartialFile.contiguousPrefix(list)
+        var hashed: Int64 = 0
+        if saved.bytes > 0, saved.bytes <= prefix, restore(saved) {
+            hashed = saved.bytes
+            resumedFromSavedState = true
+        }
+        let total = list.reduce(0) { $0 + $1.written }
+        if trimmed, let journal {
+            // The journal must not vouch for bytes the file no longer holds.
+            let states = hashed > 0 ? (saved.sha256State, saved.sha512State) : (nil, nil)
+            try journal.append(.partial(PartialRecord(identity: identity, url: saved.url, validator: saved.validator,
+                                                      bytes: hashed, sha256State: states.0, sha512State: states.1,
+                                                      segments: list.map(\.record))), durable: true)
+        }
+        segments = list
+        acceptedLength = total
+        lastCheckpoint = total
+        durableLength = total
+        hashedLength = hashed
+        fedLength = hashed
+        feedFromFile()
+    }
+
+    /// Bytes from offset 0 that every segment up to the first incomplete one holds.
+    static func contiguousPrefix(_ list: [Segment]) -> Int64 {
+        var prefix: Int64 = 0
+        for segment in list {
+            guard segment.start == prefix else { break }
+            prefix = segment.next
+            if !segment.isComplete { break }
+        }
+        return prefix
     }
 
     private func restore(_ saved: PartialRecord) -> Bool {
@@ -146,35 +237,158 @@ public final class PartialFile {
     /// ``checkpointInterval`` bytes.
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         if let failure { throw failure }
-        try file.write(bytes, at: length)
+        lock.lock()
+        defer { lock.unlock() }
+        try file.write(bytes, at: acceptedLength)
         if let writer {
             writer.hash(self, bytes)
         } else {
             performHash(bytes)
         }
-        length += Int64(bytes.count)
-        bytesReceived += Int64(bytes.count)
-        if length - writebackStarted >= 1 << 20 {
+        acceptedLength += Int64(bytes.count)
+        receivedThisRun += Int64(bytes.count)
+        if acceptedLength - writebackStarted >= 1 << 20 {
             // Start writing back now, without waiting (best effort), so that the checkpoint's
             // fdatasync finds little left to write instead of stalling on the whole interval.
-            _ = mirror_start_writeback(file.fd, writebackStarted, length - writebackStarted)
-            writebackStarted = length
+            _ = mirror_start_writeback(file.fd, writebackStarted, acceptedLength - writebackStarted)
+            writebackStarted = acceptedLength
         }
-        if length - lastCheckpoint >= PartialFile.checkpointInterval { checkpoint() }
+        if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval { checkpointLocked() }
     }
 
-    /// Makes the bytes so far durable, then records their length and hash state.
+    // MARK: Segments
+
+    /// Splits a download that has not started (``length`` 0, no transfer running) into `count`
+    /// ranges of whole MiB, and preallocates the file (`posix_fallocate`) so that the segments'
+    /// writes land in blocks that exist and a full disk shows now rather than halfway.
+    func beginSegments(count: Int) throws {
+        let size = identity.size
+        guard count > 1, size > 1 else { return }
+        let unit: Int64 = 1 << 20
+        let length = max(unit, (size / Int64(count) + unit - 1) / unit * unit)
+        var list: [Segment] = []
+        var start: Int64 = 0
+        while start < size {
+            let end = min(size, start + length)
+            list.append(Segment(start: start, end: end, written: 0, writebackStarted: start))
+            start = end
+        }
+        guard list.count > 1 else { return }
+        let result = posix_fallocate(file.fd, 0, off_t(size))
+        if result == ENOSPC || result == EDQUOT || result == EROFS || result == EIO {
+            throw SystemError("preallocate", displayPath, code: result)
+        }
+        if result != 0 { try file.truncate(to: size) }  // a filesystem without fallocate
+        locked {
+            segments = list
+            fedLength = 0
+        }
+    }
+
+    /// The segments still to fetch: index, next offset, and end (exclusive).
+    func openSegments() -> [(index: Int, from: Int64, end: Int64)] {
+        locked {
+            (segments ?? []).enumerated().filter { !$0.element.isComplete }.map { ($0.offset, $0.element.next, $0.element.end) }
+        }
+    }
+
+    /// Bytes segment `index` still lacks (0 for an unknown segment).
+    func segmentRemaining(_ index: Int) -> Int64 {
+        locked {
+            guard let list = segments, list.indices.contains(index) else { return 0 }
+            return list[index].end - list[index].next
+        }
+    }
+
+    /// Writes bytes from the network at segment `index`'s next offset. Bytes that continue the
+    /// prefix queued for hashing are hashed from memory; the others wait in the file until the
+    /// prefix reaches them.
+    func append(_ bytes: UnsafeRawBufferPointer, segment index: Int) throws {
+        if let failure { throw failure }
+        lock.lock()
+        defer { lock.unlock() }
+        guard var segment = segments?[safe: index] else {
+            throw SystemError("write segment of", displayPath, code: EINVAL)
+        }
+        let n = Int64(bytes.count)
+        let offset = segment.next
+        try file.write(bytes, at: offset)
+        if offset == fedLength {
+            if let writer { writer.hash(self, bytes) } else { performHash(bytes) }
+            fedLength += n
+        }
+        segment.written += n
+        if segment.next - segment.writebackStarted >= 1 << 20 {
+            _ = mirror_start_writeback(file.fd, segment.writebackStarted, segment.next - segment.writebackStarted)
+            segment.writebackStarted = segment.next
+        }
+        segments?[index] = segment
+        acceptedLength += n
+        receivedThisRun += n
+        feedFromFile()
+        if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval { checkpointLocked() }
+    }
+
+    /// Extends the hashed prefix over bytes already in the file: once a segment is complete, the
+    /// next one's written part is read back (from the page cache) and hashed. Called with `lock` held.
+    private func feedFromFile() {
+        guard let list = segments else { return }
+        for segment in list where fedLength >= segment.start && fedLength < segment.end {
+            if segment.next > fedLength {
+                if let writer { writer.hashFile(self, from: fedLength, to: segment.next) } else { performHashFromFile(from: fedLength, to: segment.next) }
+                fedLength = segment.next
+            }
+            if !segment.isComplete { break }
+        }
+    }
+
+    /// Turns a segmented download into one stream that continues from its contiguous prefix (the
+    /// server refused a range, or its answers disagree). No transfer of this file may be running.
+    /// The journal first forgets the segments (their bytes past the prefix are about to be
+    /// overwritten), the file is cut to the prefix, then the prefix is checkpointed again.
+    func abandonSegments() {
+        writer?.drain(self)
+        guard isSegmented else { return }
+        let prefix = locked { fedLength }
+        do {
+            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
+            try file.truncate(to: prefix)
+        } catch let error as SystemError {
+            fail(error)
+        } catch {}
+        locked {
+            segments = nil
+            acceptedLength = prefix
+            lastCheckpoint = 0
+            writebackStarted = prefix
+        }
+        durableLength = 0
+        checkpoint()
+    }
+
+    // MARK: Checkpoints and restarts
+
+    /// Makes the bytes so far durable, then records their length (per segment when segmented)
+    /// and the hash state.
     public func checkpoint() {
-        guard length != lastCheckpoint, let url = sourceURL else { return }
-        lastCheckpoint = length
+        locked { checkpointLocked() }
+    }
+
+    private func checkpointLocked() {
+        guard acceptedLength != lastCheckpoint, let url = currentSourceURL else { return }
+        lastCheckpoint = acceptedLength
+        // Every byte in this snapshot was written before the checkpoint is queued, so the
+        // writer's fdatasync covers it.
+        let snapshot = segments?.map(\.record)
         if let writer {
-            writer.checkpoint(self, url: url, validator: validator)
+            writer.checkpoint(self, url: url, validator: currentValidator, segments: snapshot)
         } else {
-            performCheckpoint(url: url, validator: validator)
+            performCheckpoint(url: url, validator: currentValidator, segments: snapshot)
         }
     }
 
     /// Throws away everything: the server sent the whole file again, or the copy failed its checksum.
+    /// A segmented download becomes one stream again (the runner may split it anew).
     ///
     /// Waits for the writer first, so that no queued checkpoint records bytes this truncates; then
     /// the journal forgets the old checkpoint (durably) before the file changes: after a power cut
@@ -189,19 +403,26 @@ public final class PartialFile {
         } catch {}
         sha256?.reset()
         sha512?.reset()
-        length = 0
-        lastCheckpoint = 0
         hashedLength = 0
         durableLength = 0
-        writebackStarted = 0
-        validator = nil
+        locked {
+            acceptedLength = 0
+            lastCheckpoint = 0
+            writebackStarted = 0
+            segments = nil
+            fedLength = 0
+            currentValidator = nil
+        }
     }
 
     /// Waits for the writer, then returns the digests of the whole file. Call once, when
-    /// ``length`` equals the entry's size.
+    /// ``isComplete``.
     public func finishDigests() throws -> (sha256: Digest?, sha512: Digest?) {
         writer?.drain(self)
         if let failure { throw failure }
+        guard hashedLength == identity.size else {
+            throw SystemError("hash", displayPath, code: EIO)
+        }
         return (sha256?.finalize(), sha512?.finalize())
     }
 
@@ -216,16 +437,43 @@ public final class PartialFile {
         hashedLength += Int64(bytes.count)
     }
 
-    func performCheckpoint(url: String, validator: String?) {
-        guard failure == nil, hashedLength != durableLength, let journal else { return }
+    /// Hashes `[from, to)` read back from the file: bytes a segment wrote before the hashed prefix
+    /// reached them (normally still in the page cache, so this is a copy, not a disk read).
+    func performHashFromFile(from: Int64, to: Int64) {
+        guard failure == nil, from == hashedLength else {
+            if failure == nil { fail(SystemError("hash", displayPath, code: EIO)) }
+            return
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        var offset = from
+        do {
+            while offset < to {
+                let want = Int(min(Int64(buffer.count), to - offset))
+                let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
+                if n == 0 { throw SystemError("read partial file", displayPath, code: EIO) }
+                performHash(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                offset += Int64(n)
+            }
+        } catch let error as SystemError {
+            fail(error)
+        } catch {
+            fail(SystemError("read partial file", displayPath, code: EIO))
+        }
+    }
+
+    func performCheckpoint(url: String, validator: String?, segments: [SegmentRecord]?) {
+        let durable = segments.map { $0.reduce(0) { $0 + $1.done } } ?? hashedLength
+        guard failure == nil, durable != durableLength, let journal else { return }
         do {
             try file.syncData()
             CrashPoint.hit("checkpoint-before-record")
             let record = PartialRecord(identity: identity, url: redactedURL(url), validator: validator, bytes: hashedLength,
                                        sha256State: sha256.map { Digest(bytes: $0.exportState()).hex },
-                                       sha512State: sha512.map { Digest(bytes: $0.exportState()).hex })
+                                       sha512State: sha512.map { Digest(bytes: $0.exportState()).hex },
+                                       segments: segments)
             try journal.append(.partial(record), durable: true)
-            durableLength = hashedLength
+            durableLength = durable
         } catch let error as SystemError {
             fail(error)
         } catch {
@@ -264,4 +512,12 @@ public final class PartialFile {
 
     /// `UTIME_OMIT` from <sys/stat.h> (a macro Swift does not import): leave the access time alone.
     static let utimeOmit = (1 << 30) - 2
+}
+
+extension PartialFile.Segment {
+    var record: SegmentRecord { SegmentRecord(start: start, end: end, done: written) }
+}
+
+extension Array {
+    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }

@@ -7,12 +7,15 @@ import Foundation
 /// bounded pool and queues it here. This thread takes the queue in order: hash update, and at a
 /// checkpoint `fdatasync`, then the journal record with the hash state at exactly that length.
 /// Hashing thus overlaps the transfer and the writes, follows file order, and never reads the file
-/// back. Memory is bounded by the pool: when hashing falls behind, the transfer thread waits for a
+/// back (a segmented download's later segments are the exception: their bytes wait in the page
+/// cache until the hashed prefix reaches them, then are read back once). Memory is bounded by the pool: when hashing falls behind, the transfer thread waits for a
 /// free buffer, which is the back-pressure a slow CPU must exert anyway.
 final class PartialWriter {
     enum Job {
         case hash(PartialFile, buffer: UnsafeMutableRawBufferPointer, count: Int)
-        case checkpoint(PartialFile, url: String, validator: String?)
+        /// Bytes already in the file, to be hashed when the hashed prefix reaches them (segments).
+        case hashFile(PartialFile, from: Int64, to: Int64)
+        case checkpoint(PartialFile, url: String, validator: String?, segments: [SegmentRecord]?)
     }
 
     static let bufferSize = 256 * 1024
@@ -54,8 +57,12 @@ final class PartialWriter {
         }
     }
 
-    func checkpoint(_ file: PartialFile, url: String, validator: String?) {
-        enqueue(.checkpoint(file, url: url, validator: validator), for: file)
+    func hashFile(_ file: PartialFile, from: Int64, to: Int64) {
+        enqueue(.hashFile(file, from: from, to: to), for: file)
+    }
+
+    func checkpoint(_ file: PartialFile, url: String, validator: String?, segments: [SegmentRecord]?) {
+        enqueue(.checkpoint(file, url: url, validator: validator, segments: segments), for: file)
     }
 
     /// Waits until every job queued for `file` is done.
@@ -125,9 +132,12 @@ final class PartialWriter {
                 file = f
                 buffer = b
                 f.performHash(UnsafeRawBufferPointer(rebasing: b[0..<count]))
-            case .checkpoint(let f, let url, let validator):
+            case .hashFile(let f, let from, let to):
                 file = f
-                f.performCheckpoint(url: url, validator: validator)
+                f.performHashFromFile(from: from, to: to)
+            case .checkpoint(let f, let url, let validator, let segments):
+                file = f
+                f.performCheckpoint(url: url, validator: validator, segments: segments)
             }
 
             condition.lock()

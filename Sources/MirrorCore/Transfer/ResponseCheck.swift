@@ -32,33 +32,40 @@ public enum ResponseVerdict: Equatable, Sendable {
 public enum ResponseCheck {
     /// - Parameters:
     ///   - requestedOffset: the first byte asked for with `Range: bytes=OFFSET-`, or 0 for no range.
+    ///   - requestedEnd: for a segment, the last byte asked for (`Range: bytes=OFFSET-END`, even
+    ///     from offset 0); nil when the range runs to the end of the file.
     ///   - expectedSize: the entry's size in the manifest.
-    public static func verdict(for head: ResponseHead, requestedOffset: Int64, expectedSize: Int64) -> ResponseVerdict {
+    public static func verdict(for head: ResponseHead, requestedOffset: Int64, requestedEnd: Int64? = nil,
+                               expectedSize: Int64) -> ResponseVerdict {
+        let last = requestedEnd ?? expectedSize - 1
+        let ranged = requestedOffset > 0 || requestedEnd != nil
         switch head.status {
         case 200:
             if let failure = checkEncoding(head) { return .reject(failure) }
             if let length = head["content-length"].flatMap(parseLength), length != expectedSize {
                 return .reject(.lengthMismatch(server: length, expected: expectedSize))
             }
+            // A segment cannot take the whole file; one stream will (the runner falls back to it).
+            if requestedEnd != nil { return .reject(.rangeIgnored) }
             // A 200 to a range request is the whole file: the caller restarts from zero (§14.2).
             return .accept(startOffset: 0)
         case 206:
-            guard requestedOffset > 0 else {
+            guard ranged else {
                 return .reject(.badContentRange(head["content-range"] ?? "(none)", expected: "a full response to a request without Range"))
             }
             if let failure = checkEncoding(head) { return .reject(failure) }
-            let expected = "bytes \(requestedOffset)-\(expectedSize - 1)/\(expectedSize)"
+            let expected = "bytes \(requestedOffset)-\(last)/\(expectedSize)"
             if let type = head["content-type"], type.lowercased().hasPrefix("multipart/byteranges") {
                 return .reject(.badContentRange("multipart/byteranges", expected: expected))
             }
             guard let text = head["content-range"], let range = ContentRange(text),
-                  let first = range.first, let last = range.last else {
+                  let first = range.first, range.last != nil else {
                 return .reject(.badContentRange(head["content-range"] ?? "(none)", expected: expected))
             }
-            guard first == requestedOffset, last == expectedSize - 1, range.completeLength == expectedSize else {
+            guard first == requestedOffset, range.last == last, range.completeLength == expectedSize else {
                 return .reject(.badContentRange(text, expected: expected))
             }
-            if let length = head["content-length"].flatMap(parseLength), length != expectedSize - requestedOffset {
+            if let length = head["content-length"].flatMap(parseLength), length != last + 1 - requestedOffset {
                 return .reject(.badContentRange("\(text) with Content-Length \(length)", expected: expected))
             }
             return .accept(startOffset: requestedOffset)

@@ -15,6 +15,7 @@ public final class TransferEngine {
     private var submitted: [Download] = []
     private var finished: [Download] = []
     private var cancelRequested = false
+    private var cancelOne: [Download] = []
     private var stopRequested = false
     private var threadExited = false
     /// Downloads in the multi handle, keyed by easy handle. Transfer thread only.
@@ -45,6 +46,17 @@ public final class TransferEngine {
     public func cancelAll() {
         condition.lock()
         cancelRequested = true
+        condition.unlock()
+        multi.wakeup()
+    }
+
+    /// Stops these transfers (the other segments of a file whose segment failed); each comes back
+    /// with outcome `.failed(.cancelled)` unless it finished first. Unlike setting
+    /// ``Download/cancelled``, this also stops a transfer that receives nothing (a stalled one).
+    public func cancel(_ downloads: [Download]) {
+        guard !downloads.isEmpty else { return }
+        condition.lock()
+        cancelOne += downloads
         condition.unlock()
         multi.wakeup()
     }
@@ -88,6 +100,8 @@ public final class TransferEngine {
             let cancel = cancelRequested
             cancelRequested = false
             let stop = stopRequested
+            let cancelSome = cancelOne
+            cancelOne.removeAll()
             condition.unlock()
 
             for download in incoming {
@@ -98,6 +112,12 @@ public final class TransferEngine {
                     download.finish(code: CURLE_FAILED_INIT)
                     deliver(download)
                 }
+            }
+            for download in cancelSome where active.removeValue(forKey: download.easy.handle) != nil {
+                download.cancelled = true
+                multi.remove(download.easy)
+                download.finish(code: CURLE_ABORTED_BY_CALLBACK)
+                deliver(download)
             }
             if cancel || stop {
                 for (_, download) in active {

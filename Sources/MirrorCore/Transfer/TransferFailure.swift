@@ -4,6 +4,9 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
     case httpStatus(Int, retryAfter: Double?)
     /// A 206 whose `Content-Range` does not describe exactly the bytes we asked for.
     case badContentRange(String, expected: String)
+    /// A 200 with the whole file to a request for one segment: the server does not serve ranges
+    /// (RFC 9110 §14.2 lets it ignore them), so the file continues as one stream.
+    case rangeIgnored
     /// The server's length for the file differs from the manifest's size.
     case lengthMismatch(server: Int64, expected: Int64)
     /// A `Content-Encoding` other than identity: the bytes would not be the file's bytes.
@@ -28,7 +31,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
     public var isTransient: Bool {
         switch self {
         case .httpStatus(let code, _): return code == 408 || code == 425 || code == 429 || (500...599).contains(code)
-        case .badContentRange, .shortBody, .validatorChanged: return true
+        case .badContentRange, .shortBody, .validatorChanged, .rangeIgnored: return true
         case .tooMuchData(_, let ranged): return ranged
         case .lengthMismatch, .contentEncoding: return false
         case .unreachable: return true
@@ -57,6 +60,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         case .badContentRange(let got, let expected): return "server sent Content-Range \(got), expected \(expected)"
         case .lengthMismatch(let server, let expected):
             return "server has \(server) bytes but the manifest says \(expected) (the file changed on the server, or the manifest is out of date)"
+        case .rangeIgnored: return "server ignored a range request and sent the whole file"
         case .contentEncoding(let coding): return "server sent Content-Encoding \(coding); only unencoded bodies are accepted"
         case .tooMuchData(let limit, _): return "server sent more than the manifest's \(limit) bytes"
         case .shortBody(let received, let expected): return "transfer ended after \(received) of \(expected) bytes"

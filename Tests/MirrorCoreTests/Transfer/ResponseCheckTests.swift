@@ -124,3 +124,38 @@ import MirrorCore
         #expect(RetryAfter.parseIMFFixdate("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
     }
 }
+
+/// A segment asks for `bytes=FIRST-LAST` and accepts exactly that range back.
+@Suite struct SegmentResponseCheckTests {
+    let size: Int64 = 1000
+
+    func head(_ status: Int, _ headers: [String: String] = [:]) -> ResponseHead {
+        ResponseHead(status: status, headers: headers)
+    }
+
+    @Test func theExactRangeIsAcceptedEvenFromZero() {
+        let first = head(206, ["content-range": "bytes 0-249/1000", "content-length": "250"])
+        #expect(ResponseCheck.verdict(for: first, requestedOffset: 0, requestedEnd: 249, expectedSize: size) == .accept(startOffset: 0))
+        let middle = head(206, ["content-range": "bytes 500-749/1000"])
+        #expect(ResponseCheck.verdict(for: middle, requestedOffset: 500, requestedEnd: 749, expectedSize: size) == .accept(startOffset: 500))
+    }
+
+    @Test func anotherRangeOrLengthIsRefused() {
+        for (range, length) in [("bytes 500-999/1000", "500"), ("bytes 500-749/2000", "250"), ("bytes 501-749/1000", "249"),
+                                ("bytes 500-749/1000", "500")] {
+            let verdict = ResponseCheck.verdict(for: head(206, ["content-range": range, "content-length": length]),
+                                                requestedOffset: 500, requestedEnd: 749, expectedSize: size)
+            guard case .reject(.badContentRange) = verdict else {
+                Issue.record("\(range) with length \(length) was not refused: \(verdict)")
+                continue
+            }
+        }
+    }
+
+    @Test func theWholeFileInsteadOfASegmentMeansNoSegments() {
+        let verdict = ResponseCheck.verdict(for: head(200, ["content-length": "1000"]), requestedOffset: 0, requestedEnd: 249,
+                                            expectedSize: size)
+        #expect(verdict == .reject(.rangeIgnored))
+        #expect(TransferFailure.rangeIgnored.isTransient)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+
+/// Segmented downloads (`--segments`): several ranges of one file at once, into one partial file,
+/// each segment's durable progress journaled, and one stream again when a server will not play.
+@Suite struct SegmentTests {
+    static let mib: Int64 = 1 << 20
+
+    /// The journal's segments for `path`, as the tool itself reads them.
+    static func journaledSegments(_ fx: SyncFixture, _ path: String) throws -> [SegmentRecord]? {
+        let fd = open(fx.destPath(".mirror"), O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { return nil }
+        let journal = try Journal(folder: FileDescriptor(fd: fd, displayPath: ".mirror"), displayPath: "journal", readOnly: true)
+        return journal.records(for: path)?.partial?.segments
+    }
+
+    /// SIGKILL while four rate-limited segments run; the rerun asks each segment for exactly the
+    /// bytes the journal did not record as durable, with If-Range, and ends verified.
+    @Test func aKilledSegmentedSyncResumesEverySegment() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "12m"))
+        let size = 128 * Self.mib
+        let sha = try fx.addFile("video.mp4", size: size, seed: 17)
+        try fx.writeManifest()
+
+        let victim = try fx.startSync(["--segments", "4"])
+        let deadline = Date().addingTimeInterval(60)
+        var recorded: [SegmentRecord] = []
+        while Date() < deadline && victim.isRunning {
+            recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
+            if recorded.count == 4 && recorded.allSatisfy({ $0.done >= 4 * Self.mib }) { break }
+            usleep(20_000)
+        }
+        victim.signal(SIGKILL)
+        _ = try victim.wait(timeout: 10)
+        recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
+        try #require(recorded.count == 4, "the journal holds four segments: \(recorded)")
+        #expect(recorded.allSatisfy { $0.done > 0 }, "every segment made durable progress: \(recorded)")
+        #expect(!fx.exists(fx.destPath("video.mp4")))
+        let firstRun = try fx.requests(atLeast: 4).count
+
+        let rerun = try fx.sync(["--segments", "4"])
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("video.mp4")) == sha)
+        let resumed = try fx.requests(atLeast: firstRun + 4).dropFirst(firstRun)
+        let open = recorded.filter { $0.done < $0.end - $0.start }
+        #expect(Set(resumed.compactMap(\.rangeHeader)) == Set(open.map { "bytes=\($0.start + $0.done)-\($0.end - 1)" }),
+                "each open segment resumes at its durable offset: \(resumed) vs \(recorded)")
+        #expect(resumed.allSatisfy { $0.status == 206 && $0.ifRange != nil })
+        let sent = resumed.reduce(0) { $0 + $1.bodyBytesSent }
+        let missing = open.reduce(0) { $0 + ($1.end - $1.start - $1.done) }
+        #expect(sent == missing, "the rerun fetched \(sent) bytes, the journal lacked \(missing)")
+        print("measured: segmented kill at \(recorded.map(\.done)); rerun fetched \(sent) bytes of \(size)")
+    }
+
+    /// nginx with ranges off (`max_ranges 0`) answers each segment with the whole file: the tool
+    /// drops the segments and takes the file as one stream.
+    @Test func aServerWithoutRangesGetsOneStream() throws {
+        let fx = try SyncFixture(nginx: .init(maxRanges: 0))
+        let sha = try fx.addFile("data.bin", size: 16 * Self.mib, seed: 4)
+        try fx.writeManifest()
+        let result = try fx.sync(["--segments", "4", "--segments-above", "1M"])
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("data.bin")) == sha)
+        let gets = try fx.requests(atLeast: 2)
+        #expect(gets.contains { $0.rangeHeader?.hasPrefix("bytes=0-") == true }, "segments were asked for: \(gets)")
+        #expect(gets.last?.status == 200 && gets.last?.bodyBytesSent == 16 * Self.mib, "then one whole response: \(gets)")
+        #expect(try Self.journaledSegments(fx, "data.bin") == nil)
+    }
+
+    /// Below the threshold, and with `--segments 1`, a file is one request.
+    @Test func smallFilesAndSegmentsOneAreOneRequest() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("small.bin", size: 3 * Self.mib, seed: 5)
+        try fx.addFile("large.bin", size: 12 * Self.mib, seed: 6)
+        try fx.writeManifest()
+        let result = try fx.sync(["--segments", "1", "--segments-above", "1M"])
+        #expect(result.exitCode == 0, "\(result)")
+        let gets = try fx.requests(atLeast: 2)
+        #expect(gets.count == 2 && gets.allSatisfy { $0.rangeHeader == nil && $0.status == 200 }, "\(gets)")
+    }
+}
+
+/// Segments against the fault server: each misbehaviour ends verified, or in one stream.
+@Suite struct SegmentFaultTests {
+    static let mib = 1 << 20
+    static let segmented = ["--segments", "4", "--segments-above", "1M"]
+
+    @Test func segmentsThatDropEveryMebibyteEachResume() throws {
+        let fx = try FaultFixture()
+        let bytes = fx.serve("a.bin", size: 8 * Self.mib, fault: .dropEvery(bytes: Int64(Self.mib)))
+        let result = try fx.sync(Self.segmented)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
+        let requests = fx.server.requests()
+        #expect(requests.count >= 8, "each 2 MiB segment needed two requests: \(requests.count)")
+        #expect(requests.allSatisfy { $0.rangeHeader != nil }, "no segment fell back to the whole file")
+    }
+
+    /// A server that ignores Range sends the whole file to every segment request; the tool stops
+    /// the segments and fetches the file once.
+    @Test func aServerIgnoringRangeEndsInOneStream() throws {
+        let fx = try FaultFixture()
+        let bytes = fx.serve("a.bin", size: 8 * Self.mib, fault: .ignoreRange)
+        let result = try fx.sync(Self.segmented)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
+        let requests = fx.server.requests()
+        let whole = requests.filter { $0.rangeHeader == nil }
+        #expect(whole.count == 1, "one request without Range after the segments were refused: \(requests)")
+    }
+
+    @Test(arguments: [Fault.LieKind.wrongStart, .wrongTotal])
+    func aLyingContentRangeOnASegmentEndsInOneStream(lie: Fault.LieKind) throws {
+        let fx = try FaultFixture()
+        let bytes = fx.serve("a.bin", size: 8 * Self.mib, fault: .lieContentRange(lie))
+        let result = try fx.sync(Self.segmented)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
+        #expect(fx.server.requests().contains { $0.rangeHeader == nil && $0.status == 200 })
+    }
+
+    /// The file changes on the server between segment requests: the segments' validators differ,
+    /// the tool starts over as one stream, and the manifest's checksum decides.
+    @Test func aFileChangingUnderTheSegmentsIsFetchedAgainWhole() throws {
+        let fx = try FaultFixture()
+        let size = 8 * Self.mib
+        let newer = TestData.bytes(count: size, seed: 99)
+        fx.server.serve("/a.bin", bytes: TestData.bytes(count: size, seed: 98), fault: .changeAfter(requests: 2, to: newer))
+        fx.manifest.add(path: "a.bin", size: Int64(size), sha256: TestData.sha256(of: newer))
+        let result = try fx.sync(Self.segmented)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(fx.digest("a.bin") == TestData.sha256(of: newer))
+    }
+}

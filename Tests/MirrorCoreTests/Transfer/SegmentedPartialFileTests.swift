@@ -1,0 +1,185 @@
+import Testing
+@testable import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Segmented downloads: ranges written out of order into one preallocated file, hashed in file
+/// order, checkpointed per segment, resumed per segment, and turned back into one stream.
+@Suite struct SegmentedPartialFileTests {
+    let dir: TemporaryDirectory
+    let folder: FileDescriptor
+    let journal: Journal
+
+    init() throws {
+        dir = try TemporaryDirectory()
+        let fd = Glibc.open(dir.path, O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        folder = FileDescriptor(fd: fd, displayPath: dir.path)
+        journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
+    }
+
+    static let content = TestData.bytes(count: 12 << 20, seed: 91)
+    static let identity = EntryIdentity(path: "big.bin", size: Int64(content.count),
+                                        sha256: TestData.sha256(of: content),
+                                        sha512: Hasher.digest(.sha512, of: content).hex)
+
+    func partial(writer: PartialWriter? = nil, saved: PartialRecord? = nil) throws -> PartialFile {
+        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+                                   writer: writer, resumeFrom: saved?.durableBytes ?? 0, saved: saved)
+        file.sourceURL = "http://127.0.0.1/big.bin"
+        return file
+    }
+
+    /// Writes `count` bytes of segment `index` from where it stands, in pieces of `piece` bytes.
+    func feed(_ file: PartialFile, segment index: Int, count: Int, piece: Int = 300_007) throws {
+        var left = count
+        while left > 0 {
+            guard let open = file.openSegments().first(where: { $0.index == index }) else { return }
+            let n = min(piece, left, Int(open.end - open.from))
+            let start = Int(open.from)
+            try Self.content[start..<(start + n)].withUnsafeBytes { try file.append($0, segment: index) }
+            left -= n
+        }
+    }
+
+    func segmentLength(_ file: PartialFile, _ index: Int) -> Int {
+        file.openSegments().first { $0.index == index }.map { Int($0.end - $0.from) } ?? 0
+    }
+
+    @Test func segmentsWrittenOutOfOrderHashInFileOrder() throws {
+        let file = try partial()
+        try file.beginSegments(count: 3)
+        #expect(file.isSegmented)
+        #expect(file.openSegments().map(\.from) == [0, 4 << 20, 8 << 20])
+        // The last segment first, then the middle, then the first: nothing is hashable until
+        // the first segment is in, then everything is.
+        try feed(file, segment: 2, count: 4 << 20)
+        try feed(file, segment: 1, count: 1 << 20)
+        try feed(file, segment: 0, count: 4 << 20)
+        try feed(file, segment: 1, count: 3 << 20)
+        #expect(file.isComplete)
+        let (sha256, sha512) = try file.finishDigests()
+        #expect(sha256?.hex == Self.identity.sha256)
+        #expect(sha512?.hex == Self.identity.sha512)
+        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.sha256)
+    }
+
+    @Test func theWriterThreadHashesInterleavedSegmentsCorrectly() throws {
+        let writer = PartialWriter()
+        defer { writer.shutdown() }
+        let file = try partial(writer: writer)
+        try file.beginSegments(count: 4)
+        // Round-robin, as four connections deliver.
+        while !file.isComplete {
+            for index in 0..<4 { try feed(file, segment: index, count: 65_536, piece: 16_411) }
+        }
+        #expect(try file.finishDigests().sha256?.hex == Self.identity.sha256)
+        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.sha256)
+    }
+
+    @Test func aCheckpointRecordsEverySegmentAndAResumeContinuesEach() throws {
+        let first = try partial()
+        try first.beginSegments(count: 3)
+        try feed(first, segment: 0, count: 3 << 20)
+        try feed(first, segment: 1, count: 2 << 20)
+        try feed(first, segment: 2, count: 3 << 20 + 5)  // 8 MiB in all: a checkpoint
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        let segments = try #require(record.segments)
+        let done: [Int64] = [3 << 20, 2 << 20, (3 << 20) + 5]
+        #expect(segments.map(\.done) == done)
+        #expect(record.bytes == 3 << 20, "the hash state covers the contiguous prefix")
+        first.close()
+
+        let reread = try Journal(folder: folder, displayPath: "journal", readOnly: true)
+        #expect(reread.records(for: "big.bin")?.partial == record, "the segments survive the journal's text form")
+        let resumed = try partial(saved: record)
+        #expect(resumed.isSegmented)
+        #expect(resumed.resumedFromSavedState)
+        #expect(resumed.length == record.durableBytes)
+        let expected: [Int64] = [3 << 20, 6 << 20, (11 << 20) + 5]
+        #expect(resumed.openSegments().map(\.from) == expected)
+        for index in [2, 1, 0] { try feed(resumed, segment: index, count: 4 << 20) }
+        #expect(resumed.isComplete)
+        #expect(try resumed.finishDigests().sha256?.hex == Self.identity.sha256)
+    }
+
+    @Test func aResumeTrimsSegmentsTheFileNoLongerHoldsAndRecordsThat() throws {
+        let first = try partial()
+        try first.beginSegments(count: 3)
+        for index in 0..<3 { try feed(first, segment: index, count: 3 << 20) }
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        first.close()
+        // Something cut the file inside the second segment (a crash before the data was durable
+        // cannot do this, but a person can).
+        #expect(truncate(dir.path + "/" + PartialFile.name(for: "big.bin"), off_t(5 << 20)) == 0)
+
+        let resumed = try partial(saved: record)
+        #expect(resumed.openSegments().map(\.from) == [3 << 20, 5 << 20, 8 << 20])
+        let now = try #require(journal.records(for: "big.bin")?.partial?.segments)
+        #expect(now.map(\.done) == [3 << 20, 1 << 20, 0], "the journal no longer vouches for the lost bytes")
+        for index in 0..<3 { try feed(resumed, segment: index, count: 4 << 20) }
+        #expect(try resumed.finishDigests().sha256?.hex == Self.identity.sha256)
+    }
+
+    @Test func abandoningSegmentsContinuesAsOneStreamFromTheContiguousPrefix() throws {
+        let file = try partial()
+        try file.beginSegments(count: 3)
+        try feed(file, segment: 0, count: 4 << 20)
+        try feed(file, segment: 1, count: 1 << 20)
+        try feed(file, segment: 2, count: 3 << 20)  // checkpoint with all three segments
+        #expect(journal.records(for: "big.bin")?.partial?.segments != nil)
+        file.abandonSegments()
+        #expect(!file.isSegmented)
+        #expect(file.length == 5 << 20)
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        #expect(record.segments == nil && record.bytes == 5 << 20, "re-recorded as one stream")
+        try Self.content[(5 << 20)...].withUnsafeBytes { try file.append($0) }
+        #expect(try file.finishDigests().sha256?.hex == Self.identity.sha256)
+    }
+
+    @Test func aSegmentTakesNoMoreThanItsRange() throws {
+        let file = try partial()
+        try file.beginSegments(count: 3)
+        #expect(file.segmentRemaining(0) == 4 << 20)
+        #expect(file.segmentRemaining(7) == 0)
+        try feed(file, segment: 0, count: 5 << 20)  // the helper stops at the segment's end
+        #expect(file.segmentRemaining(0) == 0)
+        #expect(file.length == 4 << 20)
+    }
+
+    @Test func malformedSegmentListsAreTornRecords() {
+        let id = EntryIdentity(path: "a", size: 100, sha256: String(repeating: "0", count: 64), sha512: nil)
+        func line(_ segs: String) -> JournalRecord? {
+            var record = PartialRecord(identity: id, url: "u", validator: nil, bytes: 0,
+                                       segments: [SegmentRecord(start: 0, end: 100, done: 0)])
+            let good = JournalRecord.partial(record).encodedLine()
+            record.segments = nil
+            // Re-encode with a hand-written list (and a valid checksum), then decode.
+            var text = String(decoding: good, as: UTF8.self)
+            text = text.replacingOccurrences(of: "segs=0:100:0", with: "segs=" + segs)
+            let body = Array(text.dropFirst(9).dropLast().utf8)
+            let fixed = JournalRecord.hex8(JournalRecord.checksum(body)) + " " + String(decoding: body, as: UTF8.self)
+            return JournalRecord.decode(Array(fixed.utf8)[...])
+        }
+        #expect(line("0:50:10,50:100:50") != nil)
+        #expect(line("0:50:10,60:100:0") == nil, "a gap")
+        #expect(line("0:50:10,40:100:0") == nil, "an overlap")
+        #expect(line("0:50:10") == nil, "does not reach the end")
+        #expect(line("0:50:60,50:100:0") == nil, "more done than the segment holds")
+        #expect(line("0:50:10,50:200:0") == nil, "past the file's size")
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        var out = ""
+        var rest = Substring(self)
+        while let range = rest.range(of: target) {
+            out += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return out + rest
+    }
+}
