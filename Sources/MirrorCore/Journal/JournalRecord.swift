@@ -272,6 +272,97 @@ extension JournalRecord {
         }
     }
 
+    /// For a `verified` line whose checksum is right: its `path=` value as written (percent-encoded).
+    /// nil for any other line, which the caller decodes in full. Opening a journal of 100,000
+    /// verified records thus checks each line without decoding it.
+    static func verifiedPath(_ line: ArraySlice<UInt8>, checkCRC: Bool = true) -> ArraySlice<UInt8>? {
+        let start = line.startIndex
+        let prefix = verifiedPrefix
+        guard line.count > 9 + prefix.count, line[start + 8] == UInt8(ascii: " "),
+              line[(start + 8)..<(start + 8 + prefix.count)].elementsEqual(prefix) else { return nil }
+        if checkCRC {
+            guard let crc = parseHex32(line[start..<start + 8]), checksum(line[(start + 9)...]) == crc else { return nil }
+        }
+        let valueStart = start + 8 + prefix.count
+        let valueEnd = line[valueStart...].firstIndex(of: UInt8(ascii: " ")) ?? line.endIndex
+        return line[valueStart..<valueEnd]
+    }
+
+    /// Whether the line starting at `start` in `buf` is a verified record for exactly this entry
+    /// (path, size, digests) and this file (`status`: size, inode, device, mtime, ctime), decided
+    /// on the bytes without making a String or an array: the no-op path runs this once per
+    /// manifest entry (100,000 times for a large manifest). The line's CRC was checked when the
+    /// journal was opened (or it was appended by this run). Fields are read in the order
+    /// ``encodedLine()`` writes them; a line of any other shape does not match, and the caller
+    /// takes the full path.
+    static func verifiedLineMatches(_ buf: UnsafeBufferPointer<UInt8>, at start: Int, path: String, size: Int64,
+                                    sha256: Digest?, sha512: Digest?, status: FileStatus) -> Bool {
+        guard status.isRegularFile, status.size == size else { return false }
+        let end = buf.count
+        var i = start + 8
+        let prefix = verifiedPrefix
+        guard i + prefix.count < end else { return false }
+        for k in 0..<prefix.count where buf[i + k] != prefix[k] { return false }
+        i += prefix.count
+        // The path, percent-encoded as percentEncode writes it.
+        let upper = hexUpper
+        for b in path.utf8 {
+            if b <= 0x20 || b == 0x7f || b == 0x25 || b == 0x3d {
+                guard i + 3 <= end, buf[i] == 0x25, buf[i + 1] == upper[Int(b >> 4)], buf[i + 2] == upper[Int(b & 0xf)] else { return false }
+                i += 3
+            } else {
+                guard i < end, buf[i] == b else { return false }
+                i += 1
+            }
+        }
+        /// Moves past ` KEY=` when the next field is `key`.
+        func field(_ key: StaticString) -> Bool {
+            let n = key.utf8CodeUnitCount
+            guard i + n + 2 <= end, buf[i] == 0x20, buf[i + n + 1] == 0x3d else { return false }
+            for k in 0..<n where buf[i + 1 + k] != key.utf8Start[k] { return false }
+            i += n + 2
+            return true
+        }
+        /// A decimal number up to the next space or the line's end.
+        func number() -> UInt64? {
+            var n: UInt64 = 0
+            let first = i
+            while i < end, buf[i] >= 0x30, buf[i] <= 0x39 {
+                let (m, o1) = n.multipliedReportingOverflow(by: 10)
+                let (a, o2) = m.addingReportingOverflow(UInt64(buf[i] - 0x30))
+                guard !o1 && !o2 else { return nil }
+                n = a
+                i += 1
+            }
+            return i > first ? n : nil
+        }
+        func time(_ t: FileTime) -> Bool {
+            guard let s = number(), Int64(bitPattern: s) == t.seconds, i < end, buf[i] == 0x2e else { return false }
+            i += 1
+            let fractionStart = i
+            guard let ns = number(), i - fractionStart == 9 else { return false }
+            return Int64(bitPattern: ns) == t.nanoseconds
+        }
+        func hex(_ digest: Digest) -> Bool {
+            let lower = hexLower
+            for b in digest.bytes {
+                guard i + 2 <= end, buf[i] == lower[Int(b >> 4)], buf[i + 1] == lower[Int(b & 0xf)] else { return false }
+                i += 2
+            }
+            return true
+        }
+        guard field("size"), number() == UInt64(size) else { return false }
+        if let sha256 { guard field("sha256"), hex(sha256) else { return false } }
+        if let sha512 { guard field("sha512"), hex(sha512) else { return false } }
+        guard field("ino"), number() == status.inode, field("dev"), number() == status.device,
+              field("mtime"), time(status.mtime), field("ctime"), time(status.ctime) else { return false }
+        return i == end || buf[i] == 0x0a
+    }
+
+    private static let verifiedPrefix = Array(" verified path=".utf8)
+    private static let hexUpper = Array("0123456789ABCDEF".utf8)
+    private static let hexLower = Array("0123456789abcdef".utf8)
+
     /// The values of one line, as slices of it, by key.
     private struct Fields {
         typealias Value = ArraySlice<UInt8>
@@ -316,7 +407,7 @@ extension JournalRecord {
         }
     }
 
-    static func parseHex32(_ bytes: ArraySlice<UInt8>) -> UInt32? {
+    static func parseHex32<C: Collection>(_ bytes: C) -> UInt32? where C.Element == UInt8 {
         var n: UInt32 = 0
         for c in bytes {
             let d: UInt32

@@ -12,36 +12,47 @@ public enum ManifestLoader {
     /// parses it. `displayName` (default: `path`) is the `FILE` of error messages.
     public static func load(path: String, displayName: String? = nil) throws -> Manifest {
         let name = displayName ?? path
-        let bytes: [UInt8]
+        var bytes: [UInt8]
         do {
             bytes = try readWholeFile(path)
         } catch let code as ReadFailure {
             throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
         }
-        return try parse(bytes, sourceName: name)
+        // The file's bytes are released once the tree holds what it needs, before the entries are built.
+        let tree = try parseTree(&bytes, sourceName: name)
+        var rules = ManifestRules(tree: tree, file: name)
+        return try rules.manifest()
     }
 
     /// Parses bytes already in memory (also gunzips when they start with 1f 8b).
     public static func parse(_ bytes: [UInt8], sourceName: String) throws -> Manifest {
         var text = bytes
+        let tree = try parseTree(&text, sourceName: sourceName)
+        var rules = ManifestRules(tree: tree, file: sourceName)
+        return try rules.manifest()
+    }
+
+    /// Gunzips (when the bytes start with 1f 8b) and parses; empties `bytes` when done, so that a
+    /// caller owning the only copy frees it before building the entries.
+    static func parseTree(_ bytes: inout [UInt8], sourceName: String) throws -> YAMLTree {
         if Gzip.isCompressed(bytes) {
             do {
-                text = try Gzip.decompress(bytes)
+                bytes = try Gzip.decompress(bytes)
             } catch let failure as Gzip.Failure {
                 throw ManifestError(file: sourceName, message: failure.message)
             }
         }
         let parsed: YAMLTree?
         do {
-            parsed = try YAMLParser.parse(text)
+            parsed = try YAMLParser.parse(bytes)
         } catch let e as YAMLError {
             throw ManifestError(file: sourceName, line: e.line, column: e.column, message: e.message)
         }
+        bytes = []
         guard let tree = parsed else {
             throw ManifestError(file: sourceName, line: 1, column: 1, message: ManifestRules.emptyMessage)
         }
-        var rules = ManifestRules(tree: tree, file: sourceName)
-        return try rules.manifest()
+        return tree
     }
 
     struct ReadFailure: Error { var errno: Int32 }
@@ -54,13 +65,17 @@ public enum ManifestLoader {
         defer { close(fd) }
         var info = stat()
         var bytes: [UInt8] = []
-        if fstat(fd, &info) == 0, info.st_size > 0 { bytes.reserveCapacity(Int(info.st_size) + 1) }
+        // Room for the whole file plus the probe that meets end-of-file, so a file read at once
+        // is never copied into a doubled buffer (a 100,000-entry manifest is 12 MB).
         let chunk = 1 << 20
+        var want = chunk
+        if fstat(fd, &info) == 0, info.st_size > 0, info.st_size < Int(Int32.max) { want = Int(info.st_size) + 4096 }
+        bytes = [UInt8](repeating: 0, count: want)
         var filled = 0
         while true {
-            if bytes.count - filled < chunk { bytes.append(contentsOf: repeatElement(0, count: chunk)) }
+            if bytes.count == filled { bytes.append(contentsOf: repeatElement(0, count: max(chunk, bytes.count))) }
             let n = bytes.withUnsafeMutableBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return 0 }  // never: the buffer is ≥ 1 MiB
+                guard let base = buffer.baseAddress else { return 0 }  // never: the buffer is never empty
                 return read(fd, base + filled, buffer.count - filled)
             }
             if n < 0 {

@@ -48,6 +48,10 @@ final class YAMLParser {
     /// (empty file, or only comments).
     static func parse(_ bytes: [UInt8]) throws -> YAMLTree? {
         guard !bytes.isEmpty else { return nil }
+        // The tree stores offsets in 32 bits (``YAMLTree/Node``); no real manifest comes near.
+        guard bytes.count < Int(Int32.max) else {
+            throw YAMLError(line: nil, column: nil, message: "the manifest is 2 GiB or larger; split it or compress it less")
+        }
         return try bytes.withUnsafeBufferPointer { buffer in
             let parser = try YAMLParser(input: buffer)
             return try parser.run()
@@ -129,7 +133,7 @@ struct YAMLTreeBuilder {
     private var frames: [Frame] = []
     /// Children of the open collections, in document order; moved to `tree.children` when a
     /// collection ends so that each collection's children are contiguous there.
-    private var pending: [Int] = []
+    private var pending: [UInt32] = []
     /// Anchor name → (node, expanded size). Registered when the node is complete, so an alias
     /// inside its own anchor's node is "unknown" and cycles cannot exist.
     private var anchors: [String: (node: Int, size: Int)] = [:]
@@ -138,8 +142,9 @@ struct YAMLTreeBuilder {
     private var hasRoot = false
 
     init(inputSize: Int) {
-        tree.nodes.reserveCapacity(min(inputSize / 12, 1 << 24))
-        tree.children.reserveCapacity(min(inputSize / 12, 1 << 24))
+        // About one node per 16 bytes of a typical manifest (three short pairs per entry).
+        tree.nodes.reserveCapacity(min(inputSize / 16, 1 << 24))
+        tree.children.reserveCapacity(min(inputSize / 16, 1 << 24))
         tree.arena.reserveCapacity(inputSize / 2)
     }
 
@@ -233,7 +238,7 @@ struct YAMLTreeBuilder {
             hasRoot = true
             return
         }
-        pending.append(node)
+        pending.append(UInt32(truncatingIfNeeded: node))
         let (sum, overflow) = frames[frames.count - 1].size.addingReportingOverflow(size)
         frames[frames.count - 1].size = overflow ? Int.max : sum
     }
@@ -280,7 +285,7 @@ struct YAMLTreeBuilder {
             tree.children.withUnsafeBufferPointer { children in
                 tree.arena.withUnsafeBufferPointer { arena in
                     func scalar(_ i: Int) -> YAMLTree.Node {
-                        let n = nodes[children[firstChild + 2 * i]]
+                        let n = nodes[Int(children[firstChild + 2 * i])]
                         return n.kind == .alias ? nodes[n.start] : n
                     }
                     for i in 1 ..< pairs {

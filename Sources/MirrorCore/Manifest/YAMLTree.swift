@@ -11,22 +11,48 @@
 struct YAMLTree {
     enum Kind: UInt8 { case scalar, sequence, mapping, alias }
 
+    /// 16 bytes: a 10^6-entry manifest has millions of nodes, so their size is most of the
+    /// tree's memory. Offsets and counts fit in 32 bits because ``YAMLParser`` refuses input of
+    /// 2 GiB or more; a column past 2^29 (a line that long) is reported as 2^29 − 1.
     struct Node {
-        var kind: Kind
+        private var startBits: UInt32
+        private var countBits: UInt32
+        private var lineBits: UInt32
+        /// Column in the low 29 bits; kind in bits 29–30; `isPlain` in bit 31.
+        private var columnAndFlags: UInt32
+
+        init(kind: Kind, isPlain: Bool, line: Int32, column: Int32, start: Int, count: Int) {
+            startBits = UInt32(truncatingIfNeeded: start)
+            countBits = UInt32(truncatingIfNeeded: count)
+            lineBits = UInt32(clamping: line)
+            columnAndFlags = UInt32(clamping: min(Int(column), Node.maxColumn)) | UInt32(kind.rawValue) << 29
+                | (isPlain ? 1 << 31 : 0)
+        }
+
+        static let maxColumn = (1 << 29) - 1
+
+        var kind: Kind { Kind(rawValue: UInt8(truncatingIfNeeded: (columnAndFlags >> 29) & 3)) ?? .scalar }
         /// Scalars only: plain style (unquoted, not a block scalar) and no explicit tag, i.e. a
         /// value YAML would resolve as a number or null rather than as a string.
-        var isPlain: Bool
+        var isPlain: Bool { columnAndFlags >> 31 == 1 }
         /// 1-based position of the node's first character (libyaml's `start_mark` + 1).
-        var line: Int32
-        var column: Int32
+        var line: Int32 { Int32(clamping: lineBits) }
+        var column: Int32 { Int32(columnAndFlags & UInt32(Node.maxColumn)) }
         /// Scalar: offset in `arena`. Sequence/mapping: offset in `children`. Alias: target node.
-        var start: Int
+        var start: Int {
+            get { Int(startBits) }
+            set { startBits = UInt32(truncatingIfNeeded: newValue) }
+        }
         /// Scalar: byte length. Sequence: item count. Mapping: 2 × pair count (key, value, ...).
-        var count: Int
+        var count: Int {
+            get { Int(countBits) }
+            set { countBits = UInt32(truncatingIfNeeded: newValue) }
+        }
     }
 
     var nodes: [Node] = []
-    var children: [Int] = []
+    /// Node indices (32 bits each, see ``Node``).
+    var children: [UInt32] = []
     var arena: [UInt8] = []
     var root: Int = 0
 
@@ -52,9 +78,9 @@ struct YAMLTree {
         return n.kind == .mapping ? n.count / 2 : n.count
     }
 
-    func item(_ r: Ref, _ i: Int) -> Ref { ref(children[nodes[r.id].start + i]) }
-    func key(_ r: Ref, _ i: Int) -> Ref { ref(children[nodes[r.id].start + 2 * i]) }
-    func value(_ r: Ref, _ i: Int) -> Ref { ref(children[nodes[r.id].start + 2 * i + 1]) }
+    func item(_ r: Ref, _ i: Int) -> Ref { ref(Int(children[nodes[r.id].start + i])) }
+    func key(_ r: Ref, _ i: Int) -> Ref { ref(Int(children[nodes[r.id].start + 2 * i])) }
+    func value(_ r: Ref, _ i: Int) -> Ref { ref(Int(children[nodes[r.id].start + 2 * i + 1])) }
 
     /// The scalar's bytes (valid UTF-8: libyaml's reader rejects anything else).
     func bytes(_ r: Ref) -> ArraySlice<UInt8> {

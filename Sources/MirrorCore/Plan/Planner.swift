@@ -38,9 +38,11 @@ public struct Planner {
     }
 
     public func action(for entry: ManifestEntry) throws -> PlannedAction {
+        let status = try destination?.status(of: entry.path)
+        // The no-op path: one stat and one journal line compared in place (journal.md, rule 3).
+        if let status, let journal, journal.isVerified(entry, status: status) { return .upToDate }
         let identity = EntryIdentity(entry)
         let records = journal?.records(for: entry.path)
-        let status = try destination?.status(of: entry.path)
 
         if let status {
             if !status.isRegularFile {

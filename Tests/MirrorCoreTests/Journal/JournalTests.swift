@@ -50,6 +50,33 @@ import Glibc
         #expect(reopened.droppedTailBytes == 0)
     }
 
+    /// Verified records are looked up lazily (by a hash of the encoded path, then checked): the
+    /// latest one wins, odd paths are found under their own name, and nothing else is.
+    @Test func verifiedRecordsAreFoundByTheirOwnPathOnly() throws {
+        let dir = try TemporaryDirectory()
+        let paths = ["a.bin", "run 7/a=b%c\tд.tar", "b.bin"]
+        func status(_ inode: UInt64) -> FileStatus {
+            FileStatus(size: 1, mode: 0o100644, inode: inode, device: 1,
+                       mtime: FileTime(seconds: 1, nanoseconds: 0), ctime: FileTime(seconds: 1, nanoseconds: 0))
+        }
+        func id(_ path: String) -> EntryIdentity { EntryIdentity(path: path, size: 1, sha256: "00", sha512: nil) }
+        do {
+            let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+            for (i, path) in paths.enumerated() {
+                try journal.append(.verified(VerifiedRecord(identity: id(path), status: status(UInt64(i)))), durable: false)
+            }
+            try journal.append(.verified(VerifiedRecord(identity: id("a.bin"), status: status(42))), durable: true)
+            #expect(journal.records(for: "a.bin")?.verified?.inode == 42, "an appended record is found at once")
+        }
+        let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
+        #expect(reopened.records(for: "a.bin")?.verified?.inode == 42, "the latest record wins")
+        #expect(reopened.records(for: paths[1])?.verified?.inode == 1)
+        #expect(reopened.records(for: "b.bin")?.verified?.inode == 2)
+        #expect(reopened.records(for: "c.bin") == nil)
+        #expect(reopened.records(for: "run 7/a=b%c") == nil)
+        #expect(Set(reopened.entries.keys) == Set(paths))
+    }
+
     @Test func spacesEqualsAndPercentInValuesSurvive() throws {
         let dir = try TemporaryDirectory()
         let odd = EntryIdentity(path: "run 7/a=b%c\tд.tar", size: 1, sha256: "00", sha512: nil)

@@ -37,6 +37,34 @@ import Glibc
 
     var planner: Planner { Planner(destination: destination, journal: journal, partialFolder: partials) }
 
+    /// The no-op fast path compares the journal line in place; any difference in the entry or the
+    /// file sends the entry down the full path (a check or a download), never to "up to date".
+    @Test func theInPlaceVerifiedCheckAgreesWithTheRecord() throws {
+        try write("a b=%.bin", bytes: 10)
+        let e = entry("a b=%.bin")
+        let status = try #require(try destination.status(of: e.path))
+        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: false)
+        #expect(journal.isVerified(e, status: status))
+        #expect(try planner.action(for: e) == .upToDate)
+
+        var other = status
+        other.ctime = FileTime(seconds: status.ctime.seconds + 1, nanoseconds: status.ctime.nanoseconds)
+        #expect(!journal.isVerified(e, status: other), "another ctime: the file was touched")
+        other = status
+        other.inode += 1
+        #expect(!journal.isVerified(e, status: other), "another inode: another file")
+        other = status
+        other.mtime = FileTime(seconds: status.mtime.seconds, nanoseconds: status.mtime.nanoseconds + 1)
+        #expect(!journal.isVerified(e, status: other))
+        let resized = entry("a b=%.bin", size: 11)
+        #expect(!journal.isVerified(resized, status: status), "another size in the manifest")
+        let rehashed = ManifestEntry(path: e.path, url: .relative(e.path), size: 10,
+                                     sha256: Digest(bytes: [UInt8](repeating: 8, count: 32)))
+        #expect(!journal.isVerified(rehashed, status: status), "another checksum in the manifest")
+        #expect(try planner.action(for: rehashed) == .check)
+        #expect(!journal.isVerified(entry("a b=%.bi"), status: status), "a path that is a prefix")
+    }
+
     @Test func missingFilesAreDownloaded() throws {
         #expect(try planner.action(for: entry("a.bin")) == .download(replacing: false))
         #expect(try planner.action(for: entry("deep/er/a.bin")) == .download(replacing: false))
