@@ -41,4 +41,9 @@ static inline int mirror_openat2_beneath(int dirfd, const char *path, int flags,
     how.resolve = 0x08 /* RESOLVE_BENEATH */ | 0x04 /* RESOLVE_NO_SYMLINKS */ | 0x02 /* RESOLVE_NO_MAGICLINKS */;
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }
+
+/* O_PATH (Linux 2.6.39) is only declared by <fcntl.h> with _GNU_SOURCE: a descriptor that names a
+   file or folder without opening it for reading, enough to fstat it or to resolve *at() paths
+   beneath it, and with O_NOFOLLOW it refers to a symlink itself. */
+static const int mirror_O_PATH = 010000000;
 #endif

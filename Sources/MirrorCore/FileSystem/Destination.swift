@@ -1,3 +1,4 @@
+import CLinux
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -59,16 +60,32 @@ public final class Destination {
 
     // MARK: - Reading
 
-    /// `fstatat(2)` without following a final symlink. nil when nothing is there.
+    /// The status of what is at `relative` (a final symlink is reported as one, not followed).
+    /// nil when nothing is there.
     ///
-    /// Intermediate components are resolved by the kernel; that is fine for a read-only check, because
-    /// a match also requires the inode, device and change time the journal recorded for our own file.
+    /// A path with folders is opened with `O_PATH | O_NOFOLLOW` through ``SafePath`` and `fstat`ed,
+    /// so a symlink planted at one of its folders is not followed even for a look (it throws, and
+    /// the planner blocks that entry); a lone name needs only `fstatat(AT_SYMLINK_NOFOLLOW)`.
     public func status(of relative: String) throws -> FileStatus? {
         var st = stat()
-        if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw SystemError("inspect", display(relative))
+        if !relative.contains("/") {
+            if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+                if errno == ENOENT || errno == ENOTDIR { return nil }
+                throw SystemError("inspect", display(relative))
+            }
+            return FileStatus(st)
         }
+        let fd = SafePath.open(relative, beneath: root.fd, flags: mirror_O_PATH)
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return nil }
+            if code == ELOOP || code == EXDEV {
+                throw SystemError("inspect", display(relative) + " (a symlink in its path is not followed)", code: code)
+            }
+            throw SystemError("inspect", display(relative), code: code)
+        }
+        defer { close(fd) }
+        if fstat(fd, &st) != 0 { throw SystemError("inspect", display(relative)) }
         return FileStatus(st)
     }
 

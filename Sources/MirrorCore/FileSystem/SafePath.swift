@@ -23,10 +23,14 @@ public enum SafePath {
         case walk
     }
 
+    /// `.walk` when the environment has `MIRROR_RESOLVE_WALK` set: a test switch (like
+    /// `MIRROR_CRASH_AT`) so the integration tests prove the fallback too on a kernel with openat2.
+    public static let defaultResolver: Resolver = getenv("MIRROR_RESOLVE_WALK") != nil ? .walk : .automatic
+
     /// `openat2` (or the walk) of `relative` beneath `folder`. Returns the new descriptor, or -1
     /// with `errno` set. `flags` always gains `O_NOFOLLOW | O_CLOEXEC`.
     public static func open(_ relative: String, beneath folder: Int32, flags: Int32, mode: mode_t = 0,
-                            resolver: Resolver = .automatic) -> Int32 {
+                            resolver: Resolver = SafePath.defaultResolver) -> Int32 {
         let flags = flags | O_NOFOLLOW | O_CLOEXEC
         guard let components = components(of: relative) else {
             errno = EXDEV
@@ -53,7 +57,8 @@ public enum SafePath {
         var current = folder
         defer { if current != folder { Glibc.close(current) } }
         for component in components.dropLast() {
-            let next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            // O_PATH: a folder we only pass through needs search permission, not read permission.
+            let next = openat(current, component, mirror_O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 { return -1 }
             if current != folder { Glibc.close(current) }
             current = next
