@@ -42,7 +42,7 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Trust this CA (PEM) in addition to the system's, for lab servers. TLS verification is always on.", valueName: "PEM"))
     var caFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("Credentials by host, in netrc format; sent only to the host they name.", valueName: "PATH"))
+    @Option(name: .long, help: ArgumentHelp("Credentials by host (netrc format); never sent after a redirect to another origin.", valueName: "PATH"))
     var netrcFile: String?
 
     @Option(name: .long, help: ArgumentHelp("Send `Authorization: <value of VAR>` to the manifest's sources (never after a redirect to another host).", valueName: "VAR"))
@@ -66,8 +66,8 @@ struct Sync: ParsableCommand {
         if let caFile, access(caFile, R_OK) != 0 {
             throw ValidationError("--ca-file \(caFile): cannot read it: \(String(cString: strerror(errno)))")
         }
-        if let netrcFile, access(netrcFile, R_OK) != 0 {
-            throw ValidationError("--netrc-file \(netrcFile): cannot read it: \(String(cString: strerror(errno)))")
+        if let netrcFile {
+            do { _ = try Netrc.load(path: netrcFile) } catch { throw ValidationError("\(error)") }
         }
         if let authHeaderEnv {
             do { _ = try RequestSecurity.authorization(fromEnvironment: authHeaderEnv) } catch { throw ValidationError("\(error)") }
@@ -85,7 +85,7 @@ struct Sync: ParsableCommand {
         options.deadline = deadline.flatMap(Formatting.parseDuration)
         options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
         options.transfer.security.caFile = caFile
-        options.transfer.security.netrcFile = netrcFile
+        options.transfer.security.netrc = try netrcFile.map(Netrc.load(path:))
         options.transfer.security.authorization = try authHeaderEnv.map(RequestSecurity.authorization(fromEnvironment:))
         let lowered = manifest.lowercased()
         options.transfer.security.manifestIsLocal = !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://"))

@@ -14,18 +14,19 @@ import Glibc
 ///   `CURLOPT_SSL_VERIFYHOST` = 2) and nothing turns them off. `caFile` (`--ca-file`) becomes
 ///   `CURLOPT_CAINFO`; libcurl's built-in `CURLOPT_CAPATH` (the system's hashed certificate folder,
 ///   `/etc/ssl/certs` on Debian) stays set, so the lab CA is trusted in addition to the system's.
-/// - Credentials: a netrc file (`CURLOPT_NETRC_FILE`, `CURL_NETRC_OPTIONAL`: looked up per host,
-///   so a redirect target only ever gets its own entry), an `Authorization` header whose value
-///   comes from an environment variable (never from the manifest), and URL user-info. libcurl
-///   sends none of them to another scheme, host or port after a redirect
-///   (`CURLOPT_UNRESTRICTED_AUTH` = 0, the default, set explicitly; custom `Authorization`
-///   headers are dropped on such a redirect since libcurl 7.83, CVE-2022-27776).
+/// - Credentials: URL user-info, else the netrc entry for the URL's host (``Netrc``, looked up
+///   here and passed as `CURLOPT_USERNAME`/`CURLOPT_PASSWORD`, not through libcurl's own netrc
+///   support, which re-reads the file for redirect targets), and an `Authorization` header whose
+///   value comes from an environment variable (never from the manifest). libcurl sends none of
+///   them to another scheme, host or port after a redirect (`CURLOPT_UNRESTRICTED_AUTH` = 0, the
+///   default, set explicitly; custom `Authorization` headers are dropped on such a redirect since
+///   libcurl 7.83, CVE-2022-27776).
 ///   `Tests/IntegrationTests/CredentialTests.swift` proves each against the installed libcurl.
 public struct RequestSecurity: Sendable {
     /// `--ca-file`: an extra trusted CA (PEM).
     public var caFile: String?
     /// `--netrc-file`: credentials by host.
-    public var netrcFile: String?
+    public var netrc: Netrc?
     /// The value of the `Authorization` header (read from the environment variable named by
     /// `--auth-header-env`). Never printed: ``CustomStringConvertible`` masks it.
     public var authorization: String?
@@ -46,11 +47,13 @@ public struct RequestSecurity: Sendable {
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
         if let caFile { try easy.set(CURLOPT_CAINFO, caFile) }
         try easy.set(CURLOPT_UNRESTRICTED_AUTH, 0)
-        if let netrcFile {
-            try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
-            try easy.set(CURLOPT_NETRC_FILE, netrcFile)
+        if isFile { return [] }
+        if let netrc, URLParts(url)?.userInfo == nil, let host = hostName(of: url),
+           let credentials = netrc.credentials(forHost: host) {
+            try easy.set(CURLOPT_USERNAME, credentials.login)
+            try easy.set(CURLOPT_PASSWORD, credentials.password)
         }
-        guard let authorization, !isFile else { return [] }
+        guard let authorization else { return [] }
         return ["Authorization: \(authorization)"]
     }
 
@@ -82,7 +85,7 @@ public struct RequestSecurity: Sendable {
 extension RequestSecurity: CustomStringConvertible {
     /// Never shows the secret, so a stray `print(settings)` cannot leak it.
     public var description: String {
-        "RequestSecurity(caFile: \(caFile ?? "-"), netrcFile: \(netrcFile ?? "-"), authorization: \(authorization == nil ? "-" : "***"))"
+        "RequestSecurity(caFile: \(caFile ?? "-"), netrc: \(netrc?.path ?? "-"), authorization: \(authorization == nil ? "-" : "***"))"
     }
 }
 
