@@ -90,8 +90,10 @@ public final class Destination {
     }
 
     /// Opens a file under DEST for reading, refusing a symlink at any component.
+    /// `O_NONBLOCK`, which does nothing to a regular file, keeps a FIFO swapped in since the plan
+    /// from blocking the run; anything but a regular file is then refused.
     public func openForReading(_ relative: String) throws -> FileDescriptor {
-        let fd = SafePath.open(relative, beneath: root.fd, flags: O_RDONLY)
+        let fd = SafePath.open(relative, beneath: root.fd, flags: O_RDONLY | O_NONBLOCK)
         if fd < 0 {
             let code = errno
             if code == ELOOP || code == EXDEV {
@@ -99,7 +101,11 @@ public final class Destination {
             }
             throw SystemError("open", display(relative), code: code)
         }
-        return FileDescriptor(fd: fd, displayPath: display(relative))
+        let file = FileDescriptor(fd: fd, displayPath: display(relative))
+        guard try file.stat().isRegularFile else {
+            throw SystemError("read", display(relative) + " (not a regular file)", code: EINVAL)
+        }
+        return file
     }
 
     // MARK: - Folders
