@@ -195,6 +195,8 @@ import MirrorTestSupport
 
         let child = try scene.start(["--jobs", "1"])
         let partial = try ConfinementTests.waitForPartial(fx, "big.bin", child)
+        var inFlight = stat()
+        #expect(lstat(partial, &inFlight) == 0 && inFlight.st_mode & 0o777 == 0o600, "unverified bytes are mode 0600")
         try #require(rename(partial, partial + ".moved") == 0)
         try #require(symlink(scene.canary.root + "/lone.bin", partial) == 0)
         let result = try child.wait(timeout: 120)
