@@ -9,7 +9,7 @@ extension PartialFile {
     ///   symlink itself, never its target) and creates a new one with `O_CREAT | O_EXCL | O_NOFOLLOW`,
     ///   mode 0600: unverified bytes are nobody's business, and `O_EXCL` guarantees the file is new,
     ///   not something another user made or linked in between.
-    /// - A resumed download reopens the existing file with `O_NOFOLLOW` (a symlink fails with
+    /// - A resumed download (an offset or a journal record to resume from) reopens the existing file with `O_NOFOLLOW` (a symlink fails with
     ///   `ELOOP`) and requires a regular file with one link (``SafePath/requireSoleRegularFile(_:_:)``),
     ///   because it will be truncated and written in place.
     static func open(_ name: String, in folder: FileDescriptor, displayPath: String, resuming: Bool) throws -> FileDescriptor {

@@ -72,7 +72,7 @@ public final class PartialFile {
         // Only the digests the manifest lists are computed: each costs a full pass over the bytes.
         sha256 = identity.sha256 != nil ? Hasher(.sha256) : nil
         sha512 = identity.sha512 != nil ? Hasher(.sha512) : nil
-        file = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resumeFrom > 0)
+        file = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resumeFrom > 0 || saved != nil)
         let st = try file.stat()
         let keep = max(0, min(resumeFrom, st.size, identity.size))
         if let saved, let journal, saved.bytes != keep {
