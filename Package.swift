@@ -20,7 +20,7 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // Header-only: Linux system calls Swift's Glibc module does not expose (syncfs).
+        // Header-only: Linux system calls Swift's Glibc module does not expose (syncfs, openat2).
         .systemLibrary(name: "CLinux"),
         .target(
             name: "MirrorCore",

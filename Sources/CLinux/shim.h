@@ -19,4 +19,31 @@ static inline int mirror_syncfs(int fd) {
 static inline int mirror_start_writeback(int fd, long long offset, long long length) {
     return (int)syscall(SYS_sync_file_range, fd, offset, length, 2 /* SYNC_FILE_RANGE_WRITE */);
 }
+/* openat2(2) (Linux 5.6) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: the
+   kernel resolves `path` relative to `dirfd` in one lookup and fails with EXDEV if it would leave
+   the folder (an absolute path, "..") and with ELOOP if any component, the last included, is a
+   symlink. The struct and flags are declared here (values of <linux/openat2.h>, kernel ABI) so the
+   build does not depend on how new the installed headers are. Fails with ENOSYS on older kernels
+   (EPERM under some seccomp filters); callers then walk the path one openat(O_NOFOLLOW) at a time.
+   `mode` is only passed with O_CREAT: openat2 rejects a mode without it (EINVAL). */
+struct mirror_open_how {
+    unsigned long long flags;
+    unsigned long long mode;
+    unsigned long long resolve;
+};
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+static inline int mirror_openat2_beneath(int dirfd, const char *path, int flags, unsigned int mode) {
+    struct mirror_open_how how;
+    how.flags = (unsigned long long)(unsigned int)flags;
+    how.mode = (flags & 0100 /* O_CREAT */) ? mode : 0;
+    how.resolve = 0x08 /* RESOLVE_BENEATH */ | 0x04 /* RESOLVE_NO_SYMLINKS */ | 0x02 /* RESOLVE_NO_MAGICLINKS */;
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+/* O_PATH (Linux 2.6.39) is only declared by <fcntl.h> with _GNU_SOURCE: a descriptor that names a
+   file or folder without opening it for reading, enough to fstat it or to resolve *at() paths
+   beneath it, and with O_NOFOLLOW it refers to a symlink itself. */
+static const int mirror_O_PATH = 010000000;
 #endif

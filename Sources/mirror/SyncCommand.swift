@@ -1,5 +1,8 @@
 import ArgumentParser
 import MirrorCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Sync: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,6 +45,15 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75.")
     var wait = false
 
+    @Option(name: .long, help: ArgumentHelp("Trust this CA (PEM) in addition to the system's, for lab servers. TLS verification is always on.", valueName: "PEM"))
+    var caFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("Credentials by host (netrc format); never sent after a redirect to another origin.", valueName: "PATH"))
+    var netrcFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("Send `Authorization: <value of VAR>` to the manifest's sources (never after a redirect to another host).", valueName: "VAR"))
+    var authHeaderEnv: String?
+
     @Flag(name: .long, help: "Print errors only.")
     var quiet = false
 
@@ -61,6 +73,15 @@ struct Sync: ParsableCommand {
         guard let stall = Formatting.parseDuration(stallTimeout), stall >= 1 else {
             throw ValidationError("--stall-timeout takes a duration of at least 1s, got \"\(stallTimeout)\"")
         }
+        if let caFile, access(caFile, R_OK) != 0 {
+            throw ValidationError("--ca-file \(caFile): cannot read it: \(String(cString: strerror(errno)))")
+        }
+        if let netrcFile {
+            do { _ = try Netrc.load(path: netrcFile) } catch { throw ValidationError("\(error)") }
+        }
+        if let authHeaderEnv {
+            do { _ = try RequestSecurity.authorization(fromEnvironment: authHeaderEnv) } catch { throw ValidationError("\(error)") }
+        }
     }
 
     func run() throws {
@@ -75,6 +96,11 @@ struct Sync: ParsableCommand {
         options.retries = retries
         options.deadline = deadline.flatMap(Formatting.parseDuration)
         options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
+        options.transfer.security.caFile = caFile
+        options.transfer.security.netrc = try netrcFile.map(Netrc.load(path:))
+        options.transfer.security.authorization = try authHeaderEnv.map(RequestSecurity.authorization(fromEnvironment:))
+        let lowered = manifest.lowercased()
+        options.transfer.security.manifestIsLocal = !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://"))
         StopSignal.install()
         do {
             let loaded = try ManifestLoader.load(path: manifest)

@@ -12,13 +12,18 @@ final class SyncFixture {
     let server: NginxServer
     var manifest: ManifestBuilder
 
-    init(nginx options: NginxServer.Options = .init(), basePath: String = "") throws {
+    convenience init(nginx options: NginxServer.Options = .init(), basePath: String = "") throws {
+        try self.init(nginxFor: { _ in options }, basePath: basePath)
+    }
+
+    /// `nginxFor` makes nginx's options from the served folder's path (for extra `server` blocks).
+    init(nginxFor options: (String) -> NginxServer.Options, basePath: String = "") throws {
         dir = try TemporaryDirectory(prefix: "mirror-it")
         www = dir.path("www")
         dest = dir.path("dest")
         manifestPath = dir.path("manifest.yaml")
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
-        server = try NginxServer(root: www, options: options)
+        server = try NginxServer(root: www, options: options(www))
         manifest = ManifestBuilder(baseURL: server.baseURL + basePath)
     }
 

@@ -1,13 +1,16 @@
+import CLinux
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The destination directory (DEST), opened once as a directory descriptor.
 ///
-/// Every create, rename and stat below DEST goes through `openat(2)`, `mkdirat(2)`, `renameat(2)`
-/// and `fstatat(2)` relative to that descriptor, and intermediate folders are opened with
-/// `O_NOFOLLOW | O_DIRECTORY`, so that a symlink planted inside DEST cannot redirect a write
-/// elsewhere (contract: "sync never writes, deletes or follows a link outside DEST").
+/// Every create, rename and stat below DEST goes through `openat2(2)` (``SafePath``), `mkdirat(2)`,
+/// `renameat(2)` and `fstatat(2)` relative to that descriptor, and folders are opened with
+/// `O_NOFOLLOW | O_DIRECTORY` (and `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` where the kernel has it),
+/// so that a symlink planted inside DEST cannot redirect a write elsewhere (contract: "sync never
+/// writes, deletes or follows a link outside DEST"). A symlink in the way fails that one entry;
+/// at `.mirror` or `.mirror/partial` it fails the run (exit 73), see SECURITY.md.
 /// The tool's own state lives in `DEST/.mirror/` (journal, lock, partial downloads).
 public final class Destination {
     public static let stateFolderName = ".mirror"
@@ -57,25 +60,52 @@ public final class Destination {
 
     // MARK: - Reading
 
-    /// `fstatat(2)` without following a final symlink. nil when nothing is there.
+    /// The status of what is at `relative` (a final symlink is reported as one, not followed).
+    /// nil when nothing is there.
     ///
-    /// Intermediate components are resolved by the kernel; that is fine for a read-only check, because
-    /// a match also requires the inode, device and change time the journal recorded for our own file.
+    /// A path with folders is opened with `O_PATH | O_NOFOLLOW` through ``SafePath`` and `fstat`ed,
+    /// so a symlink planted at one of its folders is not followed even for a look (it throws, and
+    /// the planner blocks that entry); a lone name needs only `fstatat(AT_SYMLINK_NOFOLLOW)`.
     public func status(of relative: String) throws -> FileStatus? {
         var st = stat()
-        if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw SystemError("inspect", display(relative))
+        if !relative.contains("/") {
+            if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+                if errno == ENOENT || errno == ENOTDIR { return nil }
+                throw SystemError("inspect", display(relative))
+            }
+            return FileStatus(st)
         }
+        let fd = SafePath.open(relative, beneath: root.fd, flags: mirror_O_PATH)
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return nil }
+            if code == ELOOP || code == EXDEV {
+                throw SystemError("inspect", display(relative) + " (a symlink in its path is not followed)", code: code)
+            }
+            throw SystemError("inspect", display(relative), code: code)
+        }
+        defer { close(fd) }
+        if fstat(fd, &st) != 0 { throw SystemError("inspect", display(relative)) }
         return FileStatus(st)
     }
 
     /// Opens a file under DEST for reading, refusing a symlink at any component.
+    /// `O_NONBLOCK`, which does nothing to a regular file, keeps a FIFO swapped in since the plan
+    /// from blocking the run; anything but a regular file is then refused.
     public func openForReading(_ relative: String) throws -> FileDescriptor {
-        let (parent, name) = try openParent(of: relative, create: false)
-        let fd = openat(parent.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0 { throw SystemError("open", display(relative)) }
-        return FileDescriptor(fd: fd, displayPath: display(relative))
+        let fd = SafePath.open(relative, beneath: root.fd, flags: O_RDONLY | O_NONBLOCK)
+        if fd < 0 {
+            let code = errno
+            if code == ELOOP || code == EXDEV {
+                throw SystemError("open", display(relative) + " (a symlink in its path is not followed)", code: code)
+            }
+            throw SystemError("open", display(relative), code: code)
+        }
+        let file = FileDescriptor(fd: fd, displayPath: display(relative))
+        guard try file.stat().isRegularFile else {
+            throw SystemError("read", display(relative) + " (not a regular file)", code: EINVAL)
+        }
+        return file
     }
 
     // MARK: - Folders
@@ -92,23 +122,29 @@ public final class Destination {
     /// folders with `mkdirat` when `create` is set. A symlink at any component fails with
     /// `ELOOP`/`ENOTDIR` instead of being followed.
     func openFolder(_ components: [String], create: Bool, for relative: String) throws -> FileDescriptor {
+        // The common case, a folder that exists: one openat2 lookup. Any failure (missing, a
+        // symlink) takes the walk below, which creates what is missing and names the culprit.
+        if !components.isEmpty {
+            let fd = SafePath.open(components.joined(separator: "/"), beneath: root.fd, flags: O_RDONLY | O_DIRECTORY)
+            if fd >= 0 { return FileDescriptor(fd: fd, displayPath: display(components.joined(separator: "/"))) }
+        }
         var current = FileDescriptor(fd: dup(root.fd), displayPath: path)
         if current.fd < 0 { throw SystemError("open destination", path) }
         var walked = ""
         for component in components {
             walked += walked.isEmpty ? component : "/" + component
-            var fd = openat(current.fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            var fd = SafePath.open(component, beneath: current.fd, flags: O_RDONLY | O_DIRECTORY)
             if fd < 0 && errno == ENOENT && create {
                 if mkdirat(current.fd, component, 0o755) != 0 && errno != EEXIST {
                     throw SystemError("create folder", display(walked))
                 }
                 // The new entry in `current` must survive a crash before anything inside it is journaled.
                 try current.sync()
-                fd = openat(current.fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                fd = SafePath.open(component, beneath: current.fd, flags: O_RDONLY | O_DIRECTORY)
             }
             if fd < 0 {
                 let code = errno
-                if code == ELOOP || code == ENOTDIR {
+                if code == ELOOP || code == ENOTDIR || code == EXDEV {
                     throw SystemError("use \(display(walked)) (a symlink or not a folder) for", display(relative), code: code)
                 }
                 throw SystemError("open folder", display(walked), code: code)
@@ -136,10 +172,24 @@ public final class Destination {
     /// is atomic: a reader sees the old file or the new one, never a mix. Returns the installed file's
     /// status, taken after the rename because rename changes the inode's ctime.
     /// With `syncFolder` false the caller makes the rename durable another way (one `syncfs` for a batch).
+    ///
+    /// With `expected` (the partial file the caller wrote, verified and sealed through its descriptor),
+    /// the name in the partial folder must still be that very inode before the rename, and the final
+    /// path must be it after: a symlink or another file swapped in under the partial's name while
+    /// it downloaded is never installed (it would put a link to anywhere at a manifest path).
     public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String,
-                        syncFolder: Bool = true) throws -> FileStatus {
+                        syncFolder: Bool = true, expected: FileDescriptor? = nil) throws -> FileStatus {
         let (parent, final) = try openParent(of: relative, create: true)
         var st = stat()
+        let ours = try expected?.stat()
+        if let ours {
+            guard fstatat(partialFolder.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                throw SystemError("find the verified download of", display(relative))
+            }
+            guard FileStatus(st).sameFile(as: ours) else {
+                throw SystemError("install", display(relative) + " (its partial file was replaced during the download)", code: ELOOP)
+            }
+        }
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 {
             let existing = FileStatus(st)
             if existing.isDirectory {
@@ -153,6 +203,14 @@ public final class Destination {
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
             throw SystemError("inspect", display(relative))
         }
+        if let ours, !FileStatus(st).sameFile(as: ours) {
+            throw SystemError("install", display(relative) + " (another file was swapped in while it was renamed)", code: ELOOP)
+        }
         return FileStatus(st)
     }
+}
+
+extension FileStatus {
+    /// Same inode on the same device: the same file, whatever its name now.
+    func sameFile(as other: FileStatus) -> Bool { inode == other.inode && device == other.device }
 }

@@ -27,6 +27,8 @@ public final class DestinationLock {
         let fd = openat(stateFolder.fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
         if fd < 0 { throw SystemError("create lock file in", destination + "/.mirror") }
         file = FileDescriptor(fd: fd, displayPath: destination + "/.mirror/lock")
+        // It is truncated and written below: it must not be a hard link to some other file.
+        try SafePath.requireSoleRegularFile(fd, destination + "/.mirror/lock")
         if retryingOnEINTR({ flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) }) != 0 {
             if errno == EWOULDBLOCK {
                 let holder = (try? file.readAll()).map { String(decoding: $0, as: UTF8.self).trimmingSpaces }

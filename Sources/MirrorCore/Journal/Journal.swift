@@ -72,6 +72,7 @@ public final class Journal {
             throw SystemError("open journal", displayPath)
         }
         let handle = FileDescriptor(fd: fd, displayPath: displayPath)
+        if !readOnly { try SafePath.requireSoleRegularFile(fd, displayPath) }
         text = try handle.readAll()
         let readLength = text.count
         let validLength = replay()
@@ -275,7 +276,10 @@ public final class Journal {
         if let run = lastRun { out += JournalRecord.run(run).encodedLine() }
 
         let tmpName = Journal.fileName + ".tmp"
-        let fd = openat(folder.fd, tmpName, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        // A new file (O_EXCL after removing any leftover): a link planted at journal.tmp is
+        // removed, never truncated or written through.
+        if unlinkat(folder.fd, tmpName, 0) != 0 && errno != ENOENT { throw SystemError("remove", displayPath + ".tmp") }
+        let fd = SafePath.open(tmpName, beneath: folder.fd, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
         if fd < 0 { throw SystemError("write", displayPath + ".tmp") }
         let tmp = FileDescriptor(fd: fd, displayPath: displayPath + ".tmp")
         try tmp.append(out)

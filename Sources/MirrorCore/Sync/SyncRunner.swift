@@ -10,7 +10,7 @@ import Glibc
 /// it durable at checkpoints. When the last byte is in, this runner (on the calling thread)
 /// compares the digests with the manifest, seals the file (mode, mtime) and hands it to an
 /// ``InstallBatch``, which makes it durable, renames it into place
-/// (``Destination/install(partial:from:to:syncFolder:)``) and only then journals it as verified.
+/// (``Destination/install(partial:from:to:syncFolder:expected:)``) and only then journals it as verified.
 public final class SyncRunner {
     let manifest: Manifest
     let options: SyncOptions
@@ -496,7 +496,8 @@ public final class SyncRunner {
             defer { item.partial.close() }
             do {
                 let status = try destination.install(partial: item.partial.name, from: partialFolder,
-                                                     to: item.task.entry.path, syncFolder: single)
+                                                     to: item.task.entry.path, syncFolder: single,
+                                                     expected: item.partial.file)
                 installed.append((item, status))
             } catch {
                 stopOrFail(item.task.entry, error)

@@ -10,6 +10,8 @@ public struct TransferSettings: Sendable {
     public var connectTimeout: Int = 20
     public var maxRedirects: Int = 5
     public var userAgent: String = "mirror/0.1"
+    /// Schemes, TLS and credentials (`--ca-file`, `--netrc-file`, `--auth-header-env`).
+    public var security = RequestSecurity()
 
     public init() {}
 }
@@ -69,11 +71,8 @@ public final class Download {
 
     private func configure(ifRange: String?, settings: TransferSettings) throws {
         try easy.set(CURLOPT_URL, url)
-        // Only these schemes, and after a redirect only http(s): a redirect must never read a local file.
-        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https,file")
-        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try easy.set(CURLOPT_FOLLOWLOCATION, 1)
-        try easy.set(CURLOPT_MAXREDIRS, settings.maxRedirects)
+        // Schemes, redirects, TLS verification and credentials: RequestSecurity explains each.
+        var headerLines = try settings.security.apply(to: easy, url: url, maxRedirects: settings.maxRedirects)
         try easy.set(CURLOPT_NOSIGNAL, 1)
         try easy.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
@@ -86,8 +85,9 @@ public final class Download {
             if let ifRange { try easy.setHeaders(["If-Range: \(ifRange)"]) }
         } else if requestedOffset > 0 && !isFile {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
-            if let ifRange { try easy.setHeaders(["If-Range: \(ifRange)"]) }
+            if let ifRange { headerLines.append("If-Range: \(ifRange)") }
         }
+        if !headerLines.isEmpty { try easy.setHeaders(headerLines) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_HEADERFUNCTION, callback: downloadHeaderCallback)
         try easy.set(CURLOPT_HEADERDATA, pointer: me)
@@ -221,7 +221,7 @@ public final class Download {
             return
         }
         guard code == CURLE_OK else {
-            outcome = .failed(Download.classify(code, message: easy.message(for: code)))
+            outcome = .failed(Download.classify(code, message: RequestSecurity.explain(code, message: easy.message(for: code), url: url)))
             return
         }
         if let segment {

@@ -114,11 +114,8 @@ public final class PartialFile {
         // Only the digests the manifest lists are computed: each costs a full pass over the bytes.
         sha256 = identity.sha256 != nil ? Hasher(.sha256) : nil
         sha512 = identity.sha512 != nil ? Hasher(.sha512) : nil
-        let fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd < 0 { throw SystemError("create partial file", displayPath) }
-        file = FileDescriptor(fd: fd, displayPath: displayPath)
+        file = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resumeFrom > 0 || saved != nil)
         let st = try file.stat()
-        guard st.isRegularFile else { throw SystemError("use partial file", displayPath, code: EINVAL) }
         if let saved, let recorded = saved.segments {
             try resumeSegments(recorded, saved: saved, fileSize: st.size)
             return

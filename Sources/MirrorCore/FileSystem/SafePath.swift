@@ -1,0 +1,102 @@
+import CLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Opening something beneath a folder descriptor without ever following a symlink.
+///
+/// Why: DEST may be writable by others (a shared lab folder) and its contents are not trusted. A
+/// symlink planted at any component of a path, or at the file itself, must make the open fail
+/// rather than lead a write, truncation or chmod outside DEST (cli-contract.md, "State on disk").
+///
+/// Where the kernel has it, `openat2(2)` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` resolves the
+/// whole path in one atomic lookup that cannot leave the folder nor cross a symlink. Older kernels
+/// (before 5.6, `ENOSYS`) and seccomp filters that refuse it (`EPERM`) get the same guarantee by a
+/// walk: one `openat(O_DIRECTORY | O_NOFOLLOW)` per folder, each relative to the previous descriptor,
+/// then `openat(O_NOFOLLOW)` for the last component. Both refuse `..`, `.`, empty components and
+/// absolute paths (`EXDEV`), and report a symlink as `ELOOP` (or `ENOTDIR` for a symlink in the
+/// middle of the walk on some filesystems).
+public enum SafePath {
+    /// How paths are resolved; tests use ``walk`` to exercise the fallback on a kernel that has openat2.
+    public enum Resolver: Sendable {
+        case automatic
+        case walk
+    }
+
+    /// `.walk` when the environment has `MIRROR_RESOLVE_WALK` set: a test switch (like
+    /// `MIRROR_CRASH_AT`) so the integration tests prove the fallback too on a kernel with openat2.
+    public static let defaultResolver: Resolver = getenv("MIRROR_RESOLVE_WALK") != nil ? .walk : .automatic
+
+    /// `openat2` (or the walk) of `relative` beneath `folder`. Returns the new descriptor, or -1
+    /// with `errno` set. `flags` always gains `O_NOFOLLOW | O_CLOEXEC`.
+    public static func open(_ relative: String, beneath folder: Int32, flags: Int32, mode: mode_t = 0,
+                            resolver: Resolver = SafePath.defaultResolver) -> Int32 {
+        let flags = flags | O_NOFOLLOW | O_CLOEXEC
+        guard let components = components(of: relative) else {
+            errno = EXDEV
+            return -1
+        }
+        if resolver == .automatic {
+            var attempts = 0
+            while true {
+                let fd = mirror_openat2_beneath(folder, relative, flags, UInt32(mode))
+                if fd >= 0 { return fd }
+                let code = errno
+                // EAGAIN: a concurrent rename raced the lookup (the kernel refuses to guess); retry.
+                if code == EAGAIN && attempts < 8 { attempts += 1; continue }
+                if code == EINTR { continue }
+                if code != ENOSYS && code != EPERM { return -1 }
+                break
+            }
+        }
+        return walk(components, beneath: folder, flags: flags, mode: mode)
+    }
+
+    /// The fallback: one `openat(O_NOFOLLOW)` per component, relative to the previous descriptor.
+    static func walk(_ components: [String], beneath folder: Int32, flags: Int32, mode: mode_t) -> Int32 {
+        var current = folder
+        defer { if current != folder { Glibc.close(current) } }
+        for component in components.dropLast() {
+            // O_PATH: a folder we only pass through needs search permission, not read permission.
+            let next = openat(current, component, mirror_O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 { return -1 }
+            if current != folder { Glibc.close(current) }
+            current = next
+        }
+        guard let last = components.last else {
+            errno = EXDEV
+            return -1
+        }
+        return retryingOnEINTR { openat(current, last, flags, mode) }
+    }
+
+    /// The components of a path that stays beneath its folder, or nil for one that could leave it
+    /// (absolute, `..`) or is ambiguous (`.`, empty components): the manifest rules refuse those
+    /// already; this is the last line of defence.
+    static func components(of relative: String) -> [String]? {
+        if relative.isEmpty || relative.hasPrefix("/") { return nil }
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        for part in parts where part.isEmpty || part == "." || part == ".." || part.utf8.contains(0) {
+            return nil
+        }
+        return parts
+    }
+
+    /// Throws unless `fd` is a regular file with exactly one name.
+    ///
+    /// A file the tool writes to in place (the journal, the lock, a partial download it resumes)
+    /// must be its own: a hard link planted under that name would let a truncation or a write reach
+    /// another file (`fs.protected_hardlinks` prevents most such links, but not everywhere). The
+    /// owner is not checked: a destination synced by root once and by a service account later is
+    /// legitimate, and a user who can replace these files can already write the files they own.
+    static func requireSoleRegularFile(_ fd: Int32, _ displayPath: String) throws {
+        var st = stat()
+        if fstat(fd, &st) != 0 { throw SystemError("inspect", displayPath) }
+        if st.st_mode & S_IFMT != S_IFREG {
+            throw SystemError("write to", displayPath + " (not a regular file)", code: EINVAL)
+        }
+        if st.st_nlink != 1 {
+            throw SystemError("write to", displayPath + " (a hard link: \(st.st_nlink) names share this file)", code: EMLINK)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Credentials by host from a netrc file (`--netrc-file`), looked up by `mirror` itself.
+///
+/// Why not libcurl's `CURLOPT_NETRC`: libcurl consults the netrc again for every redirect target
+/// by host name, so a redirect to the same host on another port (another origin, possibly another
+/// service) received the password (seen with libcurl 7.88; CredentialTests proves the fix), and
+/// its netrc handling has had leaks on redirect before (CVE-2024-11053). Here the entry for the
+/// original URL's host is handed to libcurl as `CURLOPT_USERNAME`/`CURLOPT_PASSWORD`, which libcurl
+/// treats like URL credentials: sent only to that scheme, host and port, never after a redirect
+/// elsewhere (`CURLOPT_UNRESTRICTED_AUTH` = 0).
+///
+/// The format (as curl and ftp read it): whitespace-separated tokens `machine NAME`, `default`,
+/// `login NAME`, `password SECRET`, `account X`, and `macdef NAME` whose body runs to the next
+/// empty line; a token may be double-quoted with `\"` and `\\` escapes.
+public struct Netrc: Sendable {
+    public struct Entry: Sendable {
+        /// nil for `default`.
+        public var machine: String?
+        public var login: String?
+        public var password: String?
+    }
+
+    public let path: String
+    public let entries: [Entry]
+
+    /// A netrc file that cannot be read or parsed. The message names the file and the line, never a value.
+    public struct Failure: Error, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public var description: String { "--netrc-file \(path): \(reason)" }
+    }
+
+    public static func load(path: String) throws -> Netrc {
+        let bytes: [UInt8]
+        do {
+            bytes = try ManifestLoader.readWholeFile(path)
+        } catch let failure as ManifestLoader.ReadFailure {
+            throw Failure(path: path, reason: "cannot read it: " + String(cString: strerror(failure.errno)))
+        }
+        return try Netrc(path: path, text: String(decoding: bytes, as: UTF8.self))
+    }
+
+    public init(path: String, text: String) throws {
+        self.path = path
+        var entries: [Entry] = []
+        var tokens = Netrc.tokens(text)[...]
+        func value(after keyword: String, line: Int) throws -> String {
+            guard let next = tokens.popFirst() else {
+                throw Failure(path: path, reason: "line \(line): `\(keyword)` has no value")
+            }
+            return next.text
+        }
+        while let token = tokens.popFirst() {
+            switch token.text {
+            case "machine":
+                entries.append(Entry(machine: try value(after: "machine", line: token.line).lowercased()))
+            case "default":
+                entries.append(Entry(machine: nil))
+            case "login", "password", "account":
+                let text = try value(after: token.text, line: token.line)
+                guard !entries.isEmpty else {
+                    throw Failure(path: path, reason: "line \(token.line): `\(token.text)` before any `machine` or `default`")
+                }
+                if token.text == "login" { entries[entries.count - 1].login = text }
+                if token.text == "password" { entries[entries.count - 1].password = text }
+            case "macdef":
+                _ = try value(after: "macdef", line: token.line)
+                // The macro body (up to an empty line) was dropped by the tokenizer.
+            default:
+                throw Failure(path: path, reason: "line \(token.line): unexpected token (expected machine, default, login, password, account or macdef)")
+            }
+        }
+        self.entries = entries
+    }
+
+    /// The login and password for `host` (case-insensitive), else the `default` entry; nil when
+    /// neither has a password.
+    public func credentials(forHost host: String) -> (login: String, password: String)? {
+        let host = host.lowercased()
+        let entry = entries.first { $0.machine == host } ?? entries.first { $0.machine == nil }
+        guard let entry, let password = entry.password else { return nil }
+        return (entry.login ?? "", password)
+    }
+
+    struct Token {
+        var text: String
+        var line: Int
+    }
+
+    /// Splits into tokens with their line numbers; skips `macdef` bodies (to the next empty line).
+    static func tokens(_ text: String) -> [Token] {
+        var tokens: [Token] = []
+        var current: [Character] = []
+        var line = 1
+        var quoted = false
+        var escaped = false
+        var inToken = false
+        var skippingMacro = false
+        var previousWasNewline = false
+        func flush() {
+            if inToken { tokens.append(Token(text: String(current), line: line)) }
+            current = []
+            inToken = false
+        }
+        for character in text {
+            if skippingMacro {
+                if character == "\n" {
+                    if previousWasNewline { skippingMacro = false }
+                    previousWasNewline = true
+                    line += 1
+                } else if character != "\r" {
+                    previousWasNewline = false
+                }
+                continue
+            }
+            if quoted {
+                if escaped {
+                    current.append(character == "n" ? "\n" : character == "t" ? "\t" : character)
+                    escaped = false
+                } else if character == "\\" {
+                    escaped = true
+                } else if character == "\"" {
+                    quoted = false
+                } else {
+                    if character == "\n" { line += 1 }
+                    current.append(character)
+                }
+                continue
+            }
+            if character.isWhitespace {
+                flush()
+                if character == "\n" || character == "\r\n" {
+                    // A macdef's name is the token after it; its body starts on the next line.
+                    if tokens.count >= 2 && tokens[tokens.count - 2].text == "macdef" && tokens.last?.line == line {
+                        skippingMacro = true
+                        previousWasNewline = true
+                    }
+                    line += 1
+                }
+                continue
+            }
+            if character == "\"" && !inToken {
+                quoted = true
+                inToken = true
+                continue
+            }
+            current.append(character)
+            inToken = true
+        }
+        flush()
+        return tokens
+    }
+}
+
+extension Netrc: CustomStringConvertible {
+    /// Names the file and the machines, never a login's password.
+    public var description: String {
+        "Netrc(\(path): \(entries.map { $0.machine ?? "default" }.joined(separator: ", ")))"
+    }
+}
+
+/// The host of a URL's authority, without user-info, port or IPv6 brackets (RFC 3986 §3.2.2).
+func hostName(of url: String) -> String? {
+    guard let parts = URLParts(url) else { return nil }
+    let hostPort = parts.hostAndPort
+    if hostPort.hasPrefix("[") {
+        guard let close = hostPort.firstIndex(of: "]") else { return nil }
+        return String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+    }
+    if let colon = hostPort.lastIndex(of: ":") { return String(hostPort[..<colon]) }
+    return String(hostPort)
+}
