@@ -8,11 +8,21 @@ struct Sync: ParsableCommand {
             Compares the manifest with the destination and the journal in DEST/.mirror, resumes \
             partial downloads with HTTP range requests, checks every byte against the manifest's \
             checksums and renames each verified file into place. Files the manifest does not name \
-            are left alone. Without a terminal, prints nothing unless a file changed or failed.
+            are left alone. Without a terminal, prints nothing unless a file changed or failed; \
+            on a terminal, shows the files in flight and the total (bytes, rate, ETA).
+
+            MANIFEST may be an https://, http:// or file:// URL (then --dest is required): it is \
+            fetched conditionally (ETag, Last-Modified) and the last good copy is kept in \
+            DEST/.mirror/manifest; when the server cannot be reached the run uses that copy and \
+            says so on standard error, and exits 75 when there is none.
+
+            For cron and monitoring: --jitter spreads the start of many machines, --limit-rate \
+            caps the bandwidth, --deadline bounds the run, --metrics-file feeds node_exporter's \
+            textfile collector, --log-file keeps a timestamped history.
             """
     )
 
-    @Argument(help: "The manifest (YAML, optionally gzip-compressed).")
+    @Argument(help: "The manifest (YAML, optionally gzip-compressed): a path, or an https://, http:// or file:// URL.")
     var manifest: String
 
     @Option(name: .long, help: ArgumentHelp("Destination folder; overrides the manifest's `destination`.", valueName: "DIR"))
@@ -42,6 +52,18 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON summary on standard output at the end.")
     var json = false
 
+    @Option(name: .long, help: ArgumentHelp("Cap the download rate of the whole run, in bytes per second (500K, 20M).", valueName: "RATE"))
+    var limitRate: String?
+
+    @Option(name: .long, help: ArgumentHelp("Wait a random time in [0, DURATION) before starting (10m), so machines spread out.", valueName: "DURATION"))
+    var jitter: String?
+
+    @Option(name: .long, help: ArgumentHelp("Write the run's outcome in Prometheus textfile format to PATH, atomically.", valueName: "PATH"))
+    var metricsFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("Append timestamped lines (start, each changed or failed file, summary) to PATH.", valueName: "PATH"))
+    var logFile: String?
+
     func validate() throws {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
@@ -51,10 +73,21 @@ struct Sync: ParsableCommand {
         guard let stall = Formatting.parseDuration(stallTimeout), stall >= 1 else {
             throw ValidationError("--stall-timeout takes a duration of at least 1s, got \"\(stallTimeout)\"")
         }
+        if let jitter, Formatting.parseDuration(jitter) == nil {
+            throw ValidationError("--jitter takes a duration such as 10m, 90s or 0, got \"\(jitter)\"")
+        }
+        if let limitRate, Formatting.parseRate(limitRate) == nil {
+            throw ValidationError("--limit-rate takes bytes per second such as 500K, 20M or 1G, got \"\(limitRate)\"")
+        }
+        if RemoteManifest.isURL(manifest) && dest == nil {
+            throw ValidationError("a manifest URL needs --dest DIR: the last good copy of the manifest is kept in DIR/.mirror/manifest")
+        }
     }
 
     func run() throws {
+        let started = currentUnixTime()
         let report = ConsoleReport(mode: json ? .json : quiet ? .quiet : .text)
+        if !json && !quiet && !dryRun && ProgressDisplay.wanted() { report.progress = ProgressDisplay() }
         var options = SyncOptions(manifestPath: manifest)
         options.destination = dest
         options.jobs = jobs
@@ -62,19 +95,97 @@ struct Sync: ParsableCommand {
         options.waitForLock = wait
         options.retries = retries
         options.deadline = deadline.flatMap(Formatting.parseDuration)
+        options.limitRate = limitRate.flatMap(Formatting.parseRate)
         options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
         StopSignal.install()
+        if let logFile, !dryRun {
+            do {
+                report.log = try RunLog(path: logFile)
+            } catch {
+                report.fatal("\(error) (the run goes on without it)")
+            }
+        }
+        report.logLine("info", "start sync \(manifest)" + (dest.map { " --dest \($0)" } ?? ""))
+
+        var destination = dest
+        var summary: SyncSummary?
+        let result: RunMetrics.Result
+        let code: Int32
         do {
-            let loaded = try ManifestLoader.load(path: manifest)
-            let summary = try SyncRunner(manifest: loaded, options: options, report: report).run()
-            report.finish(summary)
-            throw ExitCode(ExitStatus.code(for: summary.result))
+            if let seconds = jitter.flatMap(Formatting.parseDuration), seconds > 0 {
+                guard Jitter.sleep(Jitter.draw(upTo: seconds)) else { throw SyncCommandStop.interruptedDuringJitter }
+            }
+            let loaded = try loadManifest(report: report, transfer: options.transfer)
+            destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
+            let done = try SyncRunner(manifest: loaded, options: options, report: report).run()
+            report.finish(done)
+            summary = done
+            code = ExitStatus.code(for: done.result)
+            switch done.result {
+            case .ok: result = .ok
+            case .failed: result = .failed
+            case .incomplete: result = .incomplete
+            }
         } catch let error as ManifestError {
             report.fatal(error.description)
-            throw ExitCode(ExitStatus.invalidManifest)
+            (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
         } catch let error as SyncError {
             report.fatal(error.description)
-            throw ExitCode(ExitStatus.code(for: error))
+            code = ExitStatus.code(for: error)
+            switch error {
+            case .manifest: result = .invalidManifest
+            case .locked: result = .locked
+            case .destination: result = .unwritable
+            case .noDestination, .setup: result = .error
+            }
+        } catch let failure as RemoteManifest.Failure {
+            report.fatal(failure.description)
+            switch failure {
+            case .unreachable: (result, code) = (.unreachable, ExitStatus.tryLater)
+            case .interrupted: (result, code) = (.incomplete, ExitStatus.tryLater)
+            case .cache: (result, code) = (.unwritable, ExitStatus.cannotWrite)
+            }
+        } catch let stop as SyncCommandStop {
+            report.fatal(stop.description)
+            (result, code) = (.incomplete, ExitStatus.tryLater)
+        }
+        report.progress?.erase()
+        if !dryRun {
+            if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }
+            if let metricsFile {
+                let metrics = RunMetrics(manifest: manifest, destination: destination, start: started, end: currentUnixTime(),
+                                         result: result, exitCode: code, summary: summary)
+                do {
+                    try MetricsFile.write(metrics, to: metricsFile)
+                } catch {
+                    report.fatal("cannot write the metrics file: \(error)")
+                }
+            }
+        }
+        report.log?.close()
+        throw ExitCode(code)
+    }
+
+    /// The manifest from its path, or from its URL with the last good copy as fallback.
+    private func loadManifest(report: ConsoleReport, transfer: TransferSettings) throws -> Manifest {
+        guard RemoteManifest.isURL(manifest), let dest else { return try ManifestLoader.load(path: manifest) }
+        let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: transfer, saveCopy: !dryRun)
+        switch fetched.origin {
+        case .fetched: report.logLine("info", "manifest \(manifest) fetched")
+        case .notModified: report.logLine("info", "manifest \(manifest) not modified since the last fetch")
+        case .lastGoodCopy(let why): report.warning(why)
+        }
+        return fetched.manifest
+    }
+}
+
+/// Ends a run before it started its work.
+enum SyncCommandStop: Error, CustomStringConvertible {
+    case interruptedDuringJitter
+
+    var description: String {
+        switch self {
+        case .interruptedDuringJitter: return "interrupted during the --jitter delay; nothing was done"
         }
     }
 }

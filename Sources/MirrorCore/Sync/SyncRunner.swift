@@ -169,6 +169,7 @@ public final class SyncRunner {
                 // Hash one present file on this thread while the transfer thread downloads others.
                 checks = checks.dropFirst()
                 check(entry)
+                showProgress()
                 handle(engine?.waitForFinished(timeout: 0) ?? [])
                 continue
             }
@@ -176,6 +177,8 @@ public final class SyncRunner {
             if let next = waiting.map(\.notBefore).min() { wait = min(wait, max(0.001, next - now)) }
             if let deadline { wait = min(wait, max(0.001, deadline - now)) }
             if let due = batch.timeUntilDue(now: now) { wait = min(wait, max(0.001, due)) }
+            if report.progress != nil { wait = min(wait, ProgressDisplay.minimumInterval) }
+            showProgress()
             handle(engine?.waitForFinished(timeout: wait) ?? [])
         }
 
@@ -198,6 +201,10 @@ public final class SyncRunner {
         for task in allTasks {
             if let failure = task.partial?.failure, failure.isDestinationUnwritable, fatal == nil { fatal = failure }
         }
+    }
+
+    private func showProgress() {
+        report.transferProgress(tasks: allTasks, active: Array(active.values), finished: summary.changed + summary.failed)
     }
 
     private func promoteDueTasks(_ now: Double) {
@@ -240,8 +247,13 @@ public final class SyncRunner {
             }
             // The validator belongs to the URL it came from (journaled with its credentials masked).
             let sameSource = partial.sourceURL.map { $0 == url || redactedURL($0) == redactedURL(url) } ?? false
+            var settings = options.transfer
+            if let rate = options.limitRate {
+                settings.maxReceiveSpeed = RateLimit.share(of: rate, jobs: options.jobs,
+                                                           unfinished: active.count + 1 + ready.count + waiting.count)
+            }
             let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
-                                        target: partial, settings: options.transfer)
+                                        target: partial, settings: settings)
             task.attempts += 1
             task.lengthAtAttemptStart = partial.length
             active[ObjectIdentifier(download)] = task

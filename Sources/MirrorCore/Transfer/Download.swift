@@ -10,6 +10,8 @@ public struct TransferSettings: Sendable {
     public var connectTimeout: Int = 20
     public var maxRedirects: Int = 5
     public var userAgent: String = "mirror/0.1"
+    /// `CURLOPT_MAX_RECV_SPEED_LARGE` in bytes per second; 0 = no limit (`--limit-rate`, ``RateLimit``).
+    public var maxReceiveSpeed: Int64 = 0
 
     public init() {}
 }
@@ -70,6 +72,7 @@ public final class Download {
         try easy.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
         try easy.set(CURLOPT_USERAGENT, settings.userAgent)
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        if settings.maxReceiveSpeed > 0 { try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveSpeed) }
         // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
         if requestedOffset > 0 && !isFile {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
