@@ -6,7 +6,7 @@ import Glibc
 /// wants a history without cron mail.
 ///
 /// Each line is `2026-11-22T03:04:05Z LEVEL message` (RFC 3339, UTC). The file is opened with
-/// `O_APPEND` (created 0644 when missing), so runs and other writers never overwrite each other,
+/// `O_APPEND` (created with mode 0644, whatever the umask, when missing), so runs and other writers never overwrite each other,
 /// and every line is written with one `write(2)`, which `O_APPEND` makes land whole at the end.
 /// Every message goes through ``redactingURLs(in:)``: no credential reaches the log.
 public final class RunLog {
@@ -16,7 +16,13 @@ public final class RunLog {
     private let clock: () -> Double
 
     public init(path: String, clock: @escaping () -> Double = currentUnixTime) throws {
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0o644)
+        let flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY
+        var fd = open(path, flags | O_CREAT | O_EXCL, 0o644)
+        if fd >= 0 {
+            _ = fchmod(fd, 0o644)  // created now: readable by log readers whatever the umask
+        } else if errno == EEXIST {
+            fd = open(path, flags)
+        }
         guard fd >= 0 else { throw SystemError("open the log file", path) }
         file = FileDescriptor(fd: fd, displayPath: path)
         self.clock = clock
