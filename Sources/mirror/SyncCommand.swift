@@ -97,6 +97,10 @@ struct Sync: ParsableCommand {
         options.deadline = deadline.flatMap(Formatting.parseDuration)
         options.limitRate = limitRate.flatMap(Formatting.parseRate)
         options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
+        if let rate = options.limitRate {
+            // A transfer held below the stall threshold by --limit-rate itself is not stalled.
+            options.transfer.lowSpeedLimit = Int(max(1, min(Int64(options.transfer.lowSpeedLimit), rate / Int64(jobs) / 2)))
+        }
         StopSignal.install()
         if let logFile, !dryRun {
             do {

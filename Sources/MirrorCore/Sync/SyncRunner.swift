@@ -139,7 +139,7 @@ public final class SyncRunner {
 
     private func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
-        do { engine = try TransferEngine(connectionsPerHost: max(1, options.jobs)) } catch { throw SyncError.setup("\(error)") }
+        do { engine = try TransferEngine(connectionsPerHost: max(1, options.jobs), limitRate: options.limitRate) } catch { throw SyncError.setup("\(error)") }
         let writer = PartialWriter()
         self.writer = writer
         defer {
@@ -247,13 +247,8 @@ public final class SyncRunner {
             }
             // The validator belongs to the URL it came from (journaled with its credentials masked).
             let sameSource = partial.sourceURL.map { $0 == url || redactedURL($0) == redactedURL(url) } ?? false
-            var settings = options.transfer
-            if let rate = options.limitRate {
-                settings.maxReceiveSpeed = RateLimit.share(of: rate, jobs: options.jobs,
-                                                           unfinished: active.count + 1 + ready.count + waiting.count)
-            }
             let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
-                                        target: partial, settings: settings)
+                                        target: partial, settings: options.transfer)
             task.attempts += 1
             task.lengthAtAttemptStart = partial.length
             active[ObjectIdentifier(download)] = task

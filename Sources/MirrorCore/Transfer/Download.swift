@@ -10,8 +10,6 @@ public struct TransferSettings: Sendable {
     public var connectTimeout: Int = 20
     public var maxRedirects: Int = 5
     public var userAgent: String = "mirror/0.1"
-    /// `CURLOPT_MAX_RECV_SPEED_LARGE` in bytes per second; 0 = no limit (`--limit-rate`, ``RateLimit``).
-    public var maxReceiveSpeed: Int64 = 0
 
     public init() {}
 }
@@ -45,6 +43,8 @@ public final class Download {
     public private(set) var outcome: DownloadOutcome?
     /// Set from another thread to stop the transfer at its next callback.
     var cancelled = false
+    /// `--limit-rate`: the run's bucket, set by the engine (transfer thread only).
+    var limiter: RateLimiter?
 
     /// - Parameters:
     ///   - offset: ask for bytes from here on (`Range: bytes=OFFSET-`); must equal `target.length`.
@@ -72,7 +72,6 @@ public final class Download {
         try easy.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
         try easy.set(CURLOPT_USERAGENT, settings.userAgent)
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
-        if settings.maxReceiveSpeed > 0 { try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveSpeed) }
         // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
         if requestedOffset > 0 && !isFile {
             try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
@@ -238,7 +237,15 @@ private func downloadHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size
 /// `CURLOPT_WRITEFUNCTION`: returning anything but `size * nmemb` aborts with `CURLE_WRITE_ERROR`.
 private func downloadWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
                                    _ userdata: UnsafeMutableRawPointer?) -> Int {
-    forward(data, size * count, userdata) { $0.receiveBody($1) }
+    if let userdata, size * count > 0 {
+        // --limit-rate: an empty bucket pauses the transfer; libcurl delivers these bytes again on resume.
+        let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
+        if let limiter = download.limiter, !download.cancelled, !limiter.admit(size * count) {
+            limiter.didPause(download)
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+    }
+    return forward(data, size * count, userdata) { $0.receiveBody($1) }
 }
 
 /// Hands a callback's bytes to the ``Download`` its userdata points at (kept alive by the engine

@@ -5,31 +5,11 @@ import MirrorTestSupport
 
 /// The textfile collector format, parsed line by line (Prometheus exposition format 0.0.4).
 @Suite struct MetricsFileTests {
-    /// `name{label="value",...} number`: the sample grammar, with escaped label values.
-    static let sample = try! Regex(#"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\\n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\\n])*")*)?\})? (-?[0-9]+(\.[0-9]+)?)$"#)
-    static let comment = try! Regex(#"^# (HELP|TYPE) (mirror_[a-z_]+) (.+)$"#)
-
-    /// Every line is a HELP, a TYPE or a sample of a declared metric; returns the samples by their
-    /// name and labels (`name{...}` as written).
+    /// Every line valid (``PrometheusText``), every metric named `mirror_…` and a gauge.
     static func parse(_ text: String) throws -> [String: Double] {
-        var declared: Set<String> = []
-        var samples: [String: Double] = [:]
-        #expect(text.hasSuffix("\n"))
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
-            let line = String(line)
-            if let m = line.wholeMatch(of: comment) {
-                if m.output[1].substring == "TYPE" { #expect(m.output[3].substring == "gauge") }
-                declared.insert(String(m.output[2].substring ?? ""))
-                continue
-            }
-            let match = try #require(line.wholeMatch(of: sample), "not a valid sample line: \(line)")
-            let name = String(match.output[1].substring ?? "")
-            #expect(name.hasPrefix("mirror_"))
-            #expect(declared.contains(name), "\(name) has no HELP/TYPE before it")
-            let key = String(line[..<line.lastIndex(of: " ")!])
-            #expect(samples[key] == nil, "duplicate sample \(key)")
-            samples[key] = Double(match.output[7].substring ?? "")
-        }
+        let samples = try PrometheusText.parse(text)
+        #expect(samples.keys.allSatisfy { $0.hasPrefix("mirror_") })
+        for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") { #expect(line.hasSuffix(" gauge")) }
         return samples
     }
 

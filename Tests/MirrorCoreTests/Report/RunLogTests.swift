@@ -56,14 +56,21 @@ import MirrorTestSupport
         #expect(Formatting.rfc3339(0) == "1970-01-01T00:00:00Z")
     }
 
-    @Test func jitterStaysBelowItsBoundAndRateSharesAddUp() {
+    @Test func jitterStaysBelowItsBoundAndTheBucketPaysItsDebt() {
         #expect(Jitter.draw(upTo: 0) == 0)
         for _ in 0..<200 {
             let d = Jitter.draw(upTo: 2)
             #expect(d >= 0 && d < 2)
         }
-        #expect(RateLimit.share(of: 2 << 20, jobs: 8, unfinished: 1) == 2 << 20)
-        #expect(RateLimit.share(of: 2 << 20, jobs: 8, unfinished: 100) == (2 << 20) / 8)
-        #expect(RateLimit.share(of: 3, jobs: 8, unfinished: 8) == 1)
+        let bucket = RateLimiter(bytesPerSecond: 1000, now: 0)
+        #expect(!bucket.admit(10, now: 0), "an empty bucket admits nothing")
+        #expect(bucket.admit(5000, now: 0.1), "any credit admits a whole piece, into debt")
+        #expect(!bucket.admit(1, now: 4))
+        // 4900 bytes of debt at 0.1 s, 3900 repaid by 4 s: 1 s to go.
+        #expect(abs(bucket.wait(now: 4) - 1.001) < 0.0001)
+        #expect(!bucket.admit(1, now: 4.99))
+        #expect(bucket.admit(1, now: 5.01))
+        #expect(bucket.wait(now: 100) == 0)
+        #expect(bucket.admit(1, now: 100) && bucket.admit(499, now: 100) && !bucket.admit(1, now: 100), "credit is capped at half a second")
     }
 }
