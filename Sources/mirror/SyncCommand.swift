@@ -113,6 +113,8 @@ struct Sync: ParsableCommand {
 
         var destination = dest
         var summary: SyncSummary?
+        /// Why the run ended before it had a summary.
+        var ended: String?
         let result: RunMetrics.Result
         let code: Int32
         do {
@@ -132,9 +134,11 @@ struct Sync: ParsableCommand {
             }
         } catch let error as ManifestError {
             report.fatal(error.description)
+            ended = error.description
             (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
         } catch let error as SyncError {
             report.fatal(error.description)
+            ended = error.description
             code = ExitStatus.code(for: error)
             switch error {
             case .manifest: result = .invalidManifest
@@ -144,6 +148,7 @@ struct Sync: ParsableCommand {
             }
         } catch let failure as RemoteManifest.Failure {
             report.fatal(failure.description)
+            ended = failure.description
             switch failure {
             case .unreachable: (result, code) = (.unreachable, ExitStatus.tryLater)
             case .interrupted: (result, code) = (.incomplete, ExitStatus.tryLater)
@@ -151,9 +156,13 @@ struct Sync: ParsableCommand {
             }
         } catch let stop as SyncCommandStop {
             report.fatal(stop.description)
+            ended = stop.description
             (result, code) = (.incomplete, ExitStatus.tryLater)
         }
         report.progress?.erase()
+        if json, summary == nil, let ended {
+            print(JSONReport.renderEarlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code))
+        }
         if !dryRun {
             if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }
             if let metricsFile {

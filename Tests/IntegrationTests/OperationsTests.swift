@@ -61,6 +61,27 @@ import MirrorTestSupport
         #expect(lines.filter { $0.contains(" end result=failed") }.count == 2)
     }
 
+    /// On a terminal (a pseudo-terminal from `script`), the progress block is drawn, and erased
+    /// before the lines that follow it: after the last erase only plain lines remain.
+    @Test func onATerminalTheProgressBlockIsDrawnThenErased() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("slow.bin", size: 3 * Self.mib, seed: 7)
+        try fx.writeManifest()
+        let command = [try MirrorBinary.path(), "sync", fx.manifestPath, "--dest", fx.dest, "--limit-rate", "2M"]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let run = try ChildProcess.run("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"],
+                                       environment: SyncFixture.loopbackOnly.merging(["TERM": "xterm"]) { $1 }, timeout: 60)
+        #expect(run.exitCode == 0, "\(run)")
+        let erase = "\u{1B}[J"
+        let drawn = run.stdout.components(separatedBy: erase)
+        #expect(drawn.count >= 3, "the block was redrawn: \(run.stdout.debugDescription)")
+        #expect(run.stdout.contains("total 0/1 files"))
+        let after = try #require(drawn.last)
+        #expect(!after.contains("total "), "the block is erased at the end: \(after.debugDescription)")
+        #expect(after.contains("downloaded slow.bin (3.0 MiB)"))
+        #expect(after.contains("mirror: 1 downloaded"))
+    }
+
     /// `--json` lists each changed file with the URL that served it, credentials masked.
     @Test func theJSONSummaryNamesTheSourceOfEachFile() throws {
         let fx = try SyncFixture()

@@ -93,9 +93,13 @@ import MirrorTestSupport
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes), "synced from the copy")
 
         let empty = fx.dir.path("other-dest")
-        let none = try Self.run(url, dest: empty)
+        let none = try Self.run(url, dest: empty, ["--json"])
         #expect(none.exitCode == 75, "\(none)")
         #expect(none.stderr.contains("no last good copy"))
+        let object = FaultFixture.json(none)
+        #expect(object?["result"] as? String == "incomplete", "\(none.stdout)")
+        #expect(object?["exit_code"] as? Int == 75)
+        #expect((object?["reason"] as? String)?.contains("no last good copy") == true)
         #expect(!none.stderr.contains("hush"))
         #expect(!FileManager.default.fileExists(atPath: empty), "nothing created without a manifest")
     }

@@ -124,6 +124,18 @@ public enum JSONReport {
         return out + "}"
     }
 
+    /// `--json` for a run that ended before it could plan (invalid or unreachable manifest, lock
+    /// held, destination unwritable): the same shape with zero counts, `result` "incomplete" when a
+    /// rerun may succeed (exit 75) else "failed", the message in `reason`, and the exit code.
+    public static func renderEarlyEnd(_ message: String, temporary: Bool, exitCode: Int32) -> String {
+        var s = SyncSummary()
+        s.result = temporary ? .incomplete(message) : .failed
+        var out = render(s)
+        out.removeLast()
+        if !temporary { out += ",\"reason\":\(quote(message))" }
+        return out + ",\"exit_code\":\(exitCode)}"
+    }
+
     /// A JSON string literal (RFC 8259 §7).
     static func quote(_ s: String) -> String {
         var out = "\""
