@@ -118,10 +118,16 @@ struct Sync: ParsableCommand {
         let result: RunMetrics.Result
         let code: Int32
         do {
+            let clockStart = monotonicSeconds()
             if let seconds = jitter.flatMap(Formatting.parseDuration), seconds > 0 {
-                guard Jitter.sleep(Jitter.draw(upTo: seconds)) else { throw SyncCommandStop.interruptedDuringJitter }
+                // Never sleep past the deadline: the run then stops at once with "deadline passed".
+                let delay = min(Jitter.draw(upTo: seconds), options.deadline ?? .infinity)
+                guard Jitter.sleep(delay) else { throw SyncCommandStop.interruptedDuringJitter }
             }
             let loaded = try loadManifest(report: report, transfer: options.transfer)
+            // --deadline counts from the start of the command, jitter and manifest fetch included,
+            // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
+            if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
             destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
             let done = try SyncRunner(manifest: loaded, options: options, report: report).run()
             report.finish(done)

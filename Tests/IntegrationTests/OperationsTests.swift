@@ -138,6 +138,18 @@ import MirrorTestSupport
         #expect(requests.count == 1, "usage errors send no request")
     }
 
+    /// The deadline includes the jitter: a jitter far longer than the deadline ends with the
+    /// deadline (exit 75) and fetches nothing.
+    @Test func theDeadlineCountsTheJitter() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("x.bin", size: 1000, seed: 8)
+        try fx.writeManifest()
+        let result = try fx.sync(["--jitter", "10h", "--deadline", "1s"], timeout: 60)
+        #expect(result.exitCode == 75, "\(result)")
+        #expect(result.stdout.contains("deadline passed"), "\(result.stdout)")
+        #expect(!fx.exists(fx.destPath("x.bin")))
+    }
+
     /// SIGTERM during a long jitter ends the run at once with 75, before any request.
     @Test func aSignalEndsTheJitterDelay() throws {
         let fx = try SyncFixture()
