@@ -11,11 +11,21 @@ struct Sync: ParsableCommand {
             Compares the manifest with the destination and the journal in DEST/.mirror, resumes \
             partial downloads with HTTP range requests, checks every byte against the manifest's \
             checksums and renames each verified file into place. Files the manifest does not name \
-            are left alone. Without a terminal, prints nothing unless a file changed or failed.
+            are left alone. Without a terminal, prints nothing unless a file changed or failed; \
+            on a terminal, shows the files in flight and the total (bytes, rate, ETA).
+
+            MANIFEST may be an https://, http:// or file:// URL (then --dest is required): it is \
+            fetched conditionally (ETag, Last-Modified) and the last good copy is kept in \
+            DEST/.mirror/manifest; when the server cannot be reached the run uses that copy and \
+            says so on standard error, and exits 75 when there is none.
+
+            For cron and monitoring: --jitter spreads the start of many machines, --limit-rate \
+            caps the bandwidth, --deadline bounds the run, --metrics-file feeds node_exporter's \
+            textfile collector, --log-file keeps a timestamped history.
             """
     )
 
-    @Argument(help: "The manifest (YAML, optionally gzip-compressed).")
+    @Argument(help: "The manifest (YAML, optionally gzip-compressed): a path, or an https://, http:// or file:// URL.")
     var manifest: String
 
     @Option(name: .long, help: ArgumentHelp("Destination folder; overrides the manifest's `destination`.", valueName: "DIR"))
@@ -60,6 +70,18 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON summary on standard output at the end.")
     var json = false
 
+    @Option(name: .long, help: ArgumentHelp("Cap the download rate of the whole run, in bytes per second (500K, 20M).", valueName: "RATE"))
+    var limitRate: String?
+
+    @Option(name: .long, help: ArgumentHelp("Wait a random time in [0, DURATION) before starting (10m), so machines spread out.", valueName: "DURATION"))
+    var jitter: String?
+
+    @Option(name: .long, help: ArgumentHelp("Write the run's outcome in Prometheus textfile format to PATH, atomically.", valueName: "PATH"))
+    var metricsFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("Append timestamped lines (start, each changed or failed file, summary) to PATH.", valueName: "PATH"))
+    var logFile: String?
+
     func validate() throws {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
@@ -82,10 +104,21 @@ struct Sync: ParsableCommand {
         if let authHeaderEnv {
             do { _ = try RequestSecurity.authorization(fromEnvironment: authHeaderEnv) } catch { throw ValidationError("\(error)") }
         }
+        if let jitter, Formatting.parseDuration(jitter) == nil {
+            throw ValidationError("--jitter takes a duration such as 10m, 90s or 0, got \"\(jitter)\"")
+        }
+        if let limitRate, Formatting.parseRate(limitRate) == nil {
+            throw ValidationError("--limit-rate takes bytes per second such as 500K, 20M or 1G, got \"\(limitRate)\"")
+        }
+        if RemoteManifest.isURL(manifest) && dest == nil {
+            throw ValidationError("a manifest URL needs --dest DIR: the last good copy of the manifest is kept in DIR/.mirror/manifest")
+        }
     }
 
     func run() throws {
+        let started = currentUnixTime()
         let report = ConsoleReport(mode: json ? .json : quiet ? .quiet : .text)
+        if !json && !quiet && !dryRun && ProgressDisplay.wanted() { report.progress = ProgressDisplay() }
         var options = SyncOptions(manifestPath: manifest)
         options.destination = dest
         options.jobs = jobs
@@ -95,24 +128,121 @@ struct Sync: ParsableCommand {
         options.waitForLock = wait
         options.retries = retries
         options.deadline = deadline.flatMap(Formatting.parseDuration)
+        options.limitRate = limitRate.flatMap(Formatting.parseRate)
         options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
         options.transfer.security.caFile = caFile
         options.transfer.security.netrc = try netrcFile.map(Netrc.load(path:))
         options.transfer.security.authorization = try authHeaderEnv.map(RequestSecurity.authorization(fromEnvironment:))
         let lowered = manifest.lowercased()
         options.transfer.security.manifestIsLocal = !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://"))
+        if let rate = options.limitRate {
+            // A transfer held below the stall threshold by --limit-rate itself is not stalled.
+            options.transfer.lowSpeedLimit = Int(max(1, min(Int64(options.transfer.lowSpeedLimit), rate / Int64(jobs) / 2)))
+        }
         StopSignal.install()
+        if let logFile, !dryRun {
+            do {
+                report.log = try RunLog(path: logFile)
+            } catch {
+                report.fatal("\(error) (the run goes on without it)")
+            }
+        }
+        report.logLine("info", "start sync \(manifest)" + (dest.map { " --dest \($0)" } ?? ""))
+
+        var destination = dest
+        var summary: SyncSummary?
+        /// Why the run ended before it had a summary.
+        var ended: String?
+        let result: RunMetrics.Result
+        let code: Int32
         do {
-            let loaded = try ManifestLoader.load(path: manifest)
-            let summary = try SyncRunner(manifest: loaded, options: options, report: report).run()
-            report.finish(summary)
-            throw ExitCode(ExitStatus.code(for: summary.result))
+            let clockStart = monotonicSeconds()
+            if let seconds = jitter.flatMap(Formatting.parseDuration), seconds > 0 {
+                // Never sleep past the deadline: the run then stops at once with "deadline passed".
+                let delay = min(Jitter.draw(upTo: seconds), options.deadline ?? .infinity)
+                guard Jitter.sleep(delay) else { throw SyncCommandStop.interruptedDuringJitter }
+            }
+            let loaded = try loadManifest(report: report, transfer: options.transfer)
+            // --deadline counts from the start of the command, jitter and manifest fetch included,
+            // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
+            if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
+            destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
+            let done = try SyncRunner(manifest: loaded, options: options, report: report).run()
+            report.finish(done)
+            summary = done
+            code = ExitStatus.code(for: done.result)
+            switch done.result {
+            case .ok: result = .ok
+            case .failed: result = .failed
+            case .incomplete: result = .incomplete
+            }
         } catch let error as ManifestError {
             report.fatal(error.description)
-            throw ExitCode(ExitStatus.invalidManifest)
+            ended = error.description
+            (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
         } catch let error as SyncError {
             report.fatal(error.description)
-            throw ExitCode(ExitStatus.code(for: error))
+            ended = error.description
+            code = ExitStatus.code(for: error)
+            switch error {
+            case .manifest: result = .invalidManifest
+            case .locked: result = .locked
+            case .destination: result = .unwritable
+            case .noDestination, .setup: result = .error
+            }
+        } catch let failure as RemoteManifest.Failure {
+            report.fatal(failure.description)
+            ended = failure.description
+            switch failure {
+            case .unreachable: (result, code) = (.unreachable, ExitStatus.tryLater)
+            case .interrupted: (result, code) = (.incomplete, ExitStatus.tryLater)
+            case .cache: (result, code) = (.unwritable, ExitStatus.cannotWrite)
+            }
+        } catch let stop as SyncCommandStop {
+            report.fatal(stop.description)
+            ended = stop.description
+            (result, code) = (.incomplete, ExitStatus.tryLater)
+        }
+        report.progress?.erase()
+        if json, summary == nil, let ended {
+            print(JSONReport.renderEarlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code))
+        }
+        if !dryRun {
+            if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }
+            if let metricsFile {
+                let metrics = RunMetrics(manifest: manifest, destination: destination, start: started, end: currentUnixTime(),
+                                         result: result, exitCode: code, summary: summary)
+                do {
+                    try MetricsFile.write(metrics, to: metricsFile)
+                } catch {
+                    report.fatal("cannot write the metrics file: \(error)")
+                }
+            }
+        }
+        report.log?.close()
+        throw ExitCode(code)
+    }
+
+    /// The manifest from its path, or from its URL with the last good copy as fallback.
+    private func loadManifest(report: ConsoleReport, transfer: TransferSettings) throws -> Manifest {
+        guard RemoteManifest.isURL(manifest), let dest else { return try ManifestLoader.load(path: manifest) }
+        let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: transfer, saveCopy: !dryRun)
+        switch fetched.origin {
+        case .fetched: report.logLine("info", "manifest \(manifest) fetched")
+        case .notModified: report.logLine("info", "manifest \(manifest) not modified since the last fetch")
+        case .lastGoodCopy(let why): report.warning(why)
+        }
+        return fetched.manifest
+    }
+}
+
+/// Ends a run before it started its work.
+enum SyncCommandStop: Error, CustomStringConvertible {
+    case interruptedDuringJitter
+
+    var description: String {
+        switch self {
+        case .interruptedDuringJitter: return "interrupted during the --jitter delay; nothing was done"
         }
     }
 }

@@ -13,6 +13,10 @@ public final class ConsoleReport {
 
     let mode: Mode
     let isTerminal: Bool
+    /// The live progress block (terminal, text mode only); see ``ProgressDisplay``.
+    public var progress: ProgressDisplay?
+    /// `--log-file`: every changed or failed file and the summary, timestamped.
+    public var log: RunLog?
 
     public init(mode: Mode, isTerminal: Bool = isatty(STDOUT_FILENO) == 1) {
         self.mode = mode
@@ -23,13 +27,28 @@ public final class ConsoleReport {
     public func entryFinished(_ result: EntryResult) {
         switch result.outcome {
         case .failed(let message):
+            logLine("failed", "\(result.path): \(message)")
             printError("\(result.path): \(message)")
         case .downloaded, .replaced:
-            guard mode == .text else { return }
             let verb = result.outcome == .replaced ? "replaced" : "downloaded"
+            logLine("info", "\(verb) \(result.path) (\(result.size) bytes)" + (result.source.map { " from \($0)" } ?? ""))
+            guard mode == .text else { return }
             let from = result.fromMirror ? " from \(result.source ?? "a mirror")" : ""
             printOut("\(verb) \(result.path) (\(Formatting.bytes(result.size)))\(from)")
         }
+    }
+
+    /// A remark that also matters in `--quiet` and `--json` runs (a manifest taken from the last
+    /// good copy because the server was unreachable): standard error, and the log.
+    public func warning(_ text: String) {
+        logLine("warning", text)
+        printError(text)
+    }
+
+    /// Appends to `--log-file`, if any; a failed write is reported once and the run goes on.
+    public func logLine(_ level: String, _ message: String) {
+        guard let log, let error = log.write(level, message) else { return }
+        printError("\(error) (the log file is not written for the rest of this run)")
     }
 
     /// A remark worth a line (a recovered journal, a dry-run plan line).
@@ -38,6 +57,10 @@ public final class ConsoleReport {
     }
 
     public func finish(_ summary: SyncSummary) {
+        progress?.erase()
+        progress = nil
+        logLine(summary.result == .ok ? "info" : summary.result == .failed ? "failed" : "warning",
+                "end result=\(summary.result.name): " + ConsoleReport.summaryLine(summary).dropFirst("mirror: ".count))
         switch mode {
         case .json:
             printOut(JSONReport.render(summary))
@@ -67,11 +90,14 @@ public final class ConsoleReport {
     }
 
     func printOut(_ line: String) {
+        progress?.erase()
         fputs(line + "\n", stdout)
         fflush(stdout)
     }
 
     func printError(_ line: String) {
+        progress?.erase()
+        fflush(stdout)
         fputs("mirror: " + line + "\n", stderr)
     }
 }
@@ -96,6 +122,18 @@ public enum JSONReport {
         }.joined(separator: ",") + "]"
         if !s.plan.isEmpty { out += ",\"plan\":[" + s.plan.map(quote).joined(separator: ",") + "]" }
         return out + "}"
+    }
+
+    /// `--json` for a run that ended before it could plan (invalid or unreachable manifest, lock
+    /// held, destination unwritable): the same shape with zero counts, `result` "incomplete" when a
+    /// rerun may succeed (exit 75) else "failed", the message in `reason`, and the exit code.
+    public static func renderEarlyEnd(_ message: String, temporary: Bool, exitCode: Int32) -> String {
+        var s = SyncSummary()
+        s.result = temporary ? .incomplete(message) : .failed
+        var out = render(s)
+        out.removeLast()
+        if !temporary { out += ",\"reason\":\(quote(message))" }
+        return out + ",\"exit_code\":\(exitCode)}"
     }
 
     /// A JSON string literal (RFC 8259 §7).
@@ -124,6 +162,7 @@ public enum JSONReport {
 extension ConsoleReport {
     /// An error that ends the run before any entry result (invalid manifest, lock held, disk).
     public func fatal(_ message: String) {
+        logLine("error", message)
         printError(message)
     }
 }

@@ -15,6 +15,8 @@ public struct SyncOptions: Sendable {
     public var waitForLock = false
     /// `--deadline`: seconds after the start at which the run stops cleanly, state saved.
     public var deadline: Double?
+    /// `--limit-rate`: bytes per second for the whole run (see ``RateLimit``).
+    public var limitRate: Int64?
     public var transfer = TransferSettings()
     /// Full downloads whose checksum may fail before the entry fails.
     public var checksumAttempts = 3

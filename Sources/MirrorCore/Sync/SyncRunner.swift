@@ -139,7 +139,7 @@ public final class SyncRunner {
 
     private func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
-        do { engine = try TransferEngine(connectionsPerHost: connectionLimit) } catch { throw SyncError.setup("\(error)") }
+        do { engine = try TransferEngine(connectionsPerHost: connectionLimit, limitRate: options.limitRate) } catch { throw SyncError.setup("\(error)") }
         let writer = PartialWriter()
         self.writer = writer
         defer {
@@ -169,6 +169,7 @@ public final class SyncRunner {
                 // Hash one present file on this thread while the transfer thread downloads others.
                 checks = checks.dropFirst()
                 check(entry)
+                showProgress()
                 handle(engine?.waitForFinished(timeout: 0) ?? [])
                 continue
             }
@@ -176,6 +177,8 @@ public final class SyncRunner {
             if let next = waiting.map(\.notBefore).min() { wait = min(wait, max(0.001, next - now)) }
             if let deadline { wait = min(wait, max(0.001, deadline - now)) }
             if let due = batch.timeUntilDue(now: now) { wait = min(wait, max(0.001, due)) }
+            if report.progress != nil { wait = min(wait, ProgressDisplay.minimumInterval) }
+            showProgress()
             handle(engine?.waitForFinished(timeout: wait) ?? [])
         }
 
@@ -199,6 +202,10 @@ public final class SyncRunner {
         for task in allTasks {
             if let failure = task.partial?.failure, failure.isDestinationUnwritable, fatal == nil { fatal = failure }
         }
+    }
+
+    private func showProgress() {
+        report.transferProgress(tasks: allTasks, active: Array(active.values), finished: summary.changed + summary.failed)
     }
 
     private func promoteDueTasks(_ now: Double) {

@@ -50,6 +50,8 @@ public final class Download {
     public private(set) var outcome: DownloadOutcome?
     /// Set from another thread to stop the transfer at its next callback.
     var cancelled = false
+    /// `--limit-rate`: the run's bucket, set by the engine (transfer thread only).
+    var limiter: RateLimiter?
 
     /// - Parameters:
     ///   - offset: ask for bytes from here on (`Range: bytes=OFFSET-`); must equal `target.length`.
@@ -262,7 +264,15 @@ private func downloadHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size
 /// `CURLOPT_WRITEFUNCTION`: returning anything but `size * nmemb` aborts with `CURLE_WRITE_ERROR`.
 private func downloadWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
                                    _ userdata: UnsafeMutableRawPointer?) -> Int {
-    forward(data, size * count, userdata) { $0.receiveBody($1) }
+    if let userdata, size * count > 0 {
+        // --limit-rate: an empty bucket pauses the transfer; libcurl delivers these bytes again on resume.
+        let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
+        if let limiter = download.limiter, !download.cancelled, !limiter.admit(size * count) {
+            limiter.didPause(download)
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+    }
+    return forward(data, size * count, userdata) { $0.receiveBody($1) }
 }
 
 /// Hands a callback's bytes to the ``Download`` its userdata points at (kept alive by the engine

@@ -22,7 +22,11 @@ public final class TransferEngine {
     private var active: [UnsafeMutableRawPointer: Download] = [:]
     private var thread: Thread?
 
-    public init(connectionsPerHost: Int = 8) throws {
+    /// `--limit-rate`: the run's token bucket (``RateLimiter``); transfer thread only.
+    private let limiter: RateLimiter?
+
+    public init(connectionsPerHost: Int = 8, limitRate: Int64? = nil) throws {
+        limiter = limitRate.map { RateLimiter(bytesPerSecond: $0) }
         multi = try CurlMulti()
         multi.limit(connectionsPerHost: connectionsPerHost)
         let thread = Thread { [unowned self] in self.run() }
@@ -106,6 +110,7 @@ public final class TransferEngine {
 
             for download in incoming {
                 do {
+                    download.limiter = limiter
                     try multi.add(download.easy)
                     active[download.easy.handle] = download
                 } catch {
@@ -130,6 +135,11 @@ public final class TransferEngine {
             }
             if stop { break }
 
+            if let limiter {
+                for download in limiter.takeResumable() where active[download.easy.handle] === download {
+                    curl_easy_pause(download.easy.handle, CURLPAUSE_CONT)
+                }
+            }
             _ = multi.perform()
             for (handle, code) in multi.finished() {
                 guard let download = active.removeValue(forKey: handle) else { continue }
@@ -137,7 +147,9 @@ public final class TransferEngine {
                 download.finish(code: code)
                 deliver(download)
             }
-            multi.poll(timeoutMilliseconds: active.isEmpty ? 1000 : 200)
+            var timeout: Int32 = active.isEmpty ? 1000 : 200
+            if let limiter, limiter.hasPaused { timeout = min(timeout, Int32(max(1, (limiter.wait() * 1000).rounded(.up)))) }
+            multi.poll(timeoutMilliseconds: timeout)
         }
         condition.lock()
         threadExited = true

@@ -1,0 +1,118 @@
+/// `--metrics-file PATH`: the last run in Prometheus text exposition format, for node_exporter's
+/// textfile collector (`--collector.textfile.directory`), so a fleet of machines can be watched
+/// and alerted on ("no successful run for 2 days", "files failing").
+///
+/// Written after every run that got as far as reading its options, whatever its end: success,
+/// failed entries, deadline, a held lock, an invalid or unreachable manifest, an unwritable
+/// destination; `--dry-run` writes nothing (it is not a sync). The file is replaced atomically
+/// (temporary file in the same folder, `fsync`, `rename`; see ``replaceFileAtomically``), which is
+/// what the textfile collector's documentation asks for: it must never read a half-written file.
+public struct RunMetrics: Sendable {
+    /// How a run ended, as the `result` label of `mirror_last_run_result`.
+    public enum Result: String, Sendable, CaseIterable {
+        case ok, failed, incomplete
+        /// The manifest could not be read or broke a rule (exit 65).
+        case invalidManifest = "invalid_manifest"
+        /// Another run held the destination's lock (exit 75).
+        case locked
+        /// The destination could not be written (exit 73).
+        case unwritable
+        /// A manifest URL could not be fetched and there was no last good copy (exit 75).
+        case unreachable
+        /// Anything else that ended the run early.
+        case error
+    }
+
+    /// The manifest as given (path or URL; user-info masked on output).
+    public var manifest: String
+    public var destination: String?
+    /// Unix seconds.
+    public var start: Double
+    public var end: Double
+    public var result: Result
+    public var exitCode: Int32
+    /// The run's counts, when it got as far as planning.
+    public var summary: SyncSummary?
+
+    public init(manifest: String, destination: String?, start: Double, end: Double, result: Result,
+                exitCode: Int32, summary: SyncSummary?) {
+        self.manifest = manifest
+        self.destination = destination
+        self.start = start
+        self.end = end
+        self.result = result
+        self.exitCode = exitCode
+        self.summary = summary
+    }
+}
+
+public enum MetricsFile {
+    /// The exposition text (version 0.0.4): `# HELP` and `# TYPE` for each metric, then its samples,
+    /// every sample labelled with the manifest (and the destination when known).
+    public static func render(_ m: RunMetrics) -> String {
+        var labels = "manifest=\(labelValue(redactingURLs(in: m.manifest)))"
+        if let dest = m.destination { labels += ",dest=\(labelValue(dest))" }
+        var out = ""
+        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {
+            out += "# HELP mirror_\(name) \(help)\n# TYPE mirror_\(name) \(type)\n"
+            for (extra, value) in samples {
+                out += "mirror_\(name){\(labels)\(extra.isEmpty ? "" : "," + extra)} \(value)\n"
+            }
+        }
+        metric("last_run_start_timestamp_seconds", "gauge", "Unix time at which the last sync run started.",
+               [("", number(m.start))])
+        metric("last_run_end_timestamp_seconds", "gauge", "Unix time at which the last sync run ended.",
+               [("", number(m.end))])
+        metric("last_run_duration_seconds", "gauge", "Wall-clock duration of the last sync run.",
+               [("", number(max(0, m.end - m.start)))])
+        metric("last_run_success", "gauge", "1 if the last sync run left every file present and verified, else 0.",
+               [("", m.result == .ok ? "1" : "0")])
+        metric("last_run_result", "gauge", "How the last sync run ended: 1 for its result, 0 for the others.",
+               RunMetrics.Result.allCases.map { ("result=\"\($0.rawValue)\"", $0 == m.result ? "1" : "0") })
+        metric("last_run_exit_code", "gauge", "Exit code of the last sync run (0 ok, 1 failed files, 65, 73, 75).",
+               [("", "\(m.exitCode)")])
+        let s = m.summary
+        metric("last_run_bytes_transferred", "gauge", "Bytes received from the network by the last sync run.",
+               [("", "\(s?.bytesTransferred ?? 0)")])
+        if let s {
+            metric("last_run_files", "gauge", "Manifest entries by state at the end of the last sync run.", [
+                ("state=\"up_to_date\"", "\(s.upToDate + s.checked)"),
+                ("state=\"downloaded\"", "\(s.downloaded)"),
+                ("state=\"replaced\"", "\(s.replaced)"),
+                ("state=\"failed\"", "\(s.failed)"),
+                ("state=\"pending\"", "\(s.pending)"),
+            ])
+            metric("manifest_files", "gauge", "Entries in the manifest of the last sync run.", [("", "\(s.total)")])
+        }
+        return out
+    }
+
+    /// Renders `m` and replaces the file at `path` atomically.
+    public static func write(_ m: RunMetrics, to path: String) throws {
+        let (folder, name) = try openParentFolder(of: path)
+        defer { folder.close() }
+        try replaceFileAtomically(folder: folder, name: name, bytes: Array(render(m).utf8))
+    }
+
+    /// A label value in double quotes with `\`, `"` and line feeds escaped (exposition format).
+    static func labelValue(_ s: String) -> String {
+        var out = "\""
+        for c in s {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n", "\r\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out + "\""
+    }
+
+    /// Seconds with millisecond precision, without an exponent (`1763780645.123`).
+    static func number(_ value: Double) -> String {
+        let millis = Int64((value * 1000).rounded())
+        let whole = millis / 1000, fraction = abs(millis % 1000)
+        let digits = String(fraction)
+        return "\(whole).\(String(repeating: "0", count: 3 - digits.count))\(digits)"
+    }
+}

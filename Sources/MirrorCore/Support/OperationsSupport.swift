@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Formatting {
+    /// Parses a `--limit-rate` value in bytes per second: `500K`, `20M`, `1G`, `1.5m`, or plain
+    /// bytes (`65536`). K, M and G are powers of 1024, as in curl's own `--limit-rate`; an optional
+    /// trailing `B`, `/s` or `iB` is accepted. nil for anything else, zero or negative.
+    public static func parseRate(_ text: String) -> Int64? {
+        var t = text.trimmingSpaces.lowercased()
+        if t.hasSuffix("/s") { t.removeLast(2) }
+        if t.hasSuffix("ib") { t.removeLast(2) } else if t.hasSuffix("b") { t.removeLast() }
+        var multiplier = 1.0
+        switch t.last {
+        case "k": multiplier = 1024
+        case "m": multiplier = 1024 * 1024
+        case "g": multiplier = 1024 * 1024 * 1024
+        default: break
+        }
+        if multiplier != 1 { t.removeLast() }
+        guard let value = Double(t), value.isFinite, value > 0 else { return nil }
+        let bytes = (value * multiplier).rounded()
+        guard bytes >= 1, bytes < 1e15 else { return nil }
+        return Int64(bytes)
+    }
+
+    /// `2026-11-22T03:04:05Z` (RFC 3339, UTC, whole seconds), from `gmtime_r`.
+    public static func rfc3339(_ unixTime: Double) -> String {
+        var t = time_t(unixTime.rounded(.down))
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}
+
+/// Masks the user-info of every URL inside free text (an error message that quotes a URL), the
+/// way ``redactedURL(_:)`` does for one URL: everything from a `scheme://` to the next space,
+/// quote or angle bracket is treated as a URL. Output, logs and metrics never show credentials.
+public func redactingURLs(in text: String) -> String {
+    guard text.contains("://") else { return text }
+    var out = ""
+    var rest = Substring(text)
+    while let marker = rest.range(of: "://") {
+        // The scheme: letters, digits, + - . right before "://".
+        var schemeStart = marker.lowerBound
+        while schemeStart > rest.startIndex {
+            let before = rest.index(before: schemeStart)
+            let c = rest[before]
+            guard c.isLetter || c.isNumber || c == "+" || c == "-" || c == "." else { break }
+            schemeStart = before
+        }
+        let end = rest[marker.upperBound...].firstIndex(where: { $0 == " " || $0 == "\"" || $0 == "'" || $0 == "<" || $0 == ">" || $0 == "\n" || $0 == "\t" || $0 == ")" })
+            ?? rest.endIndex
+        out += rest[rest.startIndex..<schemeStart]
+        out += redactedURL(String(rest[schemeStart..<end]))
+        rest = rest[end...]
+    }
+    return out + rest
+}
+
+/// Replaces the file `name` in the folder `folder` with `bytes`, atomically: a temporary file in
+/// the same folder (`openat` with `O_EXCL | O_NOFOLLOW`), `fsync`, `renameat` over the name, then
+/// `fsync` of the folder so the new name survives a crash. A reader (node_exporter, the next run)
+/// sees the old content or the new, never a half-written file.
+func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: [UInt8], mode: mode_t = 0o644) throws {
+    let display = folder.displayPath + "/" + name
+    let temporary = ".\(name).tmp-\(getpid())"
+    let fd = openat(folder.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+    if fd < 0 && errno == EEXIST {
+        // Left by a process with the same pid that died; it is ours to replace.
+        unlinkat(folder.fd, temporary, 0)
+        return try replaceFileAtomically(folder: folder, name: name, bytes: bytes, mode: mode)
+    }
+    guard fd >= 0 else { throw SystemError("create", folder.displayPath + "/" + temporary) }
+    let file = FileDescriptor(fd: fd, displayPath: folder.displayPath + "/" + temporary)
+    do {
+        _ = fchmod(fd, mode)  // the umask must not narrow what node_exporter may read
+        try bytes.withUnsafeBytes { try file.write($0, at: 0) }
+        try file.sync()
+        file.close()
+        if renameat(folder.fd, temporary, folder.fd, name) != 0 { throw SystemError("replace", display) }
+    } catch {
+        file.close()
+        unlinkat(folder.fd, temporary, 0)
+        throw error
+    }
+    try folder.sync()
+}
+
+/// Opens the folder holding `path` (a user-given file path such as `--metrics-file`) and returns
+/// it with the file's own name.
+func openParentFolder(of path: String) throws -> (FileDescriptor, String) {
+    let slash = path.lastIndex(of: "/")
+    let folder = slash.map { path[..<$0].isEmpty ? "/" : String(path[..<$0]) } ?? "."
+    let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+    guard !name.isEmpty, name != ".", name != ".." else { throw SystemError("write", path, code: EISDIR) }
+    let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw SystemError("open folder", folder) }
+    return (FileDescriptor(fd: fd, displayPath: folder), name)
+}

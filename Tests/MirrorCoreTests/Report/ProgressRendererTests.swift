@@ -1,0 +1,55 @@
+import Testing
+@testable import MirrorCore
+
+@Suite struct ProgressRendererTests {
+    static let mib: Int64 = 1 << 20
+
+    @Test func oneLinePerActiveFileThenTheTotal() {
+        let snapshot = ProgressSnapshot(
+            active: [.init(path: "a.bin", done: 3 * Self.mib, size: 12 * Self.mib),
+                     .init(path: "b/c.bin", done: 0, size: 1000)],
+            filesDone: 1, filesTotal: 4, bytesDone: 15 * Self.mib, bytesTotal: 60 * Self.mib, rate: Double(3 * Self.mib))
+        let lines = ProgressRenderer.lines(snapshot, width: 120)
+        #expect(lines == [
+            "  a.bin  3.0 MiB / 12.0 MiB 25%",
+            "  b/c.bin  0 B / 1000 B 0%",
+            "total 1/4 files, 15.0 MiB / 60.0 MiB 25%, 3.0 MiB/s, ETA 15s",
+        ])
+    }
+
+    @Test func noRateMeansNoETAAndAnETAOverAMinuteHasMinutes() {
+        var snapshot = ProgressSnapshot(active: [], filesDone: 0, filesTotal: 1, bytesDone: 0, bytesTotal: 100 * Self.mib, rate: nil)
+        #expect(ProgressRenderer.lines(snapshot, width: 80) == ["total 0/1 files, 0 B / 100.0 MiB 0%"])
+        snapshot.rate = Double(Self.mib)
+        #expect(ProgressRenderer.lines(snapshot, width: 80).last == "total 0/1 files, 0 B / 100.0 MiB 0%, 1.0 MiB/s, ETA 1m 40s")
+    }
+
+    @Test func linesNeverReachTheTerminalWidthAndLongPathsKeepTheirEnd() {
+        let path = String(repeating: "deep/", count: 30) + "the-file-name.iso"
+        let snapshot = ProgressSnapshot(active: [.init(path: path, done: 1, size: 2)], filesDone: 0, filesTotal: 1,
+                                        bytesDone: 1, bytesTotal: 2, rate: 1)
+        let lines = ProgressRenderer.lines(snapshot, width: 60)
+        for line in lines { #expect(line.count <= 59, "\(line.count): \(line)") }
+        #expect(lines[0].hasPrefix("  …"))
+        #expect(lines[0].contains("the-file-name.iso"))
+    }
+
+    @Test func manyActiveFilesAreCountedNotListed() {
+        let files = (0..<10).map { ProgressSnapshot.File(path: "f\($0)", done: 0, size: 1) }
+        let lines = ProgressRenderer.lines(ProgressSnapshot(active: files, filesDone: 0, filesTotal: 10, bytesDone: 0,
+                                                            bytesTotal: 10, rate: nil), width: 80, maxFiles: 6)
+        #expect(lines.count == 8)
+        #expect(lines[6] == "  … and 4 more")
+        #expect(lines.allSatisfy { !$0.contains("\u{1B}") && !$0.contains("\r") && !$0.contains("\n") })
+    }
+
+    @Test func theRateIsMeasuredOverTheWindow() {
+        let display = ProgressDisplay()
+        #expect(display.measure(now: 100, bytesReceived: 0) == nil)
+        #expect(display.measure(now: 101, bytesReceived: 1000) == 1000)
+        #expect(display.measure(now: 102, bytesReceived: 4000) == 2000)
+        // Samples older than the window are forgotten: the rate follows the recent past.
+        #expect(display.measure(now: 110, bytesReceived: 4000) == nil)
+        #expect(display.measure(now: 110.5, bytesReceived: 4500) == 1000)
+    }
+}
