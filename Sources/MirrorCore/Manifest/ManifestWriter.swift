@@ -34,6 +34,11 @@ public enum ManifestWriter {
     public struct Skipped: Sendable, Equatable {
         public var path: String
         public var reason: String
+
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
     }
 
     public struct Result: Sendable {
