@@ -6,7 +6,7 @@ import MirrorCore
 struct ManifestGroup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
-        abstract: "Make manifests.",
+        abstract: "Create manifests from folders.",
         subcommands: [Create.self]
     )
 
@@ -20,9 +20,12 @@ struct ManifestGroup: ParsableCommand {
                 where a web server serving DIR publishes it.
 
                 Skipped, with a note on standard error: symbolic links (never followed), anything \
-                that is not a regular file or folder, names a manifest cannot hold (not UTF-8, \
-                control characters, backslashes), and DIR/.mirror (mirror's own state). Empty \
-                folders do not appear.
+                that is not a regular file or folder, and names a manifest cannot hold (not UTF-8, \
+                control characters, backslashes). DIR/.mirror (mirror's own state) and the -o file \
+                itself are left out; empty folders do not appear.
+
+                Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
+                a file in it cannot be read (nothing is written then).
 
                 Example: mirror manifest create /srv/www/lab --base-url https://media.example.org/lab/ \
                 -o /srv/www/lab.yaml
