@@ -57,6 +57,14 @@ public struct VerifyProgress: Sendable {
     public var bytesDone: Int64
     public var bytesTotal: Int64
     public var seconds: Double
+
+    public init(filesDone: Int, filesTotal: Int, bytesDone: Int64, bytesTotal: Int64, seconds: Double) {
+        self.filesDone = filesDone
+        self.filesTotal = filesTotal
+        self.bytesDone = bytesDone
+        self.bytesTotal = bytesTotal
+        self.seconds = seconds
+    }
 }
 
 /// `mirror verify`: re-reads and re-hashes every file the manifest lists, on every core.
@@ -242,9 +250,13 @@ extension VerifySummary {
 }
 
 extension VerifyProgress {
-    /// `verifying 12/200 files, 1.2 GiB of 3.4 GiB, 450.0 MiB/s`.
+    /// `verifying 12/200 files, 1.2 GiB of 3.4 GiB, 450.0 MiB/s, ETA 5.0 s`.
     public var line: String {
-        let rate = seconds > 0.2 ? ", \(Formatting.bytes(Int64(Double(bytesDone) / seconds)))/s" : ""
+        var rate = ""
+        if seconds > 0.2 && bytesDone > 0 {
+            let perSecond = Double(bytesDone) / seconds
+            rate = ", \(Formatting.bytes(Int64(perSecond)))/s, ETA \(Formatting.duration(Double(max(0, bytesTotal - bytesDone)) / perSecond))"
+        }
         return "verifying \(filesDone)/\(filesTotal) files, \(Formatting.bytes(bytesDone)) of \(Formatting.bytes(bytesTotal))\(rate)"
     }
 }

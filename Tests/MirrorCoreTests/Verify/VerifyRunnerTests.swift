@@ -110,3 +110,12 @@ import Glibc
 
     final class Box: @unchecked Sendable { var last: VerifyProgress? }
 }
+
+@Suite struct VerifyProgressLineTests {
+    @Test func theLineShowsFilesBytesRateAndETA() {
+        let p = VerifyProgress(filesDone: 1, filesTotal: 4, bytesDone: 100 << 20, bytesTotal: 400 << 20, seconds: 2)
+        #expect(p.line == "verifying 1/4 files, 100.0 MiB of 400.0 MiB, 50.0 MiB/s, ETA 6.0 s")
+        let start = VerifyProgress(filesDone: 0, filesTotal: 4, bytesDone: 0, bytesTotal: 400 << 20, seconds: 0.1)
+        #expect(start.line == "verifying 0/4 files, 0 B of 400.0 MiB")
+    }
+}
