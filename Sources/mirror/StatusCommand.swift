@@ -12,8 +12,9 @@ struct Status: ParsableCommand {
             a sync is running now.
 
             Safe beside a running sync: it takes no lock and writes nothing, not even DEST/.mirror. \
-            To check the bytes themselves, use `mirror verify`. Exits 0 whatever the state \
-            (65 for an invalid manifest, 64 when no destination is known).
+            To check the bytes themselves, use `mirror verify`. Exits 0 whatever the state of the \
+            files; 65 for an invalid manifest, 64 when no destination is known, 1 when DEST or \
+            its journal cannot be read.
             """
     )
 
@@ -29,7 +30,7 @@ struct Status: ParsableCommand {
             print(json ? status.json : status.text)
         } catch let error as SystemError {
             ConsoleReport(mode: .text).fatal(error.description)
-            throw ExitCode(ExitStatus.cannotWrite)
+            throw ExitCode(ExitStatus.entriesFailed)
         }
     }
 }

@@ -236,6 +236,8 @@ public enum ManifestWriter {
             let v = scalar.value
             if v < 0x20 || v == 0x7f || (0x80...0x9f).contains(v) { return "the name holds a control character" }
             if scalar == "\\" { return "the name holds a backslash" }
+            // libyaml refuses these two noncharacters anywhere in a document, even escaped.
+            if v == 0xfffe || v == 0xffff { return "the name holds U+\(String(v, radix: 16, uppercase: true)), which YAML cannot carry" }
         }
         return nil
     }

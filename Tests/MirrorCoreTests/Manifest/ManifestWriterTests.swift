@@ -80,9 +80,16 @@ import Glibc
         let fd = bad.withUnsafeBufferPointer { buffer in buffer.baseAddress.map { open($0, O_WRONLY | O_CREAT, 0o644) } ?? -1 }
         #expect(fd >= 0)
         close(fd)
+        // Characters YAML must escape are fine in a name; the two it cannot carry at all are not.
+        try TestData.writeFile(at: odd + "/line\u{2028}sep", size: 3, seed: 4)
+        try TestData.writeFile(at: odd + "/bom\u{FEFF}", size: 3, seed: 5)
+        try TestData.writeFile(at: odd + "/non\u{FFFE}char", size: 3, seed: 6)
         let result = try ManifestWriter.create(directory: odd, baseURL: "http://x/")
-        #expect(result.files.map(\.path) == ["ok.txt"])
-        #expect(Set(result.skipped.map(\.reason)) == ["the name holds a backslash", "the name holds a control character", "the name is not valid UTF-8"])
+        #expect(result.files.map(\.path) == ["bom\u{FEFF}", "line\u{2028}sep", "ok.txt"])
+        #expect(Set(result.skipped.map(\.reason)) == ["the name holds a backslash", "the name holds a control character",
+                                                      "the name is not valid UTF-8", "the name holds U+FFFE, which YAML cannot carry"])
+        let loaded = try ManifestLoader.parse(Array(result.yaml.utf8), sourceName: "odd.yaml")
+        #expect(loaded.entries.map { Array($0.path.utf8) } == result.files.map { Array($0.path.utf8) })
     }
 
     @Test func writingAtomicallyReplacesTheFile() throws {
