@@ -5,7 +5,9 @@ import Glibc
 /// Hashes a file that is already on disk, for entries the journal cannot vouch for.
 public enum FileHashing {
     /// The digests `entry` lists, of the whole file, read sequentially in 1 MiB blocks.
-    public static func digests(of file: FileDescriptor, for entry: ManifestEntry) throws -> (sha256: Digest?, sha512: Digest?) {
+    /// `progress`, when given, is called with the size of each block read (for `mirror verify`'s display).
+    public static func digests(of file: FileDescriptor, for entry: ManifestEntry,
+                               progress: (Int) -> Void = { _ in }) throws -> (sha256: Digest?, sha512: Digest?) {
         let h256 = entry.sha256 != nil ? Hasher(.sha256) : nil
         let h512 = entry.sha512 != nil ? Hasher(.sha512) : nil
         posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL)
@@ -19,6 +21,7 @@ public enum FileHashing {
             h256?.update(chunk)
             h512?.update(chunk)
             offset += Int64(n)
+            progress(n)
         }
         return (h256?.finalize(), h512?.finalize())
     }

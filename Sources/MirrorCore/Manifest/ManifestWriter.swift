@@ -1,0 +1,287 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why `mirror manifest create` could not write a manifest.
+public struct ManifestWriterError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// `mirror manifest create`: a v1 manifest (`manifest-v1.md`) of a folder's regular files.
+///
+/// Deterministic, so that publishing the same tree twice gives the same bytes (and an unchanged
+/// manifest lets every client's conditional fetch answer 304): paths sorted by their UTF-8 bytes,
+/// one fixed layout, no timestamps, only `path`, `size` and `sha256` per entry (the default `url`,
+/// the path percent-encoded under `base_url`, is what a web server serving the folder expects).
+///
+/// The walk never follows a symbolic link (`openat` with `O_NOFOLLOW | O_DIRECTORY`, `fstatat`
+/// with `AT_SYMLINK_NOFOLLOW`): a link is skipped and named, as is anything else that is not a
+/// regular file or whose name a manifest cannot hold (not UTF-8, a control character, a backslash).
+/// A top-level `.mirror` is skipped: it is `mirror`'s own state when DIR is itself a destination.
+/// Files are hashed on every core (``WorkerPool``), each opened through
+/// ``Destination/openForReading(_:)`` so a folder swapped for a link mid-walk is refused too.
+public enum ManifestWriter {
+    /// A regular file found by the walk.
+    public struct FoundFile: Sendable {
+        public var path: String
+        public var size: Int64
+        public var sha256: Digest?
+    }
+
+    /// Something the walk left out, and why (for a note on standard error).
+    public struct Skipped: Sendable, Equatable {
+        public var path: String
+        public var reason: String
+
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+    }
+
+    public struct Result: Sendable {
+        /// Sorted by the UTF-8 bytes of their paths, hashed.
+        public var files: [FoundFile]
+        public var skipped: [Skipped]
+        /// The manifest text.
+        public var yaml: String
+    }
+
+    /// Walks `directory`, hashes its files and renders the manifest.
+    ///
+    /// - Parameters:
+    ///   - baseURL: the `base_url`; a missing final `/` is added (a base is a folder).
+    ///   - excluding: a file not to list, by device and inode: the `-o` output when it lies inside
+    ///     `directory`, so a rerun does not list the previous manifest.
+    public static func create(directory: String, baseURL: String, excluding: (device: UInt64, inode: UInt64)? = nil,
+                              threads: Int = WorkerPool.coreCount) throws -> Result {
+        let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+        try checkBaseURL(base)
+        guard let root = try Destination.openExisting(directory) else {
+            throw ManifestWriterError("\(directory): no such folder")
+        }
+        var found: [(bytes: [UInt8], file: FoundFile)] = []
+        var skipped: [Skipped] = []
+        try walk(root.root, relative: [], display: directory, excluding: excluding, found: &found, skipped: &skipped)
+        found.sort { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        skipped.sort { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
+        var files = found.map(\.file)
+
+        let results = HashResults(count: files.count)
+        let snapshot = files
+        WorkerPool.run(count: snapshot.count, threads: threads) { index in
+            results.set(index, Swift.Result<(Int64, Digest), Error> { try hash(snapshot[index].path, in: root) })
+        }
+        for index in files.indices {
+            switch results.get(index) {
+            case .success(let (size, digest)):
+                files[index].size = size
+                files[index].sha256 = digest
+            case .failure(let error):
+                throw ManifestWriterError("\(error)")
+            case nil:
+                throw ManifestWriterError("\(root.display(files[index].path)): not hashed")
+            }
+        }
+        return Result(files: files, skipped: skipped, yaml: render(baseURL: base, files: files))
+    }
+
+    /// The manifest text for `files` (already sorted and hashed).
+    public static func render(baseURL: String, files: [FoundFile]) -> String {
+        var out = "version: 1\n"
+        out += "base_url: \(quoted(baseURL))\n"
+        if files.isEmpty { return out + "files: []\n" }
+        out += "files:\n"
+        for file in files {
+            out += "  - path: \(quoted(file.path))\n"
+            out += "    size: \(file.size)\n"
+            out += "    sha256: \(file.sha256?.hex ?? "")\n"
+        }
+        return out
+    }
+
+    /// `text` as a YAML double-quoted scalar (YAML 1.1 §4.6.8): `\` and `"` escaped, and the
+    /// characters YAML does not allow unescaped (C0, DEL, C1, U+2028, U+2029, BOM) as `\xHH`/`\uHHHH`.
+    /// Quoting every path means no name (`- a`, `#x`, `yes`, `1e3`) is ever read back as something else.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            default:
+                let v = scalar.value
+                if v < 0x20 || v == 0x7f {
+                    out += "\\x" + hex(v, digits: 2)
+                } else if (0x80...0x9f).contains(v) || v == 0x2028 || v == 0x2029 || v == 0xfeff {
+                    out += "\\u" + hex(v, digits: 4)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    private static func hex(_ v: UInt32, digits: Int) -> String {
+        let s = String(v, radix: 16)
+        return String(repeating: "0", count: max(0, digits - s.count)) + s
+    }
+
+    /// The base URL must be one the loader accepts: checked by loading a manifest that holds only it,
+    /// so this and `mirror sync` can never disagree.
+    static func checkBaseURL(_ base: String) throws {
+        do {
+            _ = try ManifestLoader.parse(Array("version: 1\nbase_url: \(quoted(base))\nfiles: []\n".utf8), sourceName: "--base-url")
+        } catch let error as ManifestError {
+            throw ManifestWriterError("--base-url \(base): \(error.message)")
+        }
+    }
+
+    /// Writes `text` to `path` atomically: a temporary file beside it, `fsync`, `rename(2)`, then
+    /// `fsync` of the folder, so a reader (a web server publishing it) sees the old manifest or the
+    /// new one, never half of one.
+    public static func writeAtomically(_ text: String, to path: String) throws {
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        guard !name.isEmpty else { throw ManifestWriterError("-o \(path): a file name is needed, not a folder") }
+        let dirFd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFd < 0 { throw SystemError("open folder", folder) }
+        let dir = FileDescriptor(fd: dirFd, displayPath: folder)
+        let tmpName = ".\(name).tmp-\(getpid())"
+        let fd = openat(dir.fd, tmpName, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        if fd < 0 { throw SystemError("create", folder + "/" + tmpName) }
+        let tmp = FileDescriptor(fd: fd, displayPath: folder + "/" + tmpName)
+        do {
+            try tmp.append(Array(text.utf8))
+            try tmp.sync()
+            tmp.close()
+            if renameat(dir.fd, tmpName, dir.fd, name) != 0 { throw SystemError("replace", path) }
+        } catch {
+            tmp.close()
+            unlinkat(dir.fd, tmpName, 0)
+            throw error
+        }
+        try dir.sync()
+    }
+
+    // MARK: - Walking
+
+    /// Lists `folder` (open descriptor) recursively in `found`, relative paths as bytes.
+    private static func walk(_ folder: FileDescriptor, relative: [UInt8], display: String,
+                             excluding: (device: UInt64, inode: UInt64)?,
+                             found: inout [(bytes: [UInt8], file: FoundFile)], skipped: inout [Skipped]) throws {
+        for name in try names(in: folder, display: display) {
+            let path = relative.isEmpty ? name : relative + [UInt8(ascii: "/")] + name
+            let shown = String(decoding: path, as: UTF8.self)
+            var st = stat()
+            let cName = name.map { CChar(bitPattern: $0) } + [0]
+            if fstatat(folder.fd, cName, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+                if errno == ENOENT { continue }  // removed while we walk
+                throw SystemError("inspect", display + "/" + shown)
+            }
+            let status = FileStatus(st)
+            if relative.isEmpty && name == Array(Destination.stateFolderName.utf8) {
+                if !status.isDirectory { skipped.append(Skipped(path: shown, reason: "the name `.mirror` is reserved for mirror's state")) }
+                continue
+            }
+            if let problem = unusableName(path) {
+                skipped.append(Skipped(path: shown, reason: problem))
+                continue
+            }
+            if status.isSymlink {
+                skipped.append(Skipped(path: shown, reason: "a symbolic link (not followed)"))
+            } else if status.isDirectory {
+                let fd = openat(folder.fd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if fd < 0 { throw SystemError("open folder", display + "/" + shown) }
+                let child = FileDescriptor(fd: fd, displayPath: display + "/" + shown)
+                try walk(child, relative: path, display: display, excluding: excluding, found: &found, skipped: &skipped)
+            } else if status.isRegularFile {
+                if let excluding, excluding.device == status.device, excluding.inode == status.inode { continue }
+                found.append((path, FoundFile(path: shown, size: status.size, sha256: nil)))
+            } else {
+                skipped.append(Skipped(path: shown, reason: "not a regular file"))
+            }
+        }
+    }
+
+    /// The entry names of an open folder (`fdopendir`/`readdir` on a duplicate descriptor, since
+    /// `closedir` closes the one it was given), without `.` and `..`.
+    private static func names(in folder: FileDescriptor, display: String) throws -> [[UInt8]] {
+        let fd = dup(folder.fd)
+        if fd < 0 { throw SystemError("read folder", display) }
+        guard let dir = fdopendir(fd) else {
+            let code = errno
+            close(fd)
+            throw SystemError("read folder", display, code: code)
+        }
+        defer { closedir(dir) }
+        var out: [[UInt8]] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
+            if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
+            out.append(name)
+        }
+        return out
+    }
+
+    /// Why a manifest cannot hold this path (manifest-v1.md: UTF-8, no control character, no
+    /// backslash), or nil.
+    static func unusableName(_ path: [UInt8]) -> String? {
+        guard let text = String(validating: path, as: UTF8.self) else { return "the name is not valid UTF-8" }
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if v < 0x20 || v == 0x7f || (0x80...0x9f).contains(v) { return "the name holds a control character" }
+            if scalar == "\\" { return "the name holds a backslash" }
+            // libyaml refuses these two noncharacters anywhere in a document, even escaped.
+            if v == 0xfffe || v == 0xffff { return "the name holds U+\(String(v, radix: 16, uppercase: true)), which YAML cannot carry" }
+        }
+        return nil
+    }
+
+    // MARK: - Hashing
+
+    /// Size and SHA-256 of one file, read to its end in 1 MiB blocks.
+    private static func hash(_ path: String, in root: Destination) throws -> (Int64, Digest) {
+        let file = try root.openForReading(path)
+        defer { file.close() }
+        guard try file.stat().isRegularFile else {
+            throw ManifestWriterError("\(root.display(path)) was replaced by something that is not a regular file while it was listed")
+        }
+        posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        let hasher = Hasher(.sha256)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while true {
+            let n = try file.read(into: buffer, at: offset)
+            if n == 0 { break }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            offset += Int64(n)
+        }
+        return (offset, hasher.finalize())
+    }
+
+    /// Per-file hashing results, filled by the worker threads.
+    private final class HashResults: @unchecked Sendable {
+        private let lock = NSLock()
+        private var results: [Swift.Result<(Int64, Digest), Error>?]
+
+        init(count: Int) { results = Array(repeating: nil, count: count) }
+
+        func set(_ index: Int, _ result: Swift.Result<(Int64, Digest), Error>) {
+            lock.lock()
+            results[index] = result
+            lock.unlock()
+        }
+
+        func get(_ index: Int) -> Swift.Result<(Int64, Digest), Error>? {
+            lock.lock()
+            defer { lock.unlock() }
+            return results[index]
+        }
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the journal and one `stat` say about one manifest entry.
+public struct EntryStatus: Sendable, Equatable {
+    public enum State: String, Sendable {
+        /// The journal verified this very file (same size, inode, device, mtime and ctime).
+        case done
+        /// A partial download is under `DEST/.mirror/partial/`, with this many durable bytes.
+        case partial
+        /// The last run that tried the entry failed (``EntryStatus/error``).
+        case failed
+        /// A file is at the path but the journal cannot vouch for it (changed since it was verified,
+        /// or never verified by `mirror`): the next sync hashes it, `mirror verify` checks it now.
+        case unverified
+        /// Something other than a regular file is at the path: a sync cannot place the file.
+        case blocked
+        /// Nothing at the path and nothing downloaded yet.
+        case missing
+    }
+
+    public var path: String
+    public var state: State
+    public var size: Int64
+    /// Durable bytes of a partial download (also set for a failed entry whose partial file remains).
+    public var partialBytes: Int64?
+    /// The last error (failed) or what is in the way (blocked).
+    public var error: String?
+    /// When the failure was recorded (seconds since the epoch).
+    public var failedAt: Int64?
+
+    /// Percentage of the file held as a durable partial download, one decimal.
+    public var percent: Double? {
+        guard let partialBytes else { return nil }
+        guard size > 0 else { return 100 }
+        return (Double(partialBytes) * 1000 / Double(size)).rounded(.down) / 10
+    }
+}
+
+/// The answer of `mirror status`.
+public struct DestinationStatus: Sendable {
+    public var destination: String
+    /// False when DEST does not exist yet.
+    public var destinationExists: Bool
+    /// In manifest order.
+    public var entries: [EntryStatus]
+    public var lastRun: RunRecord?
+    /// The pid of a sync holding the destination's lock right now, when one does.
+    public var runningPid: Int?
+    /// True when the journal's file exists (false: never synced, or the journal was deleted).
+    public var hasJournal: Bool
+
+    public func count(_ state: EntryStatus.State) -> Int { entries.filter { $0.state == state }.count }
+    public func bytes(_ state: EntryStatus.State) -> Int64 {
+        entries.filter { $0.state == state }.reduce(0) { $0 + $1.size }
+    }
+    public var totalBytes: Int64 { entries.reduce(0) { $0 + $1.size } }
+}
+
+/// `mirror status`: explains the journal with one `fstatat` per entry (and one per partial file).
+///
+/// Strictly read-only, so it can run beside a sync at any moment: the journal is opened `O_RDONLY`
+/// and replayed (``Journal/init(folder:displayPath:readOnly:)`` with `readOnly`, which never
+/// truncates a torn tail nor compacts); a tail that a running sync is appending is simply not yet
+/// seen; a compaction replaces the file by `rename`, so the open descriptor reads the old or the new
+/// journal, both complete. The lock is never taken (not even a shared `flock`, which would make a
+/// sync starting at that instant exit 75): whether a sync holds it is read from `/proc/locks`.
+/// Nothing is created, not even `DEST/.mirror`. No file is read, no network is used.
+public enum StatusInspector {
+    public static func inspect(manifest: Manifest, destinationPath: String) throws -> DestinationStatus {
+        guard let destination = try Destination.openExisting(destinationPath) else {
+            return DestinationStatus(destination: destinationPath, destinationExists: false,
+                                     entries: manifest.entries.map {
+                                         EntryStatus(path: $0.path, state: .missing, size: $0.size)
+                                     },
+                                     lastRun: nil, runningPid: nil, hasJournal: false)
+        }
+        let state = try destination.stateFolder(create: false)
+        var journal: Journal?
+        var hasJournal = false
+        if let state {
+            var st = stat()
+            hasJournal = fstatat(state.fd, Journal.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0
+            if hasJournal {
+                journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: true)
+            }
+        }
+        let partials = try destination.stateFolder("partial", create: false)
+        var entries: [EntryStatus] = []
+        entries.reserveCapacity(manifest.entries.count)
+        for entry in manifest.entries {
+            entries.append(try status(of: entry, destination: destination, journal: journal, partialFolder: partials))
+        }
+        return DestinationStatus(destination: destinationPath, destinationExists: true, entries: entries,
+                                 lastRun: journal?.lastRun, runningPid: state.flatMap(lockHolder),
+                                 hasJournal: hasJournal)
+    }
+
+    /// One entry's state. Records made for another size or checksum of the path are obsolete and
+    /// ignored (journal.md, rule 4), exactly as a sync would.
+    static func status(of entry: ManifestEntry, destination: Destination, journal: Journal?,
+                       partialFolder: FileDescriptor?) throws -> EntryStatus {
+        let identity = EntryIdentity(entry)
+        let records = journal?.records(for: entry.path)
+        var result = EntryStatus(path: entry.path, state: .missing, size: entry.size)
+        let file = try destination.status(of: entry.path)
+
+        if let file, !file.isRegularFile {
+            result.state = .blocked
+            let what = file.isDirectory ? "a folder" : file.isSymlink ? "a symbolic link" : "not a regular file"
+            result.error = "\(destination.display(entry.path)) is \(what)"
+            return result
+        }
+        if let file, let verified = records?.verified, verified.identity == identity, verified.matches(file) {
+            result.state = .done
+            return result
+        }
+        if let partial = records?.partial, partial.identity == identity, partial.bytes > 0,
+           let held = partialLength(entry.path, in: partialFolder) {
+            let usable = min(held, partial.bytes)
+            if usable > 0 {
+                result.state = .partial
+                result.partialBytes = usable
+            }
+        }
+        if let failed = records?.failed, failed.identity == identity {
+            result.state = .failed
+            result.error = failed.error
+            result.failedAt = failed.time
+            return result
+        }
+        if result.state == .partial { return result }
+        if file != nil { result.state = .unverified }
+        return result
+    }
+
+    private static func partialLength(_ path: String, in folder: FileDescriptor?) -> Int64? {
+        guard let folder else { return nil }
+        var st = stat()
+        guard fstatat(folder.fd, PartialFile.name(for: path), &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        let status = FileStatus(st)
+        return status.isRegularFile ? status.size : nil
+    }
+
+    /// The pid holding an exclusive `flock` on `DEST/.mirror/lock`, read from `/proc/locks`
+    /// (`N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF`, device numbers in hex). Reading it
+    /// takes no lock, so it cannot delay or refuse a sync the way a test-lock with `flock` could.
+    /// A line counts when its inode is the lock file's and either its device is too or its pid is
+    /// the one the holder wrote into the file (on overlay filesystems `/proc/locks` names the
+    /// underlying device, not the one `stat` reports). nil when nobody holds it or `/proc` is absent.
+    static func lockHolder(stateFolder: FileDescriptor) -> Int? {
+        var st = stat()
+        guard fstatat(stateFolder.fd, "lock", &st, AT_SYMLINK_NOFOLLOW) == 0,
+              let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        // gnu_dev_major / gnu_dev_minor.
+        let device = UInt64(st.st_dev)
+        let major = ((device >> 8) & 0xfff) | ((device >> 32) & 0xffff_f000)
+        let minor = (device & 0xff) | ((device >> 12) & 0xffff_ff00)
+        var written: Int?
+        let fd = openat(stateFolder.fd, "lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd >= 0 {
+            let file = FileDescriptor(fd: fd, displayPath: "lock")
+            written = (try? file.readAll()).flatMap { Int(String(decoding: $0, as: UTF8.self).trimmingSpaces) }
+            file.close()
+        }
+        for line in text.split(separator: "\n") {
+            // A blocked waiter is listed as `N: -> FLOCK ...`; only the holder counts.
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[3] == "WRITE", let pid = Int(fields[4]) else { continue }
+            let id = fields[5].split(separator: ":")
+            guard id.count == 3, UInt64(id[2]) == UInt64(st.st_ino) else { continue }
+            let sameDevice = UInt64(id[0], radix: 16) == major && UInt64(id[1], radix: 16) == minor
+            if sameDevice || pid == written { return pid }
+        }
+        return nil
+    }
+}
+
+// MARK: - Output
+
+extension DestinationStatus {
+    /// The report for people: a summary, the last run, then one line per entry that is not done.
+    public var text: String {
+        var lines: [String] = []
+        var head = "destination: \(destination)"
+        if !destinationExists { head += " (does not exist yet)" }
+        if let runningPid { head += " (a sync is running, pid \(runningPid))" }
+        lines.append(head)
+        lines.append("files: \(entries.count) in the manifest, \(Formatting.bytes(totalBytes))")
+        for state in [EntryStatus.State.done, .partial, .failed, .unverified, .blocked, .missing] {
+            let n = count(state)
+            guard n > 0 || state == .done else { continue }
+            let name = state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
+            var line = "  \(name)\(String(n).leftPadded(to: 7))  \(Formatting.bytes(bytes(state)))"
+            if state == .partial {
+                let held = entries.filter { $0.state == .partial }.reduce(Int64(0)) { $0 + ($1.partialBytes ?? 0) }
+                line += " (\(Formatting.bytes(held)) downloaded)"
+            }
+            lines.append(line)
+        }
+        if let run = lastRun {
+            lines.append("last run: \(Formatting.utcTimestamp(run.start)) to \(Formatting.utcTimestamp(run.end)), \(run.result): "
+                + "\(run.downloaded) downloaded, \(run.failed) failed, \(Formatting.bytes(run.bytes)) transferred")
+        } else {
+            lines.append(hasJournal ? "last run: none recorded" : "last run: none (no journal in \(destination)/.mirror)")
+        }
+        for entry in entries where entry.state != .done {
+            switch entry.state {
+            case .partial:
+                lines.append("partial     \(entry.path): \(entry.percent ?? 0)% (\(Formatting.bytes(entry.partialBytes ?? 0)) of \(Formatting.bytes(entry.size)))")
+            case .failed:
+                let at = entry.failedAt.map { " (\(Formatting.utcTimestamp($0)))" } ?? ""
+                let held = entry.percent.map { "; \($0)% downloaded" } ?? ""
+                lines.append("failed      \(entry.path): \(entry.error ?? "")\(at)\(held)")
+            case .unverified:
+                lines.append("unverified  \(entry.path): present, but no sync has verified this copy (run `mirror verify` to check it)")
+            case .blocked:
+                lines.append("blocked     \(entry.path): \(entry.error ?? "")")
+            case .missing:
+                lines.append("missing     \(entry.path)")
+            case .done:
+                break
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One JSON object (RFC 8259). `entries` lists every entry that is not done, in manifest order.
+    public var json: String {
+        let q = JSONReport.quote
+        var out = "{\"destination\":\(q(destination)),\"destination_exists\":\(destinationExists)"
+        out += ",\"sync_running\":\(runningPid != nil),\"sync_pid\":\(runningPid.map { String($0) } ?? "null")"
+        out += ",\"files\":{\"total\":\(entries.count)"
+        for state in [EntryStatus.State.done, .partial, .failed, .unverified, .blocked, .missing] {
+            out += ",\(q(state.rawValue)):\(count(state))"
+        }
+        out += "},\"bytes\":{\"total\":\(totalBytes),\"done\":\(bytes(.done))"
+        out += ",\"partial_downloaded\":\(entries.reduce(Int64(0)) { $0 + ($1.partialBytes ?? 0) })}"
+        if let run = lastRun {
+            out += ",\"last_run\":{\"start\":\(q(Formatting.utcTimestamp(run.start))),\"end\":\(q(Formatting.utcTimestamp(run.end)))"
+            out += ",\"start_unix\":\(run.start),\"end_unix\":\(run.end),\"result\":\(q(run.result))"
+            out += ",\"downloaded\":\(run.downloaded),\"failed\":\(run.failed),\"bytes\":\(run.bytes)}"
+        } else {
+            out += ",\"last_run\":null"
+        }
+        out += ",\"entries\":[" + entries.filter { $0.state != .done }.map { e in
+            var o = "{\"path\":\(q(e.path)),\"state\":\(q(e.state.rawValue)),\"size\":\(e.size)"
+            if let bytes = e.partialBytes { o += ",\"partial_bytes\":\(bytes),\"percent\":\(e.percent ?? 0)" }
+            if let error = e.error { o += ",\"error\":\(q(error))" }
+            if let at = e.failedAt { o += ",\"failed_at\":\(q(Formatting.utcTimestamp(at)))" }
+            return o + "}"
+        }.joined(separator: ",") + "]}"
+        return out
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

@@ -1,0 +1,16 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Formatting {
+    /// Seconds since the epoch as an RFC 3339 UTC timestamp, `2026-11-22T03:10:00Z` (`gmtime_r`),
+    /// so a report reads the same on every machine of a fleet, whatever its time zone.
+    public static func utcTimestamp(_ seconds: Int64) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&t, &parts) != nil else { return String(seconds) }
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}

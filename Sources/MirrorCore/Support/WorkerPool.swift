@@ -1,0 +1,58 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a body for every index of a collection on a few threads, one per online core by default.
+///
+/// Why threads rather than the transfer loop or Dispatch: hashing is CPU-bound and blocks in
+/// `pread(2)`, so `verify` and `manifest create` want exactly as many busy threads as cores
+/// (`sysconf(_SC_NPROCESSORS_ONLN)`), each taking the next index from a shared counter, so one
+/// large file never leaves the other cores idle while small files wait behind it.
+public enum WorkerPool {
+    /// Online cores, at least 1.
+    public static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+    /// Calls `body(index)` for every index in `0..<count`, on `threads` threads (capped at `count`),
+    /// and returns once every call has returned. `body` must be thread-safe; `onIdle` runs on the
+    /// calling thread about every `idleInterval` seconds while the work goes on (progress drawing).
+    public static func run(count: Int, threads: Int = WorkerPool.coreCount,
+                           idleInterval: Double = 0.1, onIdle: (() -> Void)? = nil,
+                           _ body: @escaping @Sendable (Int) -> Void) {
+        guard count > 0 else { return }
+        let state = SharedState()
+        let workers = max(1, min(threads, count))
+        let finished = DispatchSemaphore(value: 0)
+        for _ in 0..<workers {
+            let thread = Thread {
+                while let index = state.take(below: count) { body(index) }
+                finished.signal()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        var remaining = workers
+        while remaining > 0 {
+            if let onIdle {
+                if finished.wait(timeout: .now() + idleInterval) == .success { remaining -= 1 } else { onIdle() }
+            } else {
+                finished.wait()
+                remaining -= 1
+            }
+        }
+    }
+
+    /// The next index to hand out, behind a lock.
+    private final class SharedState: @unchecked Sendable {
+        private let lock = NSLock()
+        private var next = 0
+
+        func take(below count: Int) -> Int? {
+            lock.lock()
+            defer { lock.unlock() }
+            guard next < count else { return nil }
+            next += 1
+            return next - 1
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import MirrorCore
+
+/// `mirror manifest`: commands that make manifests.
+struct ManifestGroup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "manifest",
+        abstract: "Create manifests from folders.",
+        subcommands: [Create.self]
+    )
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a manifest of a folder's files, to publish the folder with a web server.",
+            discussion: """
+                Lists every regular file under DIR with its size and SHA-256, sorted by path, in a \
+                fixed layout with no timestamps: the same tree always gives the same bytes. Files \
+                are hashed on every core. Each file's URL is its path under --base-url, which is \
+                where a web server serving DIR publishes it.
+
+                Skipped, with a note on standard error: symbolic links (never followed), anything \
+                that is not a regular file or folder, and names a manifest cannot hold (not UTF-8, \
+                control characters, backslashes). DIR/.mirror (mirror's own state) and the -o file \
+                itself are left out; empty folders do not appear.
+
+                Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
+                a file in it cannot be read (nothing is written then).
+
+                Example: mirror manifest create /srv/www/lab --base-url https://media.example.org/lab/ \
+                -o /srv/www/lab.yaml
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The folder to describe.", valueName: "DIR"))
+        var directory: String
+
+        @Option(name: .long, help: ArgumentHelp("Where DIR is published (http, https or file); a final / is added if missing.", valueName: "URL"))
+        var baseURL: String
+
+        @Option(name: [.short, .customLong("output")],
+                help: ArgumentHelp("Write the manifest to FILE, replacing it atomically (default: standard output).", valueName: "FILE"))
+        var output: String?
+
+        @Option(name: .long, help: ArgumentHelp("Files hashed at once (default: one per core).", valueName: "N"))
+        var jobs: Int?
+
+        func validate() throws {
+            if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
+        }
+
+        func run() throws {
+            let report = ConsoleReport(mode: .text)
+            var excluded: (device: UInt64, inode: UInt64)?
+            if let output {
+                var st = stat()
+                if lstat(output, &st) == 0 { excluded = (UInt64(st.st_dev), UInt64(st.st_ino)) }
+            }
+            do {
+                let result = try ManifestWriter.create(directory: directory, baseURL: baseURL, excluding: excluded,
+                                                       threads: jobs ?? WorkerPool.coreCount)
+                for skipped in result.skipped { report.fatal("skipped \(skipped.path): \(skipped.reason)") }
+                if let output {
+                    try ManifestWriter.writeAtomically(result.yaml, to: output)
+                } else {
+                    FileHandle.standardOutput.write(Data(result.yaml.utf8))
+                }
+            } catch let error as ManifestWriterError {
+                report.fatal(error.description)
+                throw ExitCode(error.description.hasPrefix("--base-url") ? ExitStatus.usage : ExitStatus.entriesFailed)
+            } catch let error as SystemError {
+                report.fatal(error.description)
+                throw ExitCode(ExitStatus.entriesFailed)
+            }
+        }
+    }
+}

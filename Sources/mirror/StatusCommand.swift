@@ -1,0 +1,36 @@
+import ArgumentParser
+import MirrorCore
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what the journal and the disk say about each file, without network or hashing.",
+        discussion: """
+            Reads DEST/.mirror/journal and looks at each manifest path with one stat. Every entry is \
+            done (verified by a sync and untouched since), partial (with the percentage downloaded), \
+            failed (with the last error), unverified (a file is there that no sync has verified), \
+            blocked (a folder or link is in the way) or missing. Also shows the last run and whether \
+            a sync is running now.
+
+            Safe beside a running sync: it takes no lock and writes nothing, not even DEST/.mirror. \
+            To check the bytes themselves, use `mirror verify`. Exits 0 whatever the state of the \
+            files; 65 for an invalid manifest, 64 when no destination is known, 1 when DEST or \
+            its journal cannot be read.
+            """
+    )
+
+    @OptionGroup var target: ManifestAndDestination
+
+    @Flag(name: .long, help: "Print one JSON object on standard output instead of the text report.")
+    var json = false
+
+    func run() throws {
+        let (manifest, destination) = try target.load()
+        do {
+            let status = try StatusInspector.inspect(manifest: manifest, destinationPath: destination)
+            print(json ? status.json : status.text)
+        } catch let error as SystemError {
+            ConsoleReport(mode: .text).fatal(error.description)
+            throw ExitCode(ExitStatus.entriesFailed)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import MirrorCore
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Re-read and re-hash every file of the manifest; report the missing and corrupt ones.",
+        discussion: """
+            Reads every file the manifest lists under DEST in full, on every core, and compares its \
+            size and checksums with the manifest. The journal is not trusted, read or changed, and \
+            nothing is downloaded or repaired: run `mirror sync` to fetch what is missing or corrupt. \
+            Symbolic links under DEST are reported, never followed.
+
+            Each problem is printed on standard error with what was expected and what was found. \
+            On a terminal a progress line shows while it runs. Exits 0 when every file is present \
+            and intact, 1 otherwise.
+            """
+    )
+
+    @OptionGroup var target: ManifestAndDestination
+
+    @Option(name: .long, help: ArgumentHelp("Files read at once (default: one per core).", valueName: "N"))
+    var jobs: Int?
+
+    @Flag(name: .long, help: "Print problems only, no summary line.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Print one JSON object on standard output instead of the text report.")
+    var json = false
+
+    func validate() throws {
+        if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
+    }
+
+    func run() throws {
+        let (manifest, destination) = try target.load()
+        let runner = VerifyRunner(manifest: manifest, destinationPath: destination, threads: jobs ?? WorkerPool.coreCount)
+        let progress = ProgressLine(enabled: !json && !quiet)
+        let summary = runner.run(progress: progress.isEnabled ? { progress.update($0.line) } : nil)
+        progress.clear()
+        if json {
+            print(summary.json)
+        } else {
+            let report = ConsoleReport(mode: .text)
+            for problem in summary.problems { report.fatal("\(problem.path): \(problem.message)") }
+            if !quiet { print(summary.summaryLine) }
+        }
+        throw ExitCode(summary.isGood ? ExitStatus.ok : ExitStatus.entriesFailed)
+    }
+}

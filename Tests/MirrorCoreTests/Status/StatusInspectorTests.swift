@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mirror status` decides from the journal and one stat per entry; these tests build both by hand
+/// in a real folder and check each state, and that looking changes nothing on disk.
+@Suite struct StatusInspectorTests {
+    let dir: TemporaryDirectory
+    let dest: String
+
+    init() throws {
+        dir = try TemporaryDirectory()
+        dest = dir.path("dest")
+        try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true)
+    }
+
+    func entry(_ path: String, size: Int64, sha: String) -> ManifestEntry {
+        ManifestEntry(path: path, url: .relative(path), size: size, sha256: Digest(hex: sha, byteCount: 32))
+    }
+
+    /// A manifest of five entries, with a journal that says: a.bin verified, b.bin 40% partial,
+    /// c.bin failed, d.bin never seen (but a file is there), e.bin missing; and a last run.
+    func scenario() throws -> (Manifest, [String: ManifestEntry]) {
+        var entries: [String: ManifestEntry] = [:]
+        for (i, name) in ["a.bin", "b.bin", "c.bin", "d.bin", "e.bin"].enumerated() {
+            let sha = try TestData.writeFile(at: dir.path("src/\(name)"), size: 1000, seed: UInt64(i))
+            entries[name] = entry(name, size: 1000, sha: sha)
+        }
+        let destination = try Destination.create(dest)
+        let state = try #require(try destination.stateFolder(create: true))
+        let partials = try #require(try destination.stateFolder("partial", create: true))
+        let journal = try Journal(folder: state, displayPath: "journal", readOnly: false)
+
+        try FileManager.default.copyItem(atPath: dir.path("src/a.bin"), toPath: dir.path("dest/a.bin"))
+        let a = try #require(try destination.status(of: "a.bin"))
+        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(try #require(entries["a.bin"])), status: a)), durable: true)
+
+        let partialPath = dir.path("dest/.mirror/partial/" + PartialFile.name(for: "b.bin"))
+        try Data(TestData.bytes(count: 400, seed: 1)).write(to: URL(fileURLWithPath: partialPath))
+        _ = partials
+        try journal.append(.partial(PartialRecord(identity: EntryIdentity(try #require(entries["b.bin"])), url: "http://x/b.bin",
+                                                  validator: nil, bytes: 400)), durable: true)
+
+        try journal.append(.failed(FailedRecord(identity: EntryIdentity(try #require(entries["c.bin"])),
+                                                error: "checksum mismatch after 3 attempts", time: 1_763_780_000)), durable: true)
+        try FileManager.default.copyItem(atPath: dir.path("src/d.bin"), toPath: dir.path("dest/d.bin"))
+        try journal.append(.run(RunRecord(start: 1_763_780_000, end: 1_763_780_065, result: "failed",
+                                          downloaded: 1, failed: 1, bytes: 1400)), durable: true)
+        let order = ["a.bin", "b.bin", "c.bin", "d.bin", "e.bin"].compactMap { entries[$0] }
+        return (Manifest(sourceName: "m.yaml", entries: order), entries)
+    }
+
+    @Test func eachEntryGetsTheStateTheJournalAndStatSupport() throws {
+        let (manifest, _) = try scenario()
+        let status = try StatusInspector.inspect(manifest: manifest, destinationPath: dest)
+        let byPath = Dictionary(uniqueKeysWithValues: status.entries.map { ($0.path, $0) })
+        #expect(byPath["a.bin"]?.state == .done)
+        #expect(byPath["b.bin"]?.state == .partial)
+        #expect(byPath["b.bin"]?.partialBytes == 400)
+        #expect(byPath["b.bin"]?.percent == 40)
+        #expect(byPath["c.bin"]?.state == .failed)
+        #expect(byPath["c.bin"]?.error == "checksum mismatch after 3 attempts")
+        #expect(byPath["c.bin"]?.failedAt == 1_763_780_000)
+        #expect(byPath["d.bin"]?.state == .unverified)
+        #expect(byPath["e.bin"]?.state == .missing)
+        #expect(status.lastRun?.result == "failed")
+        #expect(status.lastRun?.end == 1_763_780_065)
+        #expect(status.runningPid == nil)
+        #expect(status.text.contains("partial     b.bin: 40.0% (400 B of 1000 B)"), "\(status.text)")
+        #expect(status.text.contains("last run: 2025-11-22T02:53:20Z to 2025-11-22T02:54:25Z, failed"), "\(status.text)")
+    }
+
+    @Test func aTouchedFileIsNoLongerDoneAndARecordForAnotherVersionIsIgnored() throws {
+        let (manifest, entries) = try scenario()
+        // a.bin rewritten with the same bytes: its ctime changes, so the journal cannot vouch for it.
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("dest/a.bin")))
+        usleep(10_000)
+        try data.write(to: URL(fileURLWithPath: dir.path("dest/a.bin")))
+        // The manifest now lists another version of b.bin: its partial record is obsolete.
+        var changed = manifest
+        let b = try #require(entries["b.bin"])
+        changed.entries[1] = entry("b.bin", size: 2000, sha: b.sha256?.hex ?? "")
+        let status = try StatusInspector.inspect(manifest: changed, destinationPath: dest)
+        #expect(status.entries[0].state == .unverified)
+        #expect(status.entries[1].state == .missing)
+        #expect(status.entries[1].partialBytes == nil)
+    }
+
+    @Test func lookingChangesNothingAndCreatesNothing() throws {
+        let (manifest, _) = try scenario()
+        // A torn tail a sync in progress could be writing: status must neither trust nor cut it.
+        let journalPath = dir.path("dest/.mirror/journal")
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: journalPath))
+        handle.seekToEndOfFile()
+        handle.write(Data("0badc0de partial path=half".utf8))
+        handle.closeFile()
+        let before = try TestData.sha256(ofFileAt: journalPath)
+        _ = try StatusInspector.inspect(manifest: manifest, destinationPath: dest)
+        #expect(try TestData.sha256(ofFileAt: journalPath) == before)
+        #expect(!FileManager.default.fileExists(atPath: dir.path("dest/.mirror/lock")))
+
+        let fresh = dir.path("fresh")
+        try FileManager.default.createDirectory(atPath: fresh, withIntermediateDirectories: true)
+        let empty = try StatusInspector.inspect(manifest: manifest, destinationPath: fresh)
+        #expect(empty.entries.allSatisfy { $0.state == .missing })
+        #expect(!FileManager.default.fileExists(atPath: fresh + "/.mirror"))
+        let absent = try StatusInspector.inspect(manifest: manifest, destinationPath: dir.path("absent"))
+        #expect(!absent.destinationExists)
+        #expect(!FileManager.default.fileExists(atPath: dir.path("absent")))
+    }
+
+    @Test func aHeldLockNamesItsHolderWithoutBeingTaken() throws {
+        let (manifest, _) = try scenario()
+        let destination = try #require(try Destination.openExisting(dest))
+        let state = try #require(try destination.stateFolder(create: false))
+        let lock = try DestinationLock(stateFolder: state, destination: dest, wait: false)
+        let status = try StatusInspector.inspect(manifest: manifest, destinationPath: dest)
+        #expect(status.runningPid == Int(getpid()))
+        #expect(status.text.contains("a sync is running, pid \(getpid())"))
+        lock.release()
+        #expect(try StatusInspector.inspect(manifest: manifest, destinationPath: dest).runningPid == nil)
+    }
+
+    @Test func jsonParsesAndCarriesEveryCount() throws {
+        let (manifest, _) = try scenario()
+        let status = try StatusInspector.inspect(manifest: manifest, destinationPath: dest)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.json.utf8)) as? [String: Any])
+        let files = try #require(object["files"] as? [String: Any])
+        #expect(files["total"] as? Int == 5)
+        #expect(files["done"] as? Int == 1)
+        #expect(files["partial"] as? Int == 1)
+        #expect(files["failed"] as? Int == 1)
+        #expect(files["unverified"] as? Int == 1)
+        #expect(files["missing"] as? Int == 1)
+        let entries = try #require(object["entries"] as? [[String: Any]])
+        #expect(entries.map { $0["path"] as? String } == ["b.bin", "c.bin", "d.bin", "e.bin"])
+        #expect(entries[0]["percent"] as? Double == 40)
+        #expect(entries[0]["partial_bytes"] as? Int == 400)
+        #expect(entries[1]["error"] as? String == "checksum mismatch after 3 attempts")
+        let run = try #require(object["last_run"] as? [String: Any])
+        #expect(run["result"] as? String == "failed")
+        #expect(run["start"] as? String == "2025-11-22T02:53:20Z")
+        #expect(run["bytes"] as? Int == 1400)
+        #expect(object["sync_running"] as? Bool == false)
+    }
+}
