@@ -68,7 +68,7 @@ public final class Destination {
     /// the planner blocks that entry); a lone name needs only `fstatat(AT_SYMLINK_NOFOLLOW)`.
     public func status(of relative: String) throws -> FileStatus? {
         var st = stat()
-        if !relative.contains("/") {
+        if !relative.utf8.contains(UInt8(ascii: "/")) {
             if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
                 if errno == ENOENT || errno == ENOTDIR { return nil }
                 throw SystemError("inspect", display(relative))

@@ -48,6 +48,15 @@ import MirrorTestSupport
         #expect(try TestData.sha256(ofFileAt: tree.dir.path("out/secret")) == TestData.sha256(of: TestData.bytes(count: 10, seed: 3)))
     }
 
+    /// The byte-level check the fast path uses agrees with splitting the path into components.
+    @Test func thePlainRelativeCheckAgreesWithTheComponents() {
+        let paths = ["a", "a/b", "a/b/c.d", ".a", "a/.b", "...", "a/.../b", "..a", "a..", "", "/", "/a", "a/", "a//b", ".",
+                     "..", "./a", "a/./b", "a/..", "../a", "a/b/..", "a\u{0}b", "д/é.bin", "a b/c=d%e"]
+        for path in paths {
+            #expect(SafePath.isPlainRelative(path) == (SafePath.components(of: path) != nil), "\(path.debugDescription)")
+        }
+    }
+
     @Test func aHardLinkIsNotASoleFile() throws {
         let tree = try Tree()
         let fd = open(tree.dir.path("in/a/b/f"), O_RDONLY)
