@@ -46,12 +46,15 @@ final class YAMLParser {
 
     /// Parses `bytes` as one YAML document. Returns nil when the stream holds no document at all
     /// (empty file, or only comments).
-    static func parse(_ bytes: [UInt8]) throws -> YAMLTree? {
+    ///
+    /// - Parameter fastPath: try ``FastManifestScanner`` first (tests turn it off to compare).
+    static func parse(_ bytes: [UInt8], fastPath: Bool = true) throws -> YAMLTree? {
         guard !bytes.isEmpty else { return nil }
         // The tree stores offsets in 32 bits (``YAMLTree/Node``); no real manifest comes near.
         guard bytes.count < Int(Int32.max) else {
             throw YAMLError(line: nil, column: nil, message: "the manifest is 2 GiB or larger; split it or compress it less")
         }
+        if fastPath, let tree = bytes.withUnsafeBufferPointer({ FastManifestScanner.tree(from: $0) }) { return tree }
         return try bytes.withUnsafeBufferPointer { buffer in
             let parser = try YAMLParser(input: buffer)
             return try parser.run()
@@ -167,15 +170,9 @@ struct YAMLTreeBuilder {
         case YAML_SCALAR_EVENT:
             let s = event.data.scalar
             let tag = try checkTag(s.tag, allowed: "tag:yaml.org,2002:str", line, column)
-            let start = tree.arena.count
-            if s.length > 0, let value = s.value {
-                tree.arena.append(contentsOf: UnsafeBufferPointer(start: value, count: s.length))
-            }
-            let node = addNode(YAMLTree.Node(kind: .scalar,
-                                             isPlain: s.style == YAML_PLAIN_SCALAR_STYLE && tag == nil,
-                                             line: line, column: column, start: start, count: s.length))
-            if let anchor = s.anchor { anchors[String(cString: anchor)] = (node, 1) }
-            try attach(node, size: 1)
+            let value = UnsafeBufferPointer(start: s.value, count: s.value == nil ? 0 : s.length)
+            try scalar(value, isPlain: s.style == YAML_PLAIN_SCALAR_STYLE && tag == nil, line: line, column: column,
+                       anchor: s.anchor.map { String(cString: $0) })
 
         case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
             let isMapping = event.type == YAML_MAPPING_START_EVENT
@@ -183,25 +180,10 @@ struct YAMLTreeBuilder {
             let rawAnchor = isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor
             _ = try checkTag(rawTag, allowed: isMapping ? "tag:yaml.org,2002:map" : "tag:yaml.org,2002:seq",
                              line, column)
-            guard frames.count < YAMLParser.maxDepth else {
-                throw YAMLError(line: Int(line), column: Int(column),
-                                message: "lists and mappings nest deeper than \(YAMLParser.maxDepth) levels")
-            }
-            let node = addNode(YAMLTree.Node(kind: isMapping ? .mapping : .sequence, isPlain: false,
-                                             line: line, column: column, start: 0, count: 0))
-            frames.append(Frame(node: node, pendingStart: pending.count, size: 1,
-                                anchor: rawAnchor.map { String(cString: $0) }))
+            try startCollection(isMapping: isMapping, line: line, column: column, anchor: rawAnchor.map { String(cString: $0) })
 
         case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
-            guard let frame = frames.popLast() else { return }  // libyaml guarantees balance
-            let childStart = tree.children.count
-            tree.children.append(contentsOf: pending[frame.pendingStart...])
-            pending.removeSubrange(frame.pendingStart...)
-            tree.nodes[frame.node].start = childStart
-            tree.nodes[frame.node].count = tree.children.count - childStart
-            if event.type == YAML_MAPPING_END_EVENT { try checkKeys(of: frame.node) }
-            if let anchor = frame.anchor { anchors[anchor] = (frame.node, frame.size) }
-            try attach(frame.node, size: frame.size)
+            try endCollection(isMapping: event.type == YAML_MAPPING_END_EVENT)
 
         case YAML_ALIAS_EVENT:
             let name = event.data.alias.anchor.map { String(cString: $0) } ?? ""
@@ -223,6 +205,44 @@ struct YAMLTreeBuilder {
         default:
             break  // STREAM_START, DOCUMENT_END carry nothing the manifest needs
         }
+    }
+
+    // The events, as libyaml reports them and as ``FastManifestScanner`` replays them for the
+    // common shape of a manifest: both go through these, so both build the same tree with the
+    // same checks.
+
+    mutating func startDocument() { documents += 1 }
+
+    mutating func scalar(_ value: UnsafeBufferPointer<UInt8>, isPlain: Bool, line: Int32, column: Int32,
+                         anchor: String? = nil) throws {
+        let start = tree.arena.count
+        if !value.isEmpty { tree.arena.append(contentsOf: value) }
+        let node = addNode(YAMLTree.Node(kind: .scalar, isPlain: isPlain, line: line, column: column,
+                                         start: start, count: value.count))
+        if let anchor { anchors[anchor] = (node, 1) }
+        try attach(node, size: 1)
+    }
+
+    mutating func startCollection(isMapping: Bool, line: Int32, column: Int32, anchor: String? = nil) throws {
+        guard frames.count < YAMLParser.maxDepth else {
+            throw YAMLError(line: Int(line), column: Int(column),
+                            message: "lists and mappings nest deeper than \(YAMLParser.maxDepth) levels")
+        }
+        let node = addNode(YAMLTree.Node(kind: isMapping ? .mapping : .sequence, isPlain: false,
+                                         line: line, column: column, start: 0, count: 0))
+        frames.append(Frame(node: node, pendingStart: pending.count, size: 1, anchor: anchor))
+    }
+
+    mutating func endCollection(isMapping: Bool) throws {
+        guard let frame = frames.popLast() else { return }  // libyaml guarantees balance
+        let childStart = tree.children.count
+        tree.children.append(contentsOf: pending[frame.pendingStart...])
+        pending.removeSubrange(frame.pendingStart...)
+        tree.nodes[frame.node].start = childStart
+        tree.nodes[frame.node].count = tree.children.count - childStart
+        if isMapping { try checkKeys(of: frame.node) }
+        if let anchor = frame.anchor { anchors[anchor] = (frame.node, frame.size) }
+        try attach(frame.node, size: frame.size)
     }
 
     private mutating func addNode(_ node: YAMLTree.Node) -> Int {
