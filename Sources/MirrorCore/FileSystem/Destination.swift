@@ -1,4 +1,5 @@
 import CLinux
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,14 +69,46 @@ public final class Destination {
     /// the planner blocks that entry); a lone name needs only `fstatat(AT_SYMLINK_NOFOLLOW)`.
     public func status(of relative: String) throws -> FileStatus? {
         var st = stat()
-        if !relative.utf8.contains(UInt8(ascii: "/")) {
+        guard let slash = relative.utf8.lastIndex(of: UInt8(ascii: "/")) else {
             if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
                 if errno == ENOENT || errno == ENOTDIR { return nil }
                 throw SystemError("inspect", display(relative))
             }
             return FileStatus(st)
         }
-        let fd = SafePath.open(relative, beneath: root.fd, flags: mirror_O_PATH)
+        // The folder is opened through SafePath (no symlink followed on the way), once for all the
+        // entries in it that come one after another (a sorted manifest lists a folder's files
+        // together); the file is then one fstatat(AT_SYMLINK_NOFOLLOW) relative to it. On the no-op
+        // path this is one system call per entry instead of three (openat2, fstat, close).
+        let folder = String(relative[..<slash])
+        let name = String(relative[relative.index(after: slash)...])
+        let fd: Int32
+        do {
+            guard let open = try statusFolder(folder, for: relative) else { return nil }
+            fd = open
+        }
+        if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw SystemError("inspect", display(relative))
+        }
+        return FileStatus(st)
+    }
+
+    /// The last folder ``status(of:)`` opened, kept open for the next entries in it.
+    private var statusCache: (path: String, fd: Int32)?
+    private let statusCacheLock = NSLock()
+
+    deinit {
+        if let cached = statusCache { close(cached.fd) }
+    }
+
+    /// A descriptor for `folder` (beneath DEST, opened without following symlinks), or nil when it
+    /// does not exist. Throws when a symlink is in the way.
+    private func statusFolder(_ folder: String, for relative: String) throws -> Int32? {
+        statusCacheLock.lock()
+        defer { statusCacheLock.unlock() }
+        if let cached = statusCache, cached.path == folder { return cached.fd }
+        let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
@@ -84,9 +117,9 @@ public final class Destination {
             }
             throw SystemError("inspect", display(relative), code: code)
         }
-        defer { close(fd) }
-        if fstat(fd, &st) != 0 { throw SystemError("inspect", display(relative)) }
-        return FileStatus(st)
+        if let cached = statusCache { close(cached.fd) }
+        statusCache = (folder, fd)
+        return fd
     }
 
     /// Opens a file under DEST for reading, refusing a symlink at any component.
