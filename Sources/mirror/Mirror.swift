@@ -21,6 +21,6 @@ struct Mirror: ParsableCommand {
             (locked, deadline passed, or no source reachable).
             """,
         version: "0.1.0",
-        subcommands: [Sync.self]
+        subcommands: [Sync.self, ManifestGroup.self]
     )
 }

@@ -42,7 +42,14 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON summary on standard output at the end.")
     var json = false
 
+    @Option(name: .long, help: ArgumentHelp("Use the manifest only if its signature verifies with this Ed25519 public key (PEM).", valueName: "PUB.pem"))
+    var trust: String?
+
+    @Option(name: .long, help: ArgumentHelp("The manifest's signature file (default: MANIFEST.sig); needs --trust.", valueName: "PATH"))
+    var signature: String?
+
     func validate() throws {
+        if signature != nil && trust == nil { throw ValidationError("--signature needs --trust PUB.pem") }
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
         if let deadline, Formatting.parseDuration(deadline) == nil {
@@ -65,11 +72,21 @@ struct Sync: ParsableCommand {
         options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
         StopSignal.install()
         do {
-            let loaded = try ManifestLoader.load(path: manifest)
+            // The key is read first: a wrong --trust file is a usage error (64), whatever the manifest.
+            let trusted = try trust.map { ManifestTrust(key: try TrustedKey.load(path: $0), signaturePath: signature) }
+            // With --trust, nothing is requested or changed on disk before the signature verifies.
+            let loaded = try trusted.map { try ManifestLoader.load(path: manifest, trust: $0) }
+                ?? ManifestLoader.load(path: manifest)
             let summary = try SyncRunner(manifest: loaded, options: options, report: report).run()
             report.finish(summary)
             throw ExitCode(ExitStatus.code(for: summary.result))
         } catch let error as ManifestError {
+            report.fatal(error.description)
+            throw ExitCode(ExitStatus.invalidManifest)
+        } catch let error as SignatureKeyError {
+            report.fatal(error.description)
+            throw ExitCode(ExitStatus.usage)
+        } catch let error as SignatureError {
             report.fatal(error.description)
             throw ExitCode(ExitStatus.invalidManifest)
         } catch let error as SyncError {

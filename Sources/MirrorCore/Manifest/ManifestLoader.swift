@@ -48,13 +48,17 @@ public enum ManifestLoader {
 
     /// The whole file, with POSIX `open`/`fstat`/`read` (retrying on EINTR). Reading it at once is
     /// fine: libyaml wants the bytes in memory anyway and manifests are megabytes, not gigabytes.
-    static func readWholeFile(_ path: String) throws -> [UInt8] {
+    /// A file longer than `limit` bytes fails with `EFBIG` (keys and signatures are tiny).
+    static func readWholeFile(_ path: String, limit: Int = Int.max) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ReadFailure(errno: errno) }
         defer { close(fd) }
         var info = stat()
         var bytes: [UInt8] = []
-        if fstat(fd, &info) == 0, info.st_size > 0 { bytes.reserveCapacity(Int(info.st_size) + 1) }
+        if fstat(fd, &info) == 0, info.st_size > 0 {
+            if Int64(info.st_size) > Int64(limit) { throw ReadFailure(errno: EFBIG) }
+            bytes.reserveCapacity(Int(info.st_size) + 1)
+        }
         let chunk = 1 << 20
         var filled = 0
         while true {
@@ -69,6 +73,7 @@ public enum ManifestLoader {
             }
             if n == 0 { break }
             filled += n
+            if filled > limit { throw ReadFailure(errno: EFBIG) }
         }
         bytes.removeSubrange(filled...)
         return bytes
