@@ -3,31 +3,10 @@ import Testing
 @testable import MirrorCore
 import MirrorTestSupport
 
-/// Keys made by the `openssl` command in a temporary folder, never stored in the repository.
-final class KeyFolder {
-    let dir: TemporaryDirectory
-
-    init() throws { dir = try TemporaryDirectory(prefix: "mirror-sign-test") }
-
-    /// `openssl genpkey` with `arguments` (e.g. `-algorithm ed25519`); returns the private key path.
-    func generate(_ name: String, _ arguments: [String]) throws -> String {
-        let path = dir.path(name)
-        let result = try ChildProcess.run("/usr/bin/env", ["openssl", "genpkey"] + arguments + ["-out", path], timeout: 60)
-        guard result.exitCode == 0 else { throw HarnessError("openssl genpkey failed: \(result)") }
-        return path
-    }
-
-    /// The public half of `privatePath`, written by `openssl pkey -pubout`.
-    func publicKey(of privatePath: String, name: String) throws -> String {
-        let path = dir.path(name)
-        let result = try ChildProcess.run("/usr/bin/env", ["openssl", "pkey", "-in", privatePath, "-pubout", "-out", path], timeout: 60)
-        guard result.exitCode == 0 else { throw HarnessError("openssl pkey -pubout failed: \(result)") }
-        return path
-    }
-
+/// Loads a fresh Ed25519 pair made by `openssl` (``TestKeys``).
+extension TestKeys {
     func ed25519Pair(_ name: String) throws -> (signing: SigningKey, trusted: TrustedKey) {
-        let priv = try generate(name + ".pem", ["-algorithm", "ed25519"])
-        let pub = try publicKey(of: priv, name: name + ".pub.pem")
+        let (priv, pub) = try generateEd25519(name)
         return (try SigningKey.load(path: priv), try TrustedKey.load(path: pub))
     }
 }
@@ -53,7 +32,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
 
 @Suite struct ManifestSignatureTests {
     @Test func aGoodSignatureVerifiesAndIsOneBase64Line() throws {
-        let keys = try KeyFolder()
+        let keys = try TestKeys()
         let (signing, trusted) = try keys.ed25519Pair("k")
         let file = try ManifestSignature.sign(manifest: manifest, key: signing)
         #expect(file.count == 89, "88 base64 characters and a newline")
@@ -64,7 +43,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func aFlippedByteInTheManifestIsAMismatch() throws {
-        let (signing, trusted) = try KeyFolder().ed25519Pair("k")
+        let (signing, trusted) = try TestKeys().ed25519Pair("k")
         let file = try ManifestSignature.sign(manifest: manifest, key: signing)
         for index in [0, manifest.count / 2, manifest.count - 1] {
             var tampered = manifest
@@ -76,7 +55,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func aFlippedByteInTheSignatureIsAMismatch() throws {
-        let (signing, trusted) = try KeyFolder().ed25519Pair("k")
+        let (signing, trusted) = try TestKeys().ed25519Pair("k")
         let raw = try signing.sign(manifest)
         for index in [0, 31, 32, 63] {
             var bad = raw
@@ -88,7 +67,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func anotherKeysSignatureIsAMismatch() throws {
-        let keys = try KeyFolder()
+        let keys = try TestKeys()
         let (signing, _) = try keys.ed25519Pair("a")
         let (_, otherTrusted) = try keys.ed25519Pair("b")
         let file = try ManifestSignature.sign(manifest: manifest, key: signing)
@@ -101,7 +80,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func truncatedOrGarbledSignaturesAreMalformed() throws {
-        let (signing, trusted) = try KeyFolder().ed25519Pair("k")
+        let (signing, trusted) = try TestKeys().ed25519Pair("k")
         let file = try ManifestSignature.sign(manifest: manifest, key: signing)
         let text = Array(file.dropLast())
         let cases: [(String, [UInt8])] = [
@@ -125,7 +104,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func keysThatAreNotEd25519AreRefusedWithTheirType() throws {
-        let keys = try KeyFolder()
+        let keys = try TestKeys()
         let rsa = try keys.generate("rsa.pem", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"])
         let ec = try keys.generate("ec.pem", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
         let ed448 = try keys.generate("ed448.pem", ["-algorithm", "ed448"])
@@ -139,7 +118,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func unusableKeyFilesSayWhatIsWrong() throws {
-        let keys = try KeyFolder()
+        let keys = try TestKeys()
         let priv = try keys.generate("k.pem", ["-algorithm", "ed25519"])
         let pub = try keys.publicKey(of: priv, name: "k.pub.pem")
         let garbage = keys.dir.path("garbage.pem")
@@ -156,7 +135,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func anEncryptedKeyIsRefusedWithoutPromptingForAPassphrase() throws {
-        let keys = try KeyFolder()
+        let keys = try TestKeys()
         let path = keys.dir.path("enc.pem")
         let result = try ChildProcess.run("/usr/bin/env", ["openssl", "genpkey", "-algorithm", "ed25519", "-aes-128-cbc",
                                                            "-pass", "pass:secret", "-out", path], timeout: 60)
@@ -179,7 +158,7 @@ private func cause(_ body: () throws -> Void) -> SignatureError.Cause? {
     }
 
     @Test func loadWithTrustReadsTheDefaultSigFileAndNamesItWhenMissing() throws {
-        let keys = try KeyFolder()
+        let keys = try TestKeys()
         let (signing, trusted) = try keys.ed25519Pair("k")
         let path = keys.dir.path("m.yaml")
         try Data(manifest).write(to: URL(fileURLWithPath: path))
