@@ -31,6 +31,13 @@ public enum ManifestLoader {
                 throw ManifestError(file: sourceName, message: failure.message)
             }
         }
+        // manifest-v1 says UTF-8. libyaml switches to UTF-16 when the bytes start with its
+        // byte-order mark (yaml_parser_determine_encoding); such a file is refused here instead.
+        // Forcing YAML_UTF8_ENCODING would not do: libyaml then no longer skips a UTF-8 BOM.
+        if text.starts(with: [0xFF, 0xFE]) || text.starts(with: [0xFE, 0xFF]) {
+            throw ManifestError(file: sourceName, line: 1, column: 1,
+                                message: "manifest is UTF-16 (it starts with a UTF-16 byte-order mark); manifests must be UTF-8")
+        }
         let parsed: YAMLTree?
         do {
             parsed = try YAMLParser.parse(text)
