@@ -9,4 +9,6 @@
 #include <openssl/err.h>
 #include <openssl/sha.h>
 #include <openssl/crypto.h>
+/* Ed25519 keys in PEM files for signed manifests (PEM_read_bio_PrivateKey, PEM_read_bio_PUBKEY). */
+#include <openssl/pem.h>
 #endif

@@ -7,7 +7,7 @@ struct ManifestGroup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
         abstract: "Create manifests from folders.",
-        subcommands: [Create.self]
+        subcommands: [Create.self, ManifestSign.self]
     )
 
     struct Create: ParsableCommand {

@@ -82,7 +82,14 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Append timestamped lines (start, each changed or failed file, summary) to PATH.", valueName: "PATH"))
     var logFile: String?
 
+    @Option(name: .long, help: ArgumentHelp("Use the manifest only if its signature verifies with this Ed25519 public key (PEM).", valueName: "PUB.pem"))
+    var trust: String?
+
+    @Option(name: .long, help: ArgumentHelp("The manifest's signature file (default: MANIFEST.sig); needs --trust.", valueName: "PATH"))
+    var signature: String?
+
     func validate() throws {
+        if signature != nil && trust == nil { throw ValidationError("--signature needs --trust PUB.pem") }
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
         guard Formatting.parseByteCount(segmentsAbove) != nil else {
@@ -157,12 +164,16 @@ struct Sync: ParsableCommand {
         let code: Int32
         do {
             let clockStart = monotonicSeconds()
+            // The key is read first: a wrong --trust file is a usage error (64), whatever the manifest.
+            let trusted = try trust.map { ManifestTrust(key: try TrustedKey.load(path: $0), signaturePath: signature) }
             if let seconds = jitter.flatMap(Formatting.parseDuration), seconds > 0 {
                 // Never sleep past the deadline: the run then stops at once with "deadline passed".
                 let delay = min(Jitter.draw(upTo: seconds), options.deadline ?? .infinity)
                 guard Jitter.sleep(delay) else { throw SyncCommandStop.interruptedDuringJitter }
             }
-            let loaded = try loadManifest(report: report, transfer: options.transfer)
+            // With --trust, nothing is requested (but the manifest) or changed on disk before the
+            // signature verifies.
+            let loaded = try loadManifest(report: report, transfer: options.transfer, trust: trusted)
             // --deadline counts from the start of the command, jitter and manifest fetch included,
             // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
             if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
@@ -177,6 +188,14 @@ struct Sync: ParsableCommand {
             case .incomplete: result = .incomplete
             }
         } catch let error as ManifestError {
+            report.fatal(error.description)
+            ended = error.description
+            (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
+        } catch let error as SignatureKeyError {
+            report.fatal(error.description)
+            ended = error.description
+            (result, code) = (.error, ExitStatus.usage)
+        } catch let error as SignatureError {
             report.fatal(error.description)
             ended = error.description
             (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
@@ -224,9 +243,13 @@ struct Sync: ParsableCommand {
     }
 
     /// The manifest from its path, or from its URL with the last good copy as fallback.
-    private func loadManifest(report: ConsoleReport, transfer: TransferSettings) throws -> Manifest {
-        guard RemoteManifest.isURL(manifest), let dest else { return try ManifestLoader.load(path: manifest) }
-        let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: transfer, saveCopy: !dryRun)
+    private func loadManifest(report: ConsoleReport, transfer: TransferSettings, trust: ManifestTrust?) throws -> Manifest {
+        guard RemoteManifest.isURL(manifest), let dest else {
+            if let trust { return try ManifestLoader.load(path: manifest, trust: trust) }
+            return try ManifestLoader.load(path: manifest)
+        }
+        let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: transfer, saveCopy: !dryRun,
+                                              verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) })
         switch fetched.origin {
         case .fetched: report.logLine("info", "manifest \(manifest) fetched")
         case .notModified: report.logLine("info", "manifest \(manifest) not modified since the last fetch")

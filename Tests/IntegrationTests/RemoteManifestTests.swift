@@ -135,3 +135,42 @@ import MirrorTestSupport
         #expect(usage.stderr.contains("--dest"))
     }
 }
+
+/// `--trust` with a manifest URL: the fetched manifest is checked against `<URL>.sig` before it is
+/// used or saved; a refused one never replaces the last good copy, and no file is requested.
+@Suite struct SignedRemoteManifestTests {
+    @Test func aSignedRemoteManifestIsCheckedBeforeItIsUsedOrKept() throws {
+        let keys = try TestKeys()
+        let (privateKey, publicKey) = try keys.generateEd25519("lab")
+        let fx = try SyncFixture()
+        let sha = try fx.addFile("a.bin", size: 5000, seed: 3)
+        let manifestFile = fx.www + "/manifest.yaml"
+        try fx.manifest.write(to: manifestFile)
+        let sign = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", manifestFile, "--key", privateKey], timeout: 60)
+        try #require(sign.exitCode == 0, "\(sign)")
+        let url = fx.server.url("manifest.yaml")
+
+        let good = try RemoteManifestTests.run(url, dest: fx.dest, ["--trust", publicKey])
+        #expect(good.exitCode == 0, "\(good)")
+        #expect(RemoteManifestTests.digest(fx.destPath("a.bin")) == sha)
+        let kept = RemoteManifestTests.digest(fx.destPath(".mirror/manifest/last.yaml"))
+        #expect(kept == RemoteManifestTests.digest(manifestFile))
+        let before = try fx.requests(atLeast: 3).count
+
+        // A compromised server swaps the manifest (one more file) but cannot sign it.
+        try fx.addFile("evil.bin", size: 10, seed: 4)
+        try fx.manifest.write(to: manifestFile)
+        let refused = try RemoteManifestTests.run(url, dest: fx.dest, ["--trust", publicKey])
+        #expect(refused.exitCode == 65, "\(refused)")
+        #expect(refused.stderr.contains("signature"), "\(refused.stderr)")
+        #expect(RemoteManifestTests.digest(fx.destPath(".mirror/manifest/last.yaml")) == kept, "the last good copy stays")
+        #expect(!fx.exists(fx.destPath("evil.bin")))
+        let after = try fx.requests(atLeast: before + 2).dropFirst(before)
+        #expect(after.allSatisfy { $0.uri == "/manifest.yaml" || $0.uri == "/manifest.yaml.sig" }, "\(after)")
+
+        // No signature at all on the server: refused too.
+        try FileManager.default.removeItem(atPath: manifestFile + ".sig")
+        let unsigned = try RemoteManifestTests.run(url, dest: fx.dest, ["--trust", publicKey])
+        #expect(unsigned.exitCode == 65, "\(unsigned)")
+    }
+}

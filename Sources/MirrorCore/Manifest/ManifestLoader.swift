@@ -42,6 +42,13 @@ public enum ManifestLoader {
                 throw ManifestError(file: sourceName, message: failure.message)
             }
         }
+        // manifest-v1 says UTF-8. libyaml switches to UTF-16 when the bytes start with its
+        // byte-order mark (yaml_parser_determine_encoding); such a file is refused here instead.
+        // Forcing YAML_UTF8_ENCODING would not do: libyaml then no longer skips a UTF-8 BOM.
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
+            throw ManifestError(file: sourceName, line: 1, column: 1,
+                                message: "manifest is UTF-16 (it starts with a UTF-16 byte-order mark); manifests must be UTF-8")
+        }
         let parsed: YAMLTree?
         do {
             parsed = try YAMLParser.parse(bytes)
@@ -59,7 +66,8 @@ public enum ManifestLoader {
 
     /// The whole file, with POSIX `open`/`fstat`/`read` (retrying on EINTR). Reading it at once is
     /// fine: libyaml wants the bytes in memory anyway and manifests are megabytes, not gigabytes.
-    static func readWholeFile(_ path: String) throws -> [UInt8] {
+    /// A file longer than `limit` bytes fails with `EFBIG` (keys and signatures are tiny).
+    static func readWholeFile(_ path: String, limit: Int = Int.max) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ReadFailure(errno: errno) }
         defer { close(fd) }
@@ -68,8 +76,11 @@ public enum ManifestLoader {
         // Room for the whole file plus the probe that meets end-of-file, so a file read at once
         // is never copied into a doubled buffer (a 100,000-entry manifest is 12 MB).
         let chunk = 1 << 20
-        var want = chunk
-        if fstat(fd, &info) == 0, info.st_size > 0, info.st_size < Int(Int32.max) { want = Int(info.st_size) + 4096 }
+        var want = min(chunk, limit == Int.max ? chunk : limit + 1)
+        if fstat(fd, &info) == 0, info.st_size > 0 {
+            if Int64(info.st_size) > Int64(limit) { throw ReadFailure(errno: EFBIG) }
+            if info.st_size < Int(Int32.max) { want = Int(info.st_size) + 4096 }
+        }
         bytes = [UInt8](repeating: 0, count: want)
         var filled = 0
         while true {
@@ -84,6 +95,7 @@ public enum ManifestLoader {
             }
             if n == 0 { break }
             filled += n
+            if filled > limit { throw ReadFailure(errno: EFBIG) }
         }
         bytes.removeSubrange(filled...)
         return bytes

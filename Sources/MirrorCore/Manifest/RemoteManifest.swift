@@ -75,12 +75,18 @@ public enum RemoteManifest {
     /// Fetches the manifest at `url` for the destination `destination` (whose `.mirror/manifest`
     /// holds the last good copy). Throws ``ManifestError`` for an invalid manifest, ``Failure``
     /// otherwise. With `saveCopy` false (`--dry-run`) nothing is written.
+    ///
+    /// - Parameter verify: `--trust`: called with the manifest's bytes and its signature (nil when
+    ///   there is none) before a fetched manifest is used or saved, and before a saved copy is used;
+    ///   what it throws ends the load, and a refused manifest never replaces the last good copy.
     public static func load(url: String, destination: String, settings: TransferSettings = TransferSettings(),
-                            saveCopy: Bool = true) throws -> Result {
-        try load(url: url, cache: Cache(destination: destination, saving: saveCopy), settings: settings, useCopy: true)
+                            saveCopy: Bool = true, verify: (([UInt8], [UInt8]?) throws -> Void)? = nil) throws -> Result {
+        try load(url: url, cache: Cache(destination: destination, saving: saveCopy), settings: settings, useCopy: true,
+                 verify: verify)
     }
 
-    private static func load(url: String, cache: Cache, settings: TransferSettings, useCopy: Bool) throws -> Result {
+    private static func load(url: String, cache: Cache, settings: TransferSettings, useCopy: Bool,
+                             verify: (([UInt8], [UInt8]?) throws -> Void)?) throws -> Result {
         let name = redactedURL(url)
         let saved = useCopy ? cache.read() : nil
         let validators = saved.flatMap { $0.validators.url == name ? $0.validators : nil }
@@ -90,20 +96,22 @@ public enum RemoteManifest {
             response = try fetch(url, validators: validators, limit: sizeLimit, settings: settings)
         } catch let failure as FetchFailure {
             if case .interrupted = failure { throw Failure.interrupted(url: url) }
-            return try fallBack(saved, url: url, reason: failure.description)
+            return try fallBack(saved, url: url, reason: failure.description, verify: verify)
         }
         if response.status == 304, let saved, validators != nil {
+            try verify?(saved.bytes, saved.signature)
             if let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) {
                 return Result(manifest: manifest, bytes: saved.bytes, signature: saved.signature, origin: .notModified)
             }
             // The copy no longer parses (edited by hand?): ask again without validators.
-            return try load(url: url, cache: cache, settings: settings, useCopy: false)
+            return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify)
         }
         guard response.isSuccess else {
-            return try fallBack(saved, url: url, reason: "the server answered \(response.status)")
+            return try fallBack(saved, url: url, reason: "the server answered \(response.status)", verify: verify)
         }
-        let manifest = try ManifestLoader.parse(response.body, sourceName: name)
         let signature = fetchSignature(url, settings: settings)
+        try verify?(response.body, signature)
+        let manifest = try ManifestLoader.parse(response.body, sourceName: name)
         do {
             try cache.write(bytes: response.body, signature: signature,
                             validators: Validators(url: name, etag: response.etag, lastModified: response.lastModified))
@@ -114,11 +122,13 @@ public enum RemoteManifest {
     }
 
     /// The last good copy, when the fetch failed: it was valid when saved, so it parses.
-    private static func fallBack(_ saved: Cache.Saved?, url: String, reason: String) throws -> Result {
+    private static func fallBack(_ saved: Cache.Saved?, url: String, reason: String,
+                                 verify: (([UInt8], [UInt8]?) throws -> Void)?) throws -> Result {
         let name = redactedURL(url)
         guard let saved, let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) else {
             throw Failure.unreachable(url: url, reason: reason)
         }
+        try verify?(saved.bytes, saved.signature)
         let when = saved.savedAt.map { " saved \(Formatting.rfc3339($0))" } ?? ""
         return Result(manifest: manifest, bytes: saved.bytes, signature: saved.signature,
                       origin: .lastGoodCopy("\(name): cannot fetch the manifest (\(reason)); using the last good copy\(when)"))

@@ -100,22 +100,42 @@ public final class Download {
     // MARK: - Callbacks (transfer thread)
 
     /// One header line. A status line starts a new response (a redirect, or an interim 1xx), so
-    /// the headers collected so far belong to an earlier response and are dropped. Only the headers
-    /// the response checks read are kept, and the line is handled as bytes: this runs once per
-    /// header of every response, which adds up over thousands of small files.
+    /// the headers collected so far belong to an earlier response and are dropped.
     fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
         if cancelled { return false }
-        if line.count >= 5 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
-            headers = [:]  // "HTTP/"
-            return true
+        switch Download.parseHeaderLine(line) {
+        case .statusLine: headers = [:]
+        case .kept(let name, let value): headers[name] = value
+        case .ignored: break
         }
-        guard let colon = line.firstIndex(of: 0x3A), let name = Download.keptHeader(line[0..<colon]) else { return true }
+        return true
+    }
+
+    /// What one raw header line (as libcurl's `CURLOPT_HEADERFUNCTION` passes it, CR LF included)
+    /// means to ``ResponseCheck``.
+    enum HeaderLine: Equatable {
+        /// `HTTP/…`: a new response begins.
+        case statusLine
+        /// A header the response checks read: its lowercased name and its value without the
+        /// optional whitespace around it.
+        case kept(name: String, value: String)
+        /// Any other header, the blank line ending the head, or a line that is not a header.
+        case ignored
+    }
+
+    /// Pure and bounded (one pass over the line), so the fuzz target can call it with hostile
+    /// lines. Only the headers the response checks read are kept, and the line is handled as
+    /// bytes: this runs once per header of every response, which adds up over thousands of files.
+    static func parseHeaderLine(_ line: UnsafeRawBufferPointer) -> HeaderLine {
+        if line.count >= 5 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
+            return .statusLine  // "HTTP/"
+        }
+        guard let colon = line.firstIndex(of: 0x3A), let name = Download.keptHeader(line[0..<colon]) else { return .ignored }
         var start = colon + 1
         var end = line.count
         while start < end, Download.isHeaderSpace(line[start]) { start += 1 }
         while end > start, Download.isHeaderSpace(line[end - 1]) { end -= 1 }
-        headers[name] = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
-        return true
+        return .kept(name: name, value: String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self))
     }
 
     /// The headers ``ResponseCheck`` reads, lowercased.

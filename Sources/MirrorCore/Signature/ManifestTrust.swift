@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `mirror sync --trust PUB.pem [--signature PATH]` asks for: a manifest is used only if its
+/// detached signature verifies with this key.
+public struct ManifestTrust: Sendable {
+    public var key: TrustedKey
+    /// The signature file; nil means the manifest's path + `.sig`.
+    public var signaturePath: String?
+
+    public init(key: TrustedKey, signaturePath: String? = nil) {
+        self.key = key
+        self.signaturePath = signaturePath
+    }
+}
+
+extension ManifestLoader {
+    /// Reads the manifest once, checks its signature over exactly the bytes read, and only then
+    /// parses those same bytes: the file cannot change between the check and its use, and a
+    /// manifest that is not trusted never reaches the YAML parser. Throws ``SignatureError`` for a
+    /// missing, malformed or wrong signature, ``ManifestError`` for an unreadable or invalid manifest.
+    public static func load(path: String, displayName: String? = nil, trust: ManifestTrust) throws -> Manifest {
+        let name = displayName ?? path
+        let bytes: [UInt8]
+        do {
+            bytes = try readWholeFile(path)
+        } catch let code as ReadFailure {
+            throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
+        }
+        let signaturePath = trust.signaturePath ?? ManifestSignature.defaultPath(for: path)
+        let signature: [UInt8]
+        do {
+            signature = try readWholeFile(signaturePath, limit: ManifestSignature.maxFileSize)
+        } catch let code as ReadFailure {
+            let cause: SignatureError.Cause = code.errno == EFBIG
+                ? .malformed(detail: "larger than \(ManifestSignature.maxFileSize) bytes; a signature file has one line of 88 base64 characters")
+                : .missing(detail: String(cString: strerror(code.errno)))
+            throw SignatureError(manifest: name, signature: signaturePath, key: trust.key.name, cause: cause)
+        }
+        try ManifestSignature.verify(manifest: bytes, signature: signature, trustedKey: trust.key,
+                                     manifestName: name, signatureName: signaturePath)
+        return try parse(bytes, sourceName: name)
+    }
+}
+
+extension ManifestSignature {
+    /// `mirror manifest sign`: signs the file at `manifestPath` as stored and writes the signature
+    /// file to `outputPath` (default `MANIFEST.sig`), replacing it atomically (a temporary file in
+    /// the same folder, `fsync`, `rename`) so a reader never sees half a signature. The manifest
+    /// must be valid (``ManifestError`` otherwise): signing a file `mirror sync` would refuse
+    /// anyway is a mistake worth catching. Returns the path written.
+    @discardableResult
+    public static func signFile(manifestPath: String, key: SigningKey, outputPath: String? = nil) throws -> String {
+        let bytes: [UInt8]
+        do {
+            bytes = try ManifestLoader.readWholeFile(manifestPath)
+        } catch let code as ManifestLoader.ReadFailure {
+            throw ManifestError(file: manifestPath, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
+        }
+        _ = try ManifestLoader.parse(bytes, sourceName: manifestPath)
+        let text = try sign(manifest: bytes, key: key)
+        let output = outputPath ?? defaultPath(for: manifestPath)
+        let temporary = output + ".tmp-\(getpid())"
+        let fd = retryingOnEINTR { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
+        guard fd >= 0 else { throw SystemError("create", temporary) }
+        let file = FileDescriptor(fd: fd, displayPath: temporary)
+        do {
+            try file.append(text)
+            try file.sync()
+            file.close()
+            guard rename(temporary, output) == 0 else { throw SystemError("rename to \(output)", temporary) }
+        } catch {
+            file.close()
+            unlink(temporary)
+            throw error
+        }
+        return output
+    }
+}
+
+extension ManifestTrust {
+    /// The check ``RemoteManifest/load(url:destination:settings:saveCopy:verify:)`` runs for
+    /// `--trust`: the fetched (or saved) bytes against `<URL>.sig` as fetched with them, or against
+    /// `--signature PATH` when given.
+    public static func remoteCheck(_ trust: ManifestTrust, url: String) -> ([UInt8], [UInt8]?) throws -> Void {
+        let name = redactedURL(url)
+        return { bytes, fetchedSignature in
+            var signatureName = name + ".sig"
+            var signature = fetchedSignature
+            if let path = trust.signaturePath {
+                signatureName = path
+                do {
+                    signature = try ManifestLoader.readWholeFile(path, limit: ManifestSignature.maxFileSize)
+                } catch let code as ManifestLoader.ReadFailure {
+                    throw SignatureError(manifest: name, signature: path, key: trust.key.name,
+                                         cause: .missing(detail: String(cString: strerror(code.errno))))
+                }
+            }
+            guard let signature else {
+                throw SignatureError(manifest: name, signature: signatureName, key: trust.key.name,
+                                     cause: .missing(detail: "the server has no signature file for it"))
+            }
+            try ManifestSignature.verify(manifest: bytes, signature: signature, trustedKey: trust.key,
+                                         manifestName: name, signatureName: signatureName)
+        }
+    }
+}
