@@ -82,15 +82,32 @@ public final class Destination {
         // path this is one system call per entry instead of three (openat2, fstat, close).
         let folder = String(relative[..<slash])
         let name = String(relative[relative.index(after: slash)...])
-        let fd: Int32
-        do {
-            guard let open = try statusFolder(folder, for: relative) else { return nil }
-            fd = open
+        guard let fd = try statusFolder(folder, for: relative) else {
+            // Not a folder we can enter: nothing there, a file, or a symlink in the way; the
+            // whole path, opened the careful way, tells which.
+            return try uncachedStatus(of: relative)
         }
         if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
             if errno == ENOENT || errno == ENOTDIR { return nil }
             throw SystemError("inspect", display(relative))
         }
+        return FileStatus(st)
+    }
+
+    /// `relative` opened with `O_PATH` through ``SafePath`` and `fstat`ed.
+    private func uncachedStatus(of relative: String) throws -> FileStatus? {
+        let fd = SafePath.open(relative, beneath: root.fd, flags: mirror_O_PATH)
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return nil }
+            if code == ELOOP || code == EXDEV {
+                throw SystemError("inspect", display(relative) + " (a symlink in its path is not followed)", code: code)
+            }
+            throw SystemError("inspect", display(relative), code: code)
+        }
+        defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) != 0 { throw SystemError("inspect", display(relative)) }
         return FileStatus(st)
     }
 
@@ -111,6 +128,7 @@ public final class Destination {
         let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno
+            // ENOTDIR: a file, or a symlink (O_NOFOLLOW with O_DIRECTORY says so for both).
             if code == ENOENT || code == ENOTDIR { return nil }
             if code == ELOOP || code == EXDEV {
                 throw SystemError("inspect", display(relative) + " (a symlink in its path is not followed)", code: code)

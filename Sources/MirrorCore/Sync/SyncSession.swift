@@ -1,0 +1,169 @@
+import Foundation
+
+/// What one `mirror sync` command asks for, its options parsed.
+public struct SyncRequest: Sendable {
+    /// A path, or an `https://`, `http://` or `file://` URL.
+    public var manifest: String
+    public var options: SyncOptions
+    /// `--jitter`: seconds of the longest random delay before starting.
+    public var jitter: Double?
+    /// `--trust` (a PEM file) and `--signature` (the signature file, default `MANIFEST.sig`).
+    public var trustKey: String?
+    public var signature: String?
+    public var metricsFile: String?
+    public var logFile: String?
+    public var json: Bool
+    /// Unix time the command started (for the metrics file).
+    public var started: Double
+
+    public init(manifest: String, options: SyncOptions, jitter: Double?, trustKey: String?, signature: String?,
+                metricsFile: String?, logFile: String?, json: Bool, started: Double) {
+        self.manifest = manifest
+        self.options = options
+        self.jitter = jitter
+        self.trustKey = trustKey
+        self.signature = signature
+        self.metricsFile = metricsFile
+        self.logFile = logFile
+        self.json = json
+        self.started = started
+    }
+}
+
+/// One `mirror sync` command from start to exit code: the jitter delay, the manifest (local or
+/// fetched, its signature checked with `--trust`), the run itself (``SyncRunner``), then the
+/// reports that outlive it (the log file, the metrics file, `--json` for a run that ended before
+/// planning). Every way a run can end is mapped to one exit code of cli-contract.md here, so the
+/// executable only parses arguments and exits with the code returned.
+public enum SyncSession {
+    public static func run(_ request: SyncRequest, report: ConsoleReport) -> Int32 {
+        StopSignal.install()
+        var options = request.options
+        let manifest = request.manifest
+        if let logFile = request.logFile, !options.dryRun {
+            do {
+                report.log = try RunLog(path: logFile)
+            } catch {
+                report.fatal("\(error) (the run goes on without it)")
+            }
+        }
+        report.logLine("info", "start sync \(manifest)" + (options.destination.map { " --dest \($0)" } ?? ""))
+
+        var destination = options.destination
+        var summary: SyncSummary?
+        /// Why the run ended before it had a summary.
+        var ended: String?
+        let result: RunMetrics.Result
+        let code: Int32
+        do {
+            let clockStart = monotonicSeconds()
+            // The key is read first: a wrong --trust file is a usage error (64), whatever the manifest.
+            let trusted = try request.trustKey.map { ManifestTrust(key: try TrustedKey.load(path: $0), signaturePath: request.signature) }
+            if let seconds = request.jitter, seconds > 0 {
+                // Never sleep past the deadline: the run then stops at once with "deadline passed".
+                let delay = min(Jitter.draw(upTo: seconds), options.deadline ?? .infinity)
+                guard Jitter.sleep(delay) else { throw SyncCommandStop.interruptedDuringJitter }
+            }
+            // With --trust, nothing is requested (but the manifest) or changed on disk before the
+            // signature verifies.
+            let loaded = try loadManifest(manifest, options: options, report: report, trust: trusted)
+            // --deadline counts from the start of the command, jitter and manifest fetch included,
+            // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
+            if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
+            destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
+            let done = try SyncRunner(manifest: loaded, options: options, report: report).run()
+            report.finish(done)
+            summary = done
+            code = ExitStatus.code(for: done.result)
+            switch done.result {
+            case .ok: result = .ok
+            case .failed: result = .failed
+            case .incomplete: result = .incomplete
+            }
+        } catch let error as ManifestError {
+            report.fatal(error.description)
+            ended = error.description
+            (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
+        } catch let error as SignatureKeyError {
+            report.fatal(error.description)
+            ended = error.description
+            (result, code) = (.error, ExitStatus.usage)
+        } catch let error as SignatureError {
+            report.fatal(error.description)
+            ended = error.description
+            (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
+        } catch let error as SyncError {
+            report.fatal(error.description)
+            ended = error.description
+            code = ExitStatus.code(for: error)
+            switch error {
+            case .manifest: result = .invalidManifest
+            case .locked: result = .locked
+            case .destination: result = .unwritable
+            case .noDestination, .setup: result = .error
+            }
+        } catch let failure as RemoteManifest.Failure {
+            report.fatal(failure.description)
+            ended = failure.description
+            switch failure {
+            case .unreachable: (result, code) = (.unreachable, ExitStatus.tryLater)
+            case .interrupted: (result, code) = (.incomplete, ExitStatus.tryLater)
+            case .cache: (result, code) = (.unwritable, ExitStatus.cannotWrite)
+            }
+        } catch let stop as SyncCommandStop {
+            report.fatal(stop.description)
+            ended = stop.description
+            (result, code) = (.incomplete, ExitStatus.tryLater)
+        } catch {
+            report.fatal("\(error)")
+            ended = "\(error)"
+            (result, code) = (.error, ExitStatus.entriesFailed)
+        }
+        report.progress?.erase()
+        if request.json, summary == nil, let ended {
+            print(JSONReport.renderEarlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code))
+        }
+        if !options.dryRun {
+            if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }
+            if let metricsFile = request.metricsFile {
+                let metrics = RunMetrics(manifest: manifest, destination: destination, start: request.started, end: currentUnixTime(),
+                                         result: result, exitCode: code, summary: summary)
+                do {
+                    try MetricsFile.write(metrics, to: metricsFile)
+                } catch {
+                    report.fatal("cannot write the metrics file: \(error)")
+                }
+            }
+        }
+        report.log?.close()
+        return code
+    }
+
+    /// The manifest from its path, or from its URL with the last good copy as fallback.
+    private static func loadManifest(_ manifest: String, options: SyncOptions, report: ConsoleReport,
+                                     trust: ManifestTrust?) throws -> Manifest {
+        guard RemoteManifest.isURL(manifest), let dest = options.destination else {
+            if let trust { return try ManifestLoader.load(path: manifest, trust: trust) }
+            return try ManifestLoader.load(path: manifest)
+        }
+        let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: options.transfer, saveCopy: !options.dryRun,
+                                              verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) })
+        switch fetched.origin {
+        case .fetched: report.logLine("info", "manifest \(manifest) fetched")
+        case .notModified: report.logLine("info", "manifest \(manifest) not modified since the last fetch")
+        case .lastGoodCopy(let why): report.warning(why)
+        }
+        return fetched.manifest
+    }
+}
+
+/// Ends a run before it started its work.
+public enum SyncCommandStop: Error, CustomStringConvertible {
+    case interruptedDuringJitter
+
+    public var description: String {
+        switch self {
+        case .interruptedDuringJitter: return "interrupted during the --jitter delay; nothing was done"
+        }
+    }
+}
