@@ -3,6 +3,13 @@
 // runs libFuzzer with -timeout and -rss_limit_mb), and what is accepted must keep the spec's promises.
 
 func fuzzManifest(_ bytes: [UInt8]) {
+    // The fast reader must build libyaml's very tree for every input it accepts (FastManifestScanner).
+    if let fast = bytes.withUnsafeBufferPointer({ FastManifestScanner.tree(from: $0) }) {
+        guard let reference = try? YAMLParser.parse(bytes, fastPath: false) else {
+            fatalError("the fast reader accepted what libyaml refuses")
+        }
+        if fast != reference { fatalError("the fast reader and libyaml built different trees") }
+    }
     guard let manifest = try? ManifestLoader.parse(bytes, sourceName: "fuzz.yaml") else { return }
     // What the loader promises downstream code (manifest-v1.md): checked, so a violation is a finding.
     var seen = Set<String>()

@@ -8,13 +8,13 @@
 /// Aliases are not copied: an alias is a node of its own (so it keeps the position where it was
 /// used) that points at the anchored node. How far aliases may expand is bounded while parsing
 /// (see `YAMLParser.expansionLimit`), which also bounds any walk over the tree.
-struct YAMLTree {
+struct YAMLTree: Equatable {
     enum Kind: UInt8 { case scalar, sequence, mapping, alias }
 
     /// 16 bytes: a 10^6-entry manifest has millions of nodes, so their size is most of the
     /// tree's memory. Offsets and counts fit in 32 bits because ``YAMLParser`` refuses input of
     /// 2 GiB or more; a column past 2^29 (a line that long) is reported as 2^29 − 1.
-    struct Node {
+    struct Node: Equatable {
         private var startBits: UInt32
         private var countBits: UInt32
         private var lineBits: UInt32
