@@ -249,7 +249,7 @@ public final class SyncRunner {
             // The validator belongs to the URL it came from (journaled with its credentials masked).
             let sameSource = partial.sourceURL.map { $0 == url || redactedURL($0) == redactedURL(url) } ?? false
             if partial.length == 0 && !partial.isSegmented && segmentsWanted(task, url: url) {
-                try partial.beginSegments(count: options.segments)
+                try partial.beginSegments(length: SyncRunner.segmentLength(size: task.entry.size, connections: options.segments))
             }
             task.attempts += 1
             task.lengthAtAttemptStart = partial.length
@@ -288,12 +288,25 @@ public final class SyncRunner {
         return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
     }
 
-    /// Starts a request for each open segment that has none running, within the connection limit
-    /// (at least one, so a large file never waits for small ones to finish).
+    /// The length of a file's segments: about eight per connection, between 4 and 32 MiB, in whole
+    /// MiB. The connections take the segments lowest first, so the bytes arrive near file order and
+    /// the SHA-256 (which must run in file order) trails the transfer by a few segments at most,
+    /// instead of hashing three quarters of the file after the last byte, as with one segment per
+    /// connection.
+    static func segmentLength(size: Int64, connections: Int) -> Int64 {
+        let mib: Int64 = 1 << 20
+        let wanted = size / Int64(max(1, connections) * 8)
+        return min(32 * mib, max(4 * mib, (wanted + mib - 1) / mib * mib))
+    }
+
+    /// Starts requests for the lowest open segments that have none running: up to `--segments` for
+    /// this file, within the connection limit (at least one, so a large file never waits for small
+    /// ones to finish).
     private func startSegments(_ task: EntryTask, url: String, ifRange: String?) throws {
         guard let partial = task.partial else { return }
         let running = Set(task.downloads.compactMap(\.segment))
-        var room = max(1, connectionLimit - active.count)
+        // At most --segments requests for this file, and (beyond its first) within the connection limit.
+        var room = min(options.segments - task.downloads.count, max(1, connectionLimit - active.count))
         for open in partial.openSegments() where !running.contains(open.index) && room > 0 {
             let download = try Download(url: url, offset: open.from, ifRange: ifRange, target: partial,
                                         settings: options.transfer, segment: (open.index, open.end))

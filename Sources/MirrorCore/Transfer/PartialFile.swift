@@ -256,13 +256,21 @@ public final class PartialFile {
     // MARK: Segments
 
     /// Splits a download that has not started (``length`` 0, no transfer running) into `count`
-    /// ranges of whole MiB, and preallocates the file (`posix_fallocate`) so that the segments'
+    /// ranges of whole MiB (see ``beginSegments(length:)``), and preallocates the file (`posix_fallocate`) so that the segments'
     /// writes land in blocks that exist and a full disk shows now rather than halfway.
     func beginSegments(count: Int) throws {
-        let size = identity.size
-        guard count > 1, size > 1 else { return }
+        guard count > 1 else { return }
         let unit: Int64 = 1 << 20
-        let length = max(unit, (size / Int64(count) + unit - 1) / unit * unit)
+        try beginSegments(length: max(unit, (identity.size / Int64(count) + unit - 1) / unit * unit))
+    }
+
+    /// Splits a download that has not started into ranges of `length` bytes (the last one shorter),
+    /// and preallocates the file. Many ranges fetched a few at a time, lowest first, keep the bytes
+    /// arriving close to file order, so hashing (in file order) follows the transfer instead of
+    /// starting on most of the file once the last byte is in.
+    func beginSegments(length: Int64) throws {
+        let size = identity.size
+        guard length > 0, size > length else { return }
         var list: [Segment] = []
         var start: Int64 = 0
         while start < size {
