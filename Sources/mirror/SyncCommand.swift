@@ -34,7 +34,7 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: "Files transferred at once.")
     var jobs: Int = 8
 
-    @Option(name: .long, help: "Connections for one large file (1 turns segmented downloads off).")
+    @Option(name: .long, help: "Connections for one large file, at most: it starts on one and adds more while the hash waits for bytes (1: never split).")
     var segments: Int = 4
 
     @Option(name: .long, help: ArgumentHelp("Files at least this large are downloaded in segments (64M, 1G).", valueName: "SIZE"))

@@ -35,7 +35,8 @@ import MirrorTestSupport
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 10)
         recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
-        // 128 MiB in 32 segments of 4 MiB, four at a time, lowest first.
+        // 128 MiB in 32 segments of 4 MiB, lowest first, four at a time once widened (the rate
+        // limit leaves the hash waiting for bytes).
         try #require(recorded.count == 32, "the journal holds every segment: \(recorded)")
         #expect(recorded.filter { $0.done > 0 }.count >= 4, "several segments made durable progress: \(recorded)")
         #expect(recorded.contains { $0.done < $0.end - $0.start }, "the kill came before the end")
@@ -54,6 +55,28 @@ import MirrorTestSupport
         let missing = open.reduce(0) { $0 + ($1.end - $1.start - $1.done) }
         #expect(sent == missing, "the rerun fetched \(sent) bytes, the journal lacked \(missing)")
         print("measured: segmented kill with \(recorded.reduce(0) { $0 + $1.done }) bytes durable; rerun fetched \(sent) bytes of \(size)")
+    }
+
+    /// A file starts on one connection and widens while the hash waits for bytes: behind a
+    /// per-connection rate limit that is at once, so the segments end up on four connections.
+    /// (The opposite case, one stream that outruns the hash, depends on the machine's speed and
+    /// is measured in `bench/` instead.)
+    @Test func aRateLimitedFileWidensToEverySegment() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "12m"))
+        let sha = try fx.addFile("video.mp4", size: 48 * Self.mib, seed: 21)
+        try fx.writeManifest()
+        let result = try fx.sync(["--segments", "4", "--segments-above", "1M"])
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("video.mp4")) == sha)
+        let gets = try fx.requests(atLeast: 12)
+        #expect(gets.count == 12 && gets.allSatisfy { $0.status == 206 }, "48 MiB in 4 MiB segments: \(gets)")
+        #expect(Set(gets.map(\.connection)).count == 4, "four connections at most, and all four used: \(gets)")
+        // One connection ran alone until the first decision, a quarter second after the first
+        // request; with all four started at once this fails.
+        let opened = Dictionary(grouping: gets, by: \.connection).values.compactMap { $0.map(\.started).min() }.sorted()
+        try #require(opened.count >= 2)
+        #expect(opened[1] - opened[0] >= 0.2, "the second connection came at once: \(opened)")
+        #expect(gets.min { $0.started < $1.started }?.rangeHeader == "bytes=0-4194303")
     }
 
     /// nginx with ranges off (`max_ranges 0`) answers each segment with the whole file: the tool

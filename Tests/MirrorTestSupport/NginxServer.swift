@@ -24,6 +24,10 @@ public struct AccessLogEntry: Sendable, Equatable, CustomStringConvertible {
     public var connection: Int
     /// nginx's `$connection_requests`: 1 for the first request on a connection, 2 for the next...
     public var connectionRequests: Int
+    /// When nginx began reading the request and when it logged its end, in seconds since the
+    /// epoch (`$msec` minus `$request_time`, and `$msec`; millisecond resolution).
+    public var started: Double = 0
+    public var ended: Double = 0
 
     public var description: String {
         "\(method) \(uri) \(status) \(bodyBytesSent)B range=\(rangeHeader ?? "-") if-range=\(ifRange ?? "-") conn=\(connection)#\(connectionRequests)"
@@ -174,15 +178,16 @@ public final class NginxServer {
         var entries: [AccessLogEntry] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 9, let status = Int(fields[2]), let bytes = Int64(fields[3]),
-                  let connection = Int(fields[7]), let requests = Int(fields[8]) else {
+            guard fields.count == 11, let status = Int(fields[2]), let bytes = Int64(fields[3]),
+                  let connection = Int(fields[7]), let requests = Int(fields[8]),
+                  let ended = Double(fields[9]), let duration = Double(fields[10]) else {
                 throw HarnessError("nginx access log \(accessLogPath) line \(number + 1) has an unexpected format: \(line.debugDescription)")
             }
             func optional(_ field: String) -> String? { field == "-" ? nil : Self.unescape(field) }
             entries.append(AccessLogEntry(method: Self.unescape(fields[0]), uri: Self.unescape(fields[1]), status: status,
                                           bodyBytesSent: bytes, rangeHeader: optional(fields[4]), ifRange: optional(fields[5]),
                                           requestURI: Self.unescape(fields[6]), connection: connection,
-                                          connectionRequests: requests))
+                                          connectionRequests: requests, started: ended - duration, ended: ended))
         }
         return entries
     }
@@ -242,7 +247,7 @@ public final class NginxServer {
         error_log \(q(errorLogPath)) info;
         events { worker_connections 256; }
         http {
-            log_format harness '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range\\t$http_if_range\\t$request_uri\\t$connection\\t$connection_requests';
+            log_format harness '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range\\t$http_if_range\\t$request_uri\\t$connection\\t$connection_requests\\t$msec\\t$request_time';
             access_log \(q(accessLogPath)) harness;
             client_body_temp_path \(q(prefix.path("client_body")));
             proxy_temp_path \(q(prefix.path("proxy")));

@@ -16,6 +16,11 @@ final class EntryTask {
     var segmentFailure: TransferFailure?
     /// The source does not serve ranges reliably: no segments for this entry in this run.
     var noSegments = false
+    /// Segment requests this entry may run at once: starts at one and grows towards `--segments`
+    /// while the hash waits for bytes (see ``SyncRunner``'s `widenSegments`).
+    var segmentWidth = 1
+    /// When the width was last decided, and the hash thread's idle seconds then.
+    var widthDecidedAt: (time: Double, idle: Double)?
     var sourceIndex = 0
     var failuresWithoutProgress = 0
     var checksumFailures = 0

@@ -28,6 +28,9 @@ final class PartialWriter {
     private var pendingPerFile: [ObjectIdentifier: Int] = [:]
     private var stopping = false
     private var exited = false
+    /// Seconds this thread spent waiting for work, and since when it waits (0: busy).
+    private var idleTotal = 0.0
+    private var idleSince = 0.0
     private var thread: Thread?
 
     init() {
@@ -63,6 +66,16 @@ final class PartialWriter {
 
     func checkpoint(_ file: PartialFile, url: String, validator: String?, segments: [SegmentRecord]?) {
         enqueue(.checkpoint(file, url: url, validator: validator, segments: segments), for: file)
+    }
+
+    /// Seconds this thread has waited for work since it started (including a wait in progress).
+    /// A segmented download widens only while this grows: when the hash waits for bytes, the
+    /// connection is the limit and another one helps; when it does not, a second connection would
+    /// only compete with it for the cores (and add a read-back of out-of-order bytes).
+    var idleSeconds: Double {
+        condition.lock()
+        defer { condition.unlock() }
+        return idleTotal + (idleSince > 0 ? monotonicSeconds() - idleSince : 0)
     }
 
     /// Waits until every job queued for `file` is done.
@@ -110,7 +123,12 @@ final class PartialWriter {
     private func run() {
         while true {
             condition.lock()
-            while queueHead == queue.count && !stopping { condition.wait() }
+            if queueHead == queue.count && !stopping {
+                idleSince = monotonicSeconds()
+                while queueHead == queue.count && !stopping { condition.wait() }
+                idleTotal += monotonicSeconds() - idleSince
+                idleSince = 0
+            }
             if queueHead == queue.count && stopping {
                 exited = true
                 condition.broadcast()
