@@ -5,6 +5,16 @@ extension ConsoleReport {
     /// The byte counts are read from each task's ``PartialFile`` while the transfer thread appends
     /// to it. They are plain aligned 64-bit integers only ever increased there (or reset by a
     /// restart), so a read at worst sees a value a moment old; they only feed this display.
+    /// One line per file: `active` holds a task once per request it runs (a segmented file runs several).
+    static func progressFiles(_ active: [EntryTask]) -> [ProgressSnapshot.File] {
+        var seen = Set<ObjectIdentifier>()
+        return active.compactMap { task -> ProgressSnapshot.File? in
+            guard seen.insert(ObjectIdentifier(task)).inserted else { return nil }
+            return ProgressSnapshot.File(path: task.entry.path, done: task.partial?.length ?? 0, size: task.entry.size,
+                                         connections: max(1, task.downloads.count))
+        }.sorted { $0.path < $1.path }
+    }
+
     func transferProgress(tasks: [EntryTask], active: [EntryTask], finished: Int) {
         guard let progress else { return }
         let now = monotonicSeconds()
@@ -16,9 +26,7 @@ extension ConsoleReport {
             done += min(size, task.partial?.length ?? task.resumeOffset)
             received += task.partial?.bytesReceived ?? 0
         }
-        let files = active.map {
-            ProgressSnapshot.File(path: $0.entry.path, done: $0.partial?.length ?? 0, size: $0.entry.size)
-        }.sorted { $0.path < $1.path }
+        let files = ConsoleReport.progressFiles(active)
         let snapshot = ProgressSnapshot(active: files, filesDone: min(finished, tasks.count), filesTotal: tasks.count,
                                         bytesDone: done, bytesTotal: total,
                                         rate: progress.measure(now: now, bytesReceived: received))

@@ -8,10 +8,13 @@ public struct ProgressSnapshot: Sendable, Equatable {
         public var path: String
         public var done: Int64
         public var size: Int64
-        public init(path: String, done: Int64, size: Int64) {
+        /// Requests running for the file: more than one for a segmented download.
+        public var connections: Int
+        public init(path: String, done: Int64, size: Int64, connections: Int = 1) {
             self.path = path
             self.done = done
             self.size = size
+            self.connections = connections
         }
     }
 
@@ -45,17 +48,21 @@ public enum ProgressRenderer {
         let limit = max(20, width - 1)
         var out: [String] = []
         for file in s.active.prefix(maxFiles) {
-            let amount = "\(Formatting.bytes(file.done)) / \(Formatting.bytes(file.size)) \(percent(file.done, file.size))"
+            var amount = "\(Formatting.bytes(file.done)) / \(Formatting.bytes(file.size)) \(percent(file.done, file.size))"
+            if file.connections > 1 { amount += " (\(file.connections) connections)" }
             let room = limit - amount.count - 4
             out.append("  " + ellipsized(file.path, room) + "  " + amount)
         }
         if s.active.count > maxFiles { out.append("  … and \(s.active.count - maxFiles) more") }
         var total = "total \(s.filesDone)/\(s.filesTotal) files, \(Formatting.bytes(s.bytesDone)) / "
             + "\(Formatting.bytes(s.bytesTotal)) \(percent(s.bytesDone, s.bytesTotal))"
+        // Rate and ETA only when they fit whole: a cut "ETA 1" would mislead.
         if let rate = s.rate {
-            total += ", \(Formatting.bytes(Int64(rate)))/s"
+            let speed = ", \(Formatting.bytes(Int64(rate)))/s"
+            if total.count + speed.count <= limit { total += speed }
             let left = s.bytesTotal - s.bytesDone
-            if rate >= 1, left > 0 { total += ", ETA \(eta(Double(left) / rate))" }
+            let time = ", ETA \(eta(Double(left) / rate))"
+            if rate >= 1, left > 0, total.hasSuffix("/s"), total.count + time.count <= limit { total += time }
         }
         out.append(total)
         return out.map { truncated($0, limit) }

@@ -17,6 +17,21 @@ import Testing
         ])
     }
 
+    /// A segmented file is one line, however many requests it runs; the line says how many.
+    @Test func aSegmentedFileIsOneLineWithItsConnections() {
+        let task = EntryTask(entry: ManifestEntry(path: "big.iso", url: .relative("big.iso"), size: 100 * Self.mib, sha256: nil),
+                             sources: [], replacing: false)
+        let other = EntryTask(entry: ManifestEntry(path: "a.bin", url: .relative("a.bin"), size: 10, sha256: nil),
+                              sources: [], replacing: false)
+        let files = ConsoleReport.progressFiles([task, other, task, task])
+        #expect(files.map(\.path) == ["a.bin", "big.iso"])
+        var segmented = files[1]
+        segmented.connections = 4
+        segmented.done = 36 * Self.mib
+        let snapshot = ProgressSnapshot(active: [segmented], filesDone: 0, filesTotal: 1, bytesDone: 0, bytesTotal: 1, rate: nil)
+        #expect(ProgressRenderer.lines(snapshot, width: 120).first == "  big.iso  36.0 MiB / 100.0 MiB 36% (4 connections)")
+    }
+
     @Test func noRateMeansNoETAAndAnETAOverAMinuteHasMinutes() {
         var snapshot = ProgressSnapshot(active: [], filesDone: 0, filesTotal: 1, bytesDone: 0, bytesTotal: 100 * Self.mib, rate: nil)
         #expect(ProgressRenderer.lines(snapshot, width: 80) == ["total 0/1 files, 0 B / 100.0 MiB 0%"])
@@ -32,6 +47,15 @@ import Testing
         for line in lines { #expect(line.count <= 59, "\(line.count): \(line)") }
         #expect(lines[0].hasPrefix("  …"))
         #expect(lines[0].contains("the-file-name.iso"))
+    }
+
+    /// On a narrow terminal the total keeps whole parts: the ETA goes first, then the rate.
+    @Test func aNarrowTotalDropsWholePartsNotCharacters() {
+        let snapshot = ProgressSnapshot(active: [], filesDone: 4, filesTotal: 5, bytesDone: 105 * Self.mib,
+                                        bytesTotal: 148 * Self.mib, rate: Double(31 * Self.mib))
+        #expect(ProgressRenderer.lines(snapshot, width: 120) == ["total 4/5 files, 105.0 MiB / 148.0 MiB 70%, 31.0 MiB/s, ETA 2s"])
+        #expect(ProgressRenderer.lines(snapshot, width: 60) == ["total 4/5 files, 105.0 MiB / 148.0 MiB 70%, 31.0 MiB/s"])
+        #expect(ProgressRenderer.lines(snapshot, width: 50) == ["total 4/5 files, 105.0 MiB / 148.0 MiB 70%"])
     }
 
     @Test func manyActiveFilesAreCountedNotListed() {
