@@ -79,6 +79,26 @@ import MirrorTestSupport
         #expect(gets.min { $0.started < $1.started }?.rangeHeader == "bytes=0-4194303")
     }
 
+    /// An `Authorization` header from `--auth-header-env` and a segment's `If-Range` go out
+    /// together (libcurl's header list is replaced, not merged, by each setting).
+    @Test func segmentsWithAnAuthorizationHeaderKeepIfRange() throws {
+        let fx = try SyncFixture()
+        let sha = try fx.addFile("data.bin", size: 16 * Self.mib, seed: 8)
+        try fx.writeManifest()
+        let env = SyncFixture.loopbackOnly.merging(["MIRROR_TEST_SEGMENT_AUTH": "Bearer segment-test"]) { $1 }
+        let result = try ChildProcess.run(try MirrorBinary.path(),
+                                          ["sync", fx.manifestPath, "--dest", fx.dest, "--segments", "4", "--segments-above", "1M",
+                                           "--auth-header-env", "MIRROR_TEST_SEGMENT_AUTH"],
+                                          environment: env, timeout: 300)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("data.bin")) == sha)
+        let gets = try fx.requests(atLeast: 4)
+        try #require(gets.count == 4, "16 MiB in 4 MiB segments: \(gets)")
+        let later = gets.filter { $0.rangeHeader != "bytes=0-4194303" }
+        #expect(later.count == 3)
+        #expect(later.allSatisfy { $0.ifRange != nil && $0.status == 206 }, "segments after the first carry If-Range: \(gets)")
+    }
+
     /// nginx with ranges off (`max_ranges 0`) answers each segment with the whole file: the tool
     /// drops the segments and takes the file as one stream.
     @Test func aServerWithoutRangesGetsOneStream() throws {

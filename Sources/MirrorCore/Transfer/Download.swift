@@ -82,11 +82,10 @@ public final class Download {
         try easy.set(CURLOPT_USERAGENT, settings.userAgent)
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
-        if let requestedEnd, !isFile {
-            try easy.set(CURLOPT_RANGE, "\(requestedOffset)-\(requestedEnd)")
-            if let ifRange { try easy.setHeaders(["If-Range: \(ifRange)"]) }
-        } else if requestedOffset > 0 && !isFile {
-            try easy.set(CURLOPT_RANGE, "\(requestedOffset)-")
+        // A segment asks for its own end; a resume for the rest of the file. CURLOPT_HTTPHEADER
+        // replaces the whole list, so If-Range joins the security headers in one call.
+        if !isFile && (requestedEnd != nil || requestedOffset > 0) {
+            try easy.set(CURLOPT_RANGE, "\(requestedOffset)-" + (requestedEnd.map(String.init) ?? ""))
             if let ifRange { headerLines.append("If-Range: \(ifRange)") }
         }
         if !headerLines.isEmpty { try easy.setHeaders(headerLines) }
