@@ -104,6 +104,20 @@ import MirrorTestSupport
         #expect(!scene.fx.exists(scene.fx.destPath("lab.bin")))
     }
 
+    /// A manifest fetched from the lab's HTTPS server is verified with the same `--ca-file` as
+    /// the files it lists.
+    @Test func aRemoteManifestOverHTTPSUsesTheCAFile() throws {
+        let scene = try Scene()
+        try scene.useManifest(port: scene.rightPort)
+        try FileManager.default.copyItem(atPath: scene.fx.manifestPath, toPath: scene.fx.www + "/manifest.yaml")
+        let url = "https://127.0.0.1:\(scene.rightPort)/manifest.yaml"
+        let result = try ChildProcess.run(try MirrorBinary.path(),
+                                          ["sync", url, "--dest", scene.fx.dest, "--ca-file", scene.ca.caPEM],
+                                          environment: SyncFixture.loopbackOnly, timeout: 120)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(try TestData.sha256(ofFileAt: scene.fx.destPath("lab.bin")) == scene.sha)
+    }
+
     @Test func anUnreadableCAFileIsAUsageError() throws {
         let fx = try SyncFixture()
         try fx.addFile("a.bin", size: 10, seed: 1)

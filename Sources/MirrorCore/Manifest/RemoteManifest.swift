@@ -254,17 +254,14 @@ public enum RemoteManifest {
         let userdata = Unmanaged.passUnretained(sink).toOpaque()
         do {
             try easy.set(CURLOPT_URL, url)
-            try easy.set(CURLOPT_PROTOCOLS_STR, "http,https,file")
-            try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-            try easy.set(CURLOPT_FOLLOWLOCATION, 1)
-            try easy.set(CURLOPT_MAXREDIRS, settings.maxRedirects)
+            // The same schemes, redirects, TLS (`--ca-file`) and credentials as every download.
+            var headers = try settings.security.apply(to: easy, url: url, maxRedirects: settings.maxRedirects)
             try easy.set(CURLOPT_NOSIGNAL, 1)
             try easy.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
             try easy.set(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
             try easy.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
             try easy.set(CURLOPT_USERAGENT, settings.userAgent)
             try easy.set(CURLOPT_ACCEPT_ENCODING, "gzip")
-            var headers: [String] = []
             if let etag = validators?.etag { headers.append("If-None-Match: \(etag)") }
             if let date = validators?.lastModified { headers.append("If-Modified-Since: \(date)") }
             if !headers.isEmpty { try easy.setHeaders(headers) }
