@@ -98,50 +98,34 @@ public enum StatusInspector {
                                  hasJournal: hasJournal)
     }
 
-    /// One entry's state. Records made for another size or checksum of the path are obsolete and
-    /// ignored (journal.md, rule 4), exactly as a sync would.
+    /// One entry's state: what a sync would plan for it (``Planner``, so records made for another
+    /// size or checksum of the path are ignored exactly as a sync ignores them, journal.md rule 4),
+    /// with the journal's last failure on top of anything not done or blocked.
     static func status(of entry: ManifestEntry, destination: Destination, journal: Journal?,
                        partialFolder: FileDescriptor?) throws -> EntryStatus {
-        let identity = EntryIdentity(entry)
-        let records = journal?.records(for: entry.path)
         var result = EntryStatus(path: entry.path, state: .missing, size: entry.size)
-        let file = try destination.status(of: entry.path)
-
-        if let file, !file.isRegularFile {
-            result.state = .blocked
-            let what = file.isDirectory ? "a folder" : file.isSymlink ? "a symbolic link" : "not a regular file"
-            result.error = "\(destination.display(entry.path)) is \(what)"
-            return result
-        }
-        if let file, let verified = records?.verified, verified.identity == identity, verified.matches(file) {
+        switch try Planner(destination: destination, journal: journal, partialFolder: partialFolder).action(for: entry) {
+        case .upToDate:
             result.state = .done
             return result
+        case .blocked(let reason):
+            result.state = .blocked
+            result.error = reason
+            return result
+        case .resume(let from, _):
+            result.state = .partial
+            result.partialBytes = from
+        case .check, .download(replacing: true):
+            result.state = .unverified
+        case .download(replacing: false):
+            result.state = .missing
         }
-        if let partial = records?.partial, partial.identity == identity, partial.bytes > 0,
-           let held = partialLength(entry.path, in: partialFolder) {
-            let usable = min(held, partial.bytes)
-            if usable > 0 {
-                result.state = .partial
-                result.partialBytes = usable
-            }
-        }
-        if let failed = records?.failed, failed.identity == identity {
+        if let failed = journal?.records(for: entry.path)?.failed, failed.identity == EntryIdentity(entry) {
             result.state = .failed
             result.error = failed.error
             result.failedAt = failed.time
-            return result
         }
-        if result.state == .partial { return result }
-        if file != nil { result.state = .unverified }
         return result
-    }
-
-    private static func partialLength(_ path: String, in folder: FileDescriptor?) -> Int64? {
-        guard let folder else { return nil }
-        var st = stat()
-        guard fstatat(folder.fd, PartialFile.name(for: path), &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        let status = FileStatus(st)
-        return status.isRegularFile ? status.size : nil
     }
 
     /// The pid holding an exclusive `flock` on `DEST/.mirror/lock`, read from `/proc/locks`

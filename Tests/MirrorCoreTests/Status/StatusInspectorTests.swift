@@ -74,6 +74,25 @@ import Glibc
         #expect(status.text.contains("last run: 2025-11-22T02:53:20Z to 2025-11-22T02:54:25Z, failed"), "\(status.text)")
     }
 
+    /// A segmented partial counts what a sync would resume from (every segment's durable bytes),
+    /// not the hashed prefix, which may be nothing at all when a later segment ran ahead.
+    @Test func aSegmentedPartialShowsItsDurableBytes() throws {
+        let sha = try TestData.writeFile(at: dir.path("src/big.bin"), size: 1000, seed: 9)
+        let big = entry("big.bin", size: 1000, sha: sha)
+        let destination = try Destination.create(dest)
+        let state = try #require(try destination.stateFolder(create: true))
+        _ = try #require(try destination.stateFolder("partial", create: true))
+        let journal = try Journal(folder: state, displayPath: "journal", readOnly: false)
+        let partialPath = dir.path("dest/.mirror/partial/" + PartialFile.name(for: "big.bin"))
+        try Data(TestData.bytes(count: 1000, seed: 2)).write(to: URL(fileURLWithPath: partialPath))
+        let segments = [SegmentRecord(start: 0, end: 500, done: 0), SegmentRecord(start: 500, end: 1000, done: 300)]
+        try journal.append(.partial(PartialRecord(identity: EntryIdentity(big), url: "http://x/big.bin", validator: "\"v\"",
+                                                  bytes: 0, segments: segments)), durable: true)
+        let status = try StatusInspector.inspect(manifest: Manifest(sourceName: "m.yaml", entries: [big]), destinationPath: dest)
+        #expect(status.entries.first?.state == .partial)
+        #expect(status.entries.first?.partialBytes == 300)
+    }
+
     @Test func aTouchedFileIsNoLongerDoneAndARecordForAnotherVersionIsIgnored() throws {
         let (manifest, entries) = try scenario()
         // a.bin rewritten with the same bytes: its ctime changes, so the journal cannot vouch for it.
