@@ -82,6 +82,10 @@ public final class Destination {
         // path this is one system call per entry instead of three (openat2, fstat, close).
         let folder = String(relative[..<slash])
         let name = String(relative[relative.index(after: slash)...])
+        // Held until the fstatat is done: `mirror verify` asks from several threads, and another
+        // thread's next folder would close this descriptor (and its number be reused) under us.
+        statusCacheLock.lock()
+        defer { statusCacheLock.unlock() }
         guard let fd = try statusFolder(folder, for: relative) else {
             // Not a folder we can enter: nothing there, a file, or a symlink in the way; the
             // whole path, opened the careful way, tells which.
@@ -100,15 +104,21 @@ public final class Destination {
         if fd < 0 {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
-            if code == ELOOP || code == EXDEV {
-                throw SystemError("inspect", display(relative) + " (a symlink in its path is not followed)", code: code)
-            }
-            throw SystemError("inspect", display(relative), code: code)
+            throw openFailure("inspect", relative, code: code)
         }
         defer { close(fd) }
         var st = stat()
         if fstat(fd, &st) != 0 { throw SystemError("inspect", display(relative)) }
         return FileStatus(st)
+    }
+
+    /// Why ``SafePath/open(_:beneath:flags:)`` failed for `relative`: ELOOP and EXDEV mean a
+    /// symlink (or an escape) in the path, which is refused, not followed; say so.
+    private func openFailure(_ verb: String, _ relative: String, code: Int32) -> SystemError {
+        if code == ELOOP || code == EXDEV {
+            return SystemError(verb, display(relative) + " (a symlink in its path is not followed)", code: code)
+        }
+        return SystemError(verb, display(relative), code: code)
     }
 
     /// The last folder ``status(of:)`` opened, kept open for the next entries in it.
@@ -120,20 +130,16 @@ public final class Destination {
     }
 
     /// A descriptor for `folder` (beneath DEST, opened without following symlinks), or nil when it
-    /// does not exist. Throws when a symlink is in the way.
+    /// does not exist. Throws when a symlink is in the way. The caller holds `statusCacheLock` while
+    /// it uses the descriptor.
     private func statusFolder(_ folder: String, for relative: String) throws -> Int32? {
-        statusCacheLock.lock()
-        defer { statusCacheLock.unlock() }
         if let cached = statusCache, cached.path == folder { return cached.fd }
         let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno
             // ENOTDIR: a file, or a symlink (O_NOFOLLOW with O_DIRECTORY says so for both).
             if code == ENOENT || code == ENOTDIR { return nil }
-            if code == ELOOP || code == EXDEV {
-                throw SystemError("inspect", display(relative) + " (a symlink in its path is not followed)", code: code)
-            }
-            throw SystemError("inspect", display(relative), code: code)
+            throw openFailure("inspect", relative, code: code)
         }
         if let cached = statusCache { close(cached.fd) }
         statusCache = (folder, fd)
@@ -145,13 +151,7 @@ public final class Destination {
     /// from blocking the run; anything but a regular file is then refused.
     public func openForReading(_ relative: String) throws -> FileDescriptor {
         let fd = SafePath.open(relative, beneath: root.fd, flags: O_RDONLY | O_NONBLOCK)
-        if fd < 0 {
-            let code = errno
-            if code == ELOOP || code == EXDEV {
-                throw SystemError("open", display(relative) + " (a symlink in its path is not followed)", code: code)
-            }
-            throw SystemError("open", display(relative), code: code)
-        }
+        if fd < 0 { throw openFailure("open", relative, code: errno) }
         let file = FileDescriptor(fd: fd, displayPath: display(relative))
         guard try file.stat().isRegularFile else {
             throw SystemError("read", display(relative) + " (not a regular file)", code: EINVAL)
