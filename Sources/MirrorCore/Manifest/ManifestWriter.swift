@@ -140,32 +140,14 @@ public enum ManifestWriter {
         }
     }
 
-    /// Writes `text` to `path` atomically: a temporary file beside it, `fsync`, `rename(2)`, then
-    /// `fsync` of the folder, so a reader (a web server publishing it) sees the old manifest or the
-    /// new one, never half of one.
+    /// Writes `text` to `path` atomically (``replaceFileAtomically(folder:name:bytes:mode:)``: a
+    /// temporary file beside it, `fsync`, `rename(2)`, `fsync` of the folder), so a reader (a web
+    /// server publishing it) sees the old manifest or the new one, never half of one.
     public static func writeAtomically(_ text: String, to path: String) throws {
-        let slash = path.lastIndex(of: "/")
-        let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        guard !name.isEmpty else { throw ManifestWriterError("-o \(path): a file name is needed, not a folder") }
-        let dirFd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFd < 0 { throw SystemError("open folder", folder) }
-        let dir = FileDescriptor(fd: dirFd, displayPath: folder)
-        let tmpName = ".\(name).tmp-\(getpid())"
-        let fd = openat(dir.fd, tmpName, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        if fd < 0 { throw SystemError("create", folder + "/" + tmpName) }
-        let tmp = FileDescriptor(fd: fd, displayPath: folder + "/" + tmpName)
-        do {
-            try tmp.append(Array(text.utf8))
-            try tmp.sync()
-            tmp.close()
-            if renameat(dir.fd, tmpName, dir.fd, name) != 0 { throw SystemError("replace", path) }
-        } catch {
-            tmp.close()
-            unlinkat(dir.fd, tmpName, 0)
-            throw error
-        }
-        try dir.sync()
+        if path.hasSuffix("/") { throw ManifestWriterError("-o \(path): a file name is needed, not a folder") }
+        let (folder, name) = try openParentFolder(of: path)
+        defer { folder.close() }
+        try replaceFileAtomically(folder: folder, name: name, bytes: Array(text.utf8))
     }
 
     // MARK: - Walking
@@ -246,23 +228,12 @@ public enum ManifestWriter {
 
     /// Size and SHA-256 of one file, read to its end in 1 MiB blocks.
     private static func hash(_ path: String, in root: Destination) throws -> (Int64, Digest) {
+        // openForReading refuses anything but a regular file (one swapped in since the listing too).
         let file = try root.openForReading(path)
         defer { file.close() }
-        guard try file.stat().isRegularFile else {
-            throw ManifestWriterError("\(root.display(path)) was replaced by something that is not a regular file while it was listed")
-        }
-        posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL)
         let hasher = Hasher(.sha256)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while true {
-            let n = try file.read(into: buffer, at: offset)
-            if n == 0 { break }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            offset += Int64(n)
-        }
-        return (offset, hasher.finalize())
+        let bytes = try FileHashing.read(file, into: [hasher])
+        return (bytes, hasher.finalize())
     }
 
     /// Per-file hashing results, filled by the worker threads.

@@ -158,9 +158,10 @@ public final class VerifyRunner {
             let file = try destination.openForReading(entry.path)
             defer { file.close() }
             // The path may have been replaced between the stat and the open (a sync renaming a new
-            // version into place): judge the file actually opened.
+            // version into place): judge the file actually opened (openForReading refused anything
+            // but a regular file).
             let opened = try file.stat()
-            guard opened.isRegularFile, opened.size == entry.size else {
+            guard opened.size == entry.size else {
                 var p = problem(.corrupt, "size mismatch (expected \(entry.size) bytes, got \(opened.size))")
                 p.actualSize = opened.size
                 return p
