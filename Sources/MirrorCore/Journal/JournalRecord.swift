@@ -272,22 +272,6 @@ extension JournalRecord {
         }
     }
 
-    /// For a `verified` line whose checksum is right: its `path=` value as written (percent-encoded).
-    /// nil for any other line, which the caller decodes in full. Opening a journal of 100,000
-    /// verified records thus checks each line without decoding it.
-    static func verifiedPath(_ line: ArraySlice<UInt8>, checkCRC: Bool = true) -> ArraySlice<UInt8>? {
-        let start = line.startIndex
-        let prefix = verifiedPrefix
-        guard line.count > 9 + prefix.count, line[start + 8] == UInt8(ascii: " "),
-              line[(start + 8)..<(start + 8 + prefix.count)].elementsEqual(prefix) else { return nil }
-        if checkCRC {
-            guard let crc = parseHex32(line[start..<start + 8]), checksum(line[(start + 9)...]) == crc else { return nil }
-        }
-        let valueStart = start + 8 + prefix.count
-        let valueEnd = line[valueStart...].firstIndex(of: UInt8(ascii: " ")) ?? line.endIndex
-        return line[valueStart..<valueEnd]
-    }
-
     /// Whether the line starting at `start` in `buf` is a verified record for exactly this entry
     /// (path, size, digests) and this file (`status`: size, inode, device, mtime, ctime), decided
     /// on the bytes without making a String or an array: the no-op path runs this once per

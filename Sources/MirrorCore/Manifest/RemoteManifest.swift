@@ -32,10 +32,6 @@ public enum RemoteManifest {
 
     public struct Result: Sendable {
         public var manifest: Manifest
-        /// The manifest's bytes as served (after any `Content-Encoding` was undone).
-        public var bytes: [UInt8]
-        /// The detached signature (`<URL>.sig`) that came with these bytes; nil when there is none.
-        public var signature: [UInt8]?
         public var origin: Origin
     }
 
@@ -101,7 +97,7 @@ public enum RemoteManifest {
         if response.status == 304, let saved, validators != nil {
             try verify?(saved.bytes, saved.signature)
             if let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) {
-                return Result(manifest: manifest, bytes: saved.bytes, signature: saved.signature, origin: .notModified)
+                return Result(manifest: manifest, origin: .notModified)
             }
             // The copy no longer parses (edited by hand?): ask again without validators.
             return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify)
@@ -118,7 +114,7 @@ public enum RemoteManifest {
         } catch let error as SystemError {
             throw Failure.cache(error)
         }
-        return Result(manifest: manifest, bytes: response.body, signature: signature, origin: .fetched)
+        return Result(manifest: manifest, origin: .fetched)
     }
 
     /// The last good copy, when the fetch failed: it was valid when saved, so it parses.
@@ -130,8 +126,7 @@ public enum RemoteManifest {
         }
         try verify?(saved.bytes, saved.signature)
         let when = saved.savedAt.map { " saved \(Formatting.rfc3339($0))" } ?? ""
-        return Result(manifest: manifest, bytes: saved.bytes, signature: saved.signature,
-                      origin: .lastGoodCopy("\(name): cannot fetch the manifest (\(reason)); using the last good copy\(when)"))
+        return Result(manifest: manifest, origin: .lastGoodCopy("\(name): cannot fetch the manifest (\(reason)); using the last good copy\(when)"))
     }
 
     /// `<URL>.sig`: its bytes when served with 200 (or read from a `file:` URL), else nil.
