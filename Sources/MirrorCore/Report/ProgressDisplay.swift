@@ -125,9 +125,9 @@ public final class ProgressDisplay {
     }
 
     /// The terminal's width (`TIOCGWINSZ`), 80 when unknown.
-    static func terminalWidth() -> Int {
+    static func terminalWidth(fd: Int32 = STDOUT_FILENO) -> Int {
         var size = winsize()
-        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
         return 80
     }
 

@@ -33,7 +33,7 @@ public final class ProgressLine {
         guard now - lastDraw >= 0.1 else { return }
         lastDraw = now
         var line = text()
-        let width = terminalWidth()
+        let width = ProgressDisplay.terminalWidth(fd: fd)
         if line.count >= width { line = String(line.prefix(max(0, width - 1))) }
         fputs("\r\u{1B}[K" + line, stream)
         fflush(stream)
@@ -50,11 +50,5 @@ public final class ProgressLine {
             fflush(stream)
             drawn = false
         }
-    }
-
-    private func terminalWidth() -> Int {
-        var size = winsize()
-        if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        return 80
     }
 }
