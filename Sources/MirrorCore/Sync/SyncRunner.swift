@@ -341,10 +341,8 @@ public final class SyncRunner {
             let idleNow = idle ?? writer.idleSeconds
             idle = idleNow
             defer { nextDue = min(nextDue ?? .infinity, (task.widthDecidedAt?.time ?? now) + SyncRunner.widenInterval - now) }
-            guard let last = task.widthDecidedAt else {
-                task.widthDecidedAt = (now, idleNow)
-                continue
-            }
+            // Set by the file's first startSegments.
+            guard let last = task.widthDecidedAt else { continue }
             let span = now - last.time
             // The sync loop wakes on time, give or take a millisecond.
             guard span >= SyncRunner.widenInterval * 0.95 else { continue }
@@ -352,10 +350,9 @@ public final class SyncRunner {
             let waited = (idleNow - last.idle) / span
             // Only a file running at its full width can use more; one held back by the
             // connection limit or by few open segments cannot.
-            guard task.downloads.count >= task.segmentWidth, waited >= 0.5,
-                  let url = task.currentSource, let partial = task.partial else { continue }
+            guard task.downloads.count >= task.segmentWidth, waited >= 0.5 else { continue }
             task.segmentWidth = min(options.segments, waited >= 0.75 ? task.segmentWidth * 2 : task.segmentWidth + 1)
-            do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
+            continueSegments(task)
         }
         return nextDue.map { max(0.001, $0) }
     }
@@ -409,10 +406,7 @@ public final class SyncRunner {
         switch outcome {
         case .complete:
             // Segments the connection limit held back start as others finish.
-            if task.segmentFailure == nil && !stopping && StopSignal.received == 0,
-               let url = task.currentSource, let partial = task.partial, !partial.isComplete {
-                do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
-            }
+            if task.segmentFailure == nil && !isStopping, task.partial?.isComplete == false { continueSegments(task) }
         case .failed(.cancelled):
             break
         case .rangeNotSatisfiable:
@@ -421,7 +415,7 @@ public final class SyncRunner {
         case .failed(let failure):
             let progressed = download.bytesWritten >= min(1 << 20, max(1, download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1))
             if failure.isTransient && !failure.distrustsRanges && failure != .rangeIgnored && progressed
-                && task.segmentFailure == nil && !stopping && StopSignal.received == 0,
+                && task.segmentFailure == nil && !isStopping,
                let url = task.currentSource, let partial = task.partial {
                 task.attempts += 1
                 task.failuresWithoutProgress = 0
@@ -444,15 +438,24 @@ public final class SyncRunner {
             attemptFailed(task, failure)
         } else if partial.isComplete {
             verifyAndInstall(task)
-        } else if stopping || StopSignal.received != 0 {
+        } else if isStopping {
             partial.checkpoint()
             summary.pending += 1
-        } else if let url = task.currentSource {
+        } else if task.currentSource != nil {
             // A segment ended cleanly short of its end (cancelled by nothing we know): continue.
-            do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
+            continueSegments(task)
         } else {
             giveUp(task)
         }
+    }
+
+    /// The run is ending (deadline, fatal error or signal): no segment starts any more.
+    private var isStopping: Bool { stopping || StopSignal.received != 0 }
+
+    /// Starts what the file's width allows of its open segments, from its current source.
+    private func continueSegments(_ task: EntryTask) {
+        guard let url = task.currentSource, let partial = task.partial else { return }
+        do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
     }
 
     private func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {
