@@ -142,24 +142,12 @@ public final class Journal {
         return h
     }
 
-    private static let hexUpper = Array("0123456789ABCDEF".utf8)
-
     static func pathKey(_ path: String) -> UInt64 {
-        // The same as encoding the path first (JournalRecord.percentEncode), without the array.
-        let digits = hexUpper
+        // The same as hashing JournalRecord.percentEncode's output, without the array.
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        func add(_ b: UInt8) {
+        JournalRecord.forEachEncodedByte(of: path) { b in
             h ^= UInt64(b)
             h = h &* 0x0000_0100_0000_01b3
-        }
-        for b in path.utf8 {
-            if b <= 0x20 || b == 0x7f || b == UInt8(ascii: "%") || b == UInt8(ascii: "=") {
-                add(UInt8(ascii: "%"))
-                add(digits[Int(b >> 4)])
-                add(digits[Int(b & 0xf)])
-            } else {
-                add(b)
-            }
         }
         return h
     }

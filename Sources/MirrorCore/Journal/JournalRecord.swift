@@ -291,7 +291,7 @@ extension JournalRecord {
         // The path, percent-encoded as percentEncode writes it.
         let upper = hexUpper
         for b in path.utf8 {
-            if b <= 0x20 || b == 0x7f || b == 0x25 || b == 0x3d {
+            if isEscaped(b) {
                 guard i + 3 <= end, buf[i] == 0x25, buf[i + 1] == upper[Int(b >> 4)], buf[i + 2] == upper[Int(b & 0xf)] else { return false }
                 i += 3
             } else {
@@ -344,7 +344,7 @@ extension JournalRecord {
     }
 
     private static let verifiedPrefix = Array(" verified path=".utf8)
-    private static let hexUpper = Array("0123456789ABCDEF".utf8)
+    static let hexUpper = Array("0123456789ABCDEF".utf8)
     private static let hexLower = Array("0123456789abcdef".utf8)
 
     /// The values of one line, as slices of it, by key.
@@ -420,14 +420,25 @@ extension JournalRecord {
 
     /// Keeps printable ASCII and UTF-8 as they are; encodes space, `%`, `=` and control bytes.
     static func percentEncode(_ value: String, into out: inout [UInt8]) {
-        let digits = Array("0123456789ABCDEF".utf8)
+        forEachEncodedByte(of: value) { out.append($0) }
+    }
+
+    /// Whether a value byte is written as `%XX`: controls, space, DEL, and the record's own `%` and `=`.
+    @inline(__always)
+    static func isEscaped(_ b: UInt8) -> Bool { b <= 0x20 || b == 0x7f || b == 0x25 || b == 0x3d }
+
+    /// The bytes ``percentEncode(_:into:)`` writes for `value`, one at a time, without an array:
+    /// the one rule for encoding, hashing (``Journal/pathKey(_:)``) and comparing in place.
+    @inline(__always)
+    static func forEachEncodedByte(of value: String, _ body: (UInt8) -> Void) {
+        let digits = hexUpper
         for b in value.utf8 {
-            if b <= 0x20 || b == 0x7f || b == UInt8(ascii: "%") || b == UInt8(ascii: "=") {
-                out.append(UInt8(ascii: "%"))
-                out.append(digits[Int(b >> 4)])
-                out.append(digits[Int(b & 0xf)])
+            if isEscaped(b) {
+                body(0x25)
+                body(digits[Int(b >> 4)])
+                body(digits[Int(b & 0xf)])
             } else {
-                out.append(b)
+                body(b)
             }
         }
     }
