@@ -24,14 +24,9 @@ extension Formatting {
         return Int64(bytes)
     }
 
-    /// `2026-11-22T03:04:05Z` (RFC 3339, UTC, whole seconds), from `gmtime_r`.
+    /// `2026-11-22T03:04:05Z` (RFC 3339, UTC, whole seconds): ``utcTimestamp(_:)`` of the second.
     public static func rfc3339(_ unixTime: Double) -> String {
-        var t = time_t(unixTime.rounded(.down))
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        utcTimestamp(Int64(unixTime.rounded(.down)))
     }
 }
 
