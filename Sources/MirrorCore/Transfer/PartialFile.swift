@@ -354,20 +354,7 @@ public final class PartialFile {
     func abandonSegments() {
         writer?.drain(self)
         guard isSegmented else { return }
-        let prefix = locked { fedLength }
-        do {
-            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
-            try file.truncate(to: prefix)
-        } catch let error as SystemError {
-            fail(error)
-        } catch {}
-        locked {
-            segments = nil
-            acceptedLength = prefix
-            lastCheckpoint = 0
-            writebackStarted = prefix
-        }
-        durableLength = 0
+        cut(to: locked { fedLength })
         checkpoint()
     }
 
@@ -400,23 +387,31 @@ public final class PartialFile {
     /// the journal never holds a hash state for bytes that were since replaced.
     func restartFromZero() {
         writer?.drain(self)
-        do {
-            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
-            try file.truncate(to: 0)
-        } catch let error as SystemError {
-            fail(error)
-        } catch {}
+        cut(to: 0)
         sha256?.reset()
         sha512?.reset()
         hashedLength = 0
-        durableLength = 0
         locked {
-            acceptedLength = 0
-            lastCheckpoint = 0
-            writebackStarted = 0
-            segments = nil
             fedLength = 0
             currentValidator = nil
+        }
+    }
+
+    /// The journal forgets the file's record, durably, then the file is cut to `prefix` bytes,
+    /// which become one stream of that length with nothing durable yet. The writer must be drained.
+    private func cut(to prefix: Int64) {
+        do {
+            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
+            try file.truncate(to: prefix)
+        } catch let error as SystemError {
+            fail(error)
+        } catch {}
+        durableLength = 0
+        locked {
+            segments = nil
+            acceptedLength = prefix
+            lastCheckpoint = 0
+            writebackStarted = prefix
         }
     }
 
