@@ -29,15 +29,7 @@ extension ManifestLoader {
             throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
         }
         let signaturePath = trust.signaturePath ?? ManifestSignature.defaultPath(for: path)
-        let signature: [UInt8]
-        do {
-            signature = try readWholeFile(signaturePath, limit: ManifestSignature.maxFileSize)
-        } catch let code as ReadFailure {
-            let cause: SignatureError.Cause = code.errno == EFBIG
-                ? .malformed(detail: "larger than \(ManifestSignature.maxFileSize) bytes; a signature file has one line of 88 base64 characters")
-                : .missing(detail: String(cString: strerror(code.errno)))
-            throw SignatureError(manifest: name, signature: signaturePath, key: trust.key.name, cause: cause)
-        }
+        let signature = try ManifestTrust.readSignature(signaturePath, manifestName: name, trust: trust)
         try ManifestSignature.verify(manifest: bytes, signature: signature, trustedKey: trust.key,
                                      manifestName: name, signatureName: signaturePath)
         return try parse(bytes, sourceName: name)
@@ -80,6 +72,19 @@ extension ManifestSignature {
 }
 
 extension ManifestTrust {
+    /// A signature file from the disk (`--signature`, or beside a local manifest), bounded: one
+    /// that cannot be read is missing, one too large is malformed.
+    static func readSignature(_ path: String, manifestName: String, trust: ManifestTrust) throws -> [UInt8] {
+        do {
+            return try ManifestLoader.readWholeFile(path, limit: ManifestSignature.maxFileSize)
+        } catch let code as ManifestLoader.ReadFailure {
+            let cause: SignatureError.Cause = code.errno == EFBIG
+                ? .malformed(detail: "larger than \(ManifestSignature.maxFileSize) bytes; a signature file has one line of 88 base64 characters")
+                : .missing(detail: String(cString: strerror(code.errno)))
+            throw SignatureError(manifest: manifestName, signature: path, key: trust.key.name, cause: cause)
+        }
+    }
+
     /// The check ``RemoteManifest/load(url:destination:settings:saveCopy:verify:)`` runs for
     /// `--trust`: the fetched (or saved) bytes against `<URL>.sig` as fetched with them, or against
     /// `--signature PATH` when given.
@@ -90,12 +95,7 @@ extension ManifestTrust {
             var signature = fetchedSignature
             if let path = trust.signaturePath {
                 signatureName = path
-                do {
-                    signature = try ManifestLoader.readWholeFile(path, limit: ManifestSignature.maxFileSize)
-                } catch let code as ManifestLoader.ReadFailure {
-                    throw SignatureError(manifest: name, signature: path, key: trust.key.name,
-                                         cause: .missing(detail: String(cString: strerror(code.errno))))
-                }
+                signature = try readSignature(path, manifestName: name, trust: trust)
             }
             guard let signature else {
                 throw SignatureError(manifest: name, signature: signatureName, key: trust.key.name,
