@@ -248,14 +248,8 @@ public enum RemoteManifest {
         let sink = FetchSink(limit: limit)
         let userdata = Unmanaged.passUnretained(sink).toOpaque()
         do {
-            try easy.set(CURLOPT_URL, url)
-            // The same schemes, redirects, TLS (`--ca-file`) and credentials as every download.
-            var headers = try settings.security.apply(to: easy, url: url, maxRedirects: settings.maxRedirects)
-            try easy.set(CURLOPT_NOSIGNAL, 1)
-            try easy.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
-            try easy.set(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
-            try easy.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
-            try easy.set(CURLOPT_USERAGENT, settings.userAgent)
+            // The same schemes, redirects, TLS (`--ca-file`), credentials and timeouts as every download.
+            var headers = try settings.configure(easy, url: url)
             try easy.set(CURLOPT_ACCEPT_ENCODING, "gzip")
             if let etag = validators?.etag { headers.append("If-None-Match: \(etag)") }
             if let date = validators?.lastModified { headers.append("If-Modified-Since: \(date)") }

@@ -14,6 +14,20 @@ public struct TransferSettings: Sendable {
     public var security = RequestSecurity()
 
     public init() {}
+
+    /// What every request of a run shares, the downloads and the manifest fetch alike: the URL,
+    /// ``RequestSecurity`` (schemes, redirects, TLS, credentials), no signals, the connect and
+    /// stall timeouts, the user agent. Returns the header lines the request must carry.
+    func configure(_ easy: CurlEasy, url: String) throws -> [String] {
+        try easy.set(CURLOPT_URL, url)
+        let headers = try security.apply(to: easy, url: url, maxRedirects: maxRedirects)
+        try easy.set(CURLOPT_NOSIGNAL, 1)
+        try easy.set(CURLOPT_CONNECTTIMEOUT, connectTimeout)
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, lowSpeedLimit)
+        try easy.set(CURLOPT_LOW_SPEED_TIME, stallTimeout)
+        try easy.set(CURLOPT_USERAGENT, userAgent)
+        return headers
+    }
 }
 
 /// How one attempt ended, as the sync thread sees it.
@@ -72,14 +86,7 @@ public final class Download {
     }
 
     private func configure(ifRange: String?, settings: TransferSettings) throws {
-        try easy.set(CURLOPT_URL, url)
-        // Schemes, redirects, TLS verification and credentials: RequestSecurity explains each.
-        var headerLines = try settings.security.apply(to: easy, url: url, maxRedirects: settings.maxRedirects)
-        try easy.set(CURLOPT_NOSIGNAL, 1)
-        try easy.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
-        try easy.set(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
-        try easy.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
-        try easy.set(CURLOPT_USERAGENT, settings.userAgent)
+        var headerLines = try settings.configure(easy, url: url)
         try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
         // A segment asks for its own end; a resume for the rest of the file. CURLOPT_HTTPHEADER
