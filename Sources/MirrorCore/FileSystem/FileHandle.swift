@@ -122,14 +122,21 @@ public struct FileStatus: Sendable, Equatable {
     public var device: UInt64
     public var mtime: FileTime
     public var ctime: FileTime
+    /// The owner's user id and the number of names the inode has: a partial file whose saved hash
+    /// state is trusted must be this process's own, with one name (SECURITY.md, "local user").
+    public var owner: UInt32
+    public var links: UInt64
 
-    public init(size: Int64, mode: UInt32, inode: UInt64, device: UInt64, mtime: FileTime, ctime: FileTime) {
+    public init(size: Int64, mode: UInt32, inode: UInt64, device: UInt64, mtime: FileTime, ctime: FileTime,
+                owner: UInt32 = 0, links: UInt64 = 1) {
         self.size = size
         self.mode = mode
         self.inode = inode
         self.device = device
         self.mtime = mtime
         self.ctime = ctime
+        self.owner = owner
+        self.links = links
     }
 
     init(_ st: Glibc.stat) {
@@ -139,7 +146,12 @@ public struct FileStatus: Sendable, Equatable {
         device = UInt64(st.st_dev)
         mtime = FileTime(seconds: Int64(st.st_mtim.tv_sec), nanoseconds: Int64(st.st_mtim.tv_nsec))
         ctime = FileTime(seconds: Int64(st.st_ctim.tv_sec), nanoseconds: Int64(st.st_ctim.tv_nsec))
+        owner = UInt32(st.st_uid)
+        links = UInt64(st.st_nlink)
     }
+
+    /// Permission bits only (no file type).
+    public var permissions: UInt32 { mode & 0o7777 }
 
     public var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
     public var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }

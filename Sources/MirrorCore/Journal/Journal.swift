@@ -33,16 +33,17 @@ public final class Journal {
     /// each line's CRC. Partial and failed records are few and kept decoded.
     private var text: [UInt8] = []
     private var verified: [UInt64: Int] = [:]
-    private var partials: [String: PartialRecord] = [:]
-    private var failures: [String: FailedRecord] = [:]
+    /// Keyed by the path's bytes, never by `String` (canonical equality would merge two names).
+    private var partials: [PathKey: PartialRecord] = [:]
+    private var failures: [PathKey: FailedRecord] = [:]
 
     /// Every path the journal knows, with its records.
-    public var entries: [String: EntryRecords] {
+    public var entries: [PathKey: EntryRecords] {
         lock.lock()
         defer { lock.unlock() }
-        var out: [String: EntryRecords] = [:]
+        var out: [PathKey: EntryRecords] = [:]
         for offset in verified.values {
-            if case .verified(let r)? = decodeLine(at: offset) { out[r.identity.path, default: EntryRecords()].verified = r }
+            if case .verified(let r)? = decodeLine(at: offset) { out[PathKey(r.identity.path), default: EntryRecords()].verified = r }
         }
         for (path, r) in partials { out[path, default: EntryRecords()].partial = r }
         for (path, r) in failures { out[path, default: EntryRecords()].failed = r }
@@ -155,8 +156,8 @@ public final class Journal {
     private func noteVerified(encodedPath: UnsafeBufferPointer<UInt8>, at offset: Int) {
         verified[Journal.pathKey(encodedPath)] = offset
         if !failures.isEmpty || !partials.isEmpty, let path = JournalRecord.percentDecode(ArraySlice(encodedPath)) {
-            failures.removeValue(forKey: path)
-            partials.removeValue(forKey: path)
+            failures.removeValue(forKey: PathKey(path))
+            partials.removeValue(forKey: PathKey(path))
         }
     }
 
@@ -181,7 +182,7 @@ public final class Journal {
 
     private func verifiedRecord(for path: String) -> VerifiedRecord? {
         guard let offset = verified[Journal.pathKey(path)], case .verified(let r)? = decodeLine(at: offset),
-              r.identity.path == path else { return nil }
+              r.identity.path.utf8.elementsEqual(path.utf8) else { return nil }
         return r
     }
 
@@ -189,16 +190,16 @@ public final class Journal {
     private func apply(_ record: JournalRecord, lineStart: Int? = nil) {
         switch record {
         case .verified(let r):
-            let path = r.identity.path
-            if let lineStart { verified[Journal.pathKey(path)] = lineStart }
+            let path = PathKey(r.identity.path)
+            if let lineStart { verified[Journal.pathKey(r.identity.path)] = lineStart }
             if !failures.isEmpty { failures.removeValue(forKey: path) }
             if !partials.isEmpty { partials.removeValue(forKey: path) }
         case .partial(let r):
-            partials[r.identity.path] = r
+            partials[PathKey(r.identity.path)] = r
         case .forget(let path):
-            partials.removeValue(forKey: path)
+            partials.removeValue(forKey: PathKey(path))
         case .failed(let r):
-            failures[r.identity.path] = r
+            failures[PathKey(r.identity.path)] = r
         case .run(let r):
             lastRun = r
         }
@@ -207,7 +208,8 @@ public final class Journal {
     public func records(for path: String) -> EntryRecords? {
         lock.lock()
         defer { lock.unlock() }
-        let records = EntryRecords(verified: verifiedRecord(for: path), partial: partials[path], failed: failures[path])
+        let key = PathKey(path)
+        let records = EntryRecords(verified: verifiedRecord(for: path), partial: partials[key], failed: failures[key])
         return records.isEmpty ? nil : records
     }
 
@@ -250,9 +252,9 @@ public final class Journal {
         lock.lock()
         defer { lock.unlock() }
         guard file != nil else { return }
-        var latestVerified: [String: VerifiedRecord] = [:]
+        var latestVerified: [PathKey: VerifiedRecord] = [:]
         for offset in verified.values {
-            if case .verified(let r)? = decodeLine(at: offset) { latestVerified[r.identity.path] = r }
+            if case .verified(let r)? = decodeLine(at: offset) { latestVerified[PathKey(r.identity.path)] = r }
         }
         var out = Journal.header
         for path in Set(latestVerified.keys).union(partials.keys).union(failures.keys).sorted() {

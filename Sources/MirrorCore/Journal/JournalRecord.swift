@@ -18,6 +18,29 @@ public struct EntryIdentity: Hashable, Sendable {
     public init(_ entry: ManifestEntry) {
         self.init(path: entry.path, size: entry.size, sha256: entry.sha256?.hex, sha512: entry.sha512?.hex)
     }
+
+    /// Paths compare as bytes: Swift's `String ==` is canonical equivalence, under which `café`
+    /// spelled NFC and NFD are one path, though they are two files on Linux.
+    public static func == (a: EntryIdentity, b: EntryIdentity) -> Bool {
+        a.size == b.size && a.sha256 == b.sha256 && a.sha512 == b.sha512 && a.path.utf8.elementsEqual(b.path.utf8)
+    }
+
+    public func hash(into hasher: inout Swift.Hasher) {
+        hasher.combine(PathKey(path))
+        hasher.combine(size)
+    }
+}
+
+/// A path as its bytes, for dictionary keys and comparisons (docs/journal.md: paths are bytes).
+/// A `String` key would merge the NFC and NFD spellings of one name, which are two files here.
+public struct PathKey: Hashable, Sendable, Comparable {
+    public let bytes: [UInt8]
+
+    public init(_ path: String) { bytes = Array(path.utf8) }
+
+    public var path: String { String(decoding: bytes, as: UTF8.self) }
+
+    public static func < (a: PathKey, b: PathKey) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 }
 
 /// One line of the journal.
@@ -82,9 +105,17 @@ public struct PartialRecord: Equatable, Sendable {
     /// A segmented download (journal.md, rule 3: "bytes durable per segment when segmented"): each
     /// segment's range and how much of it, from its start, is durable. nil for one stream.
     public var segments: [SegmentRecord]?
+    /// The partial file these bytes are in: its inode and change time, taken (`fstat`) before the
+    /// `fdatasync` that made them durable. The saved hash states are only ever restored over that
+    /// very file, unchanged since (``PartialFile``; journal.md, "Partial records"): a record is
+    /// bound to one file, never to a path alone. nil in records of older versions: their states
+    /// are never trusted, the prefix is hashed again.
+    public var fileInode: UInt64?
+    public var fileChangeTime: FileTime?
 
     public init(identity: EntryIdentity, url: String, validator: String?, bytes: Int64,
-                sha256State: String? = nil, sha512State: String? = nil, segments: [SegmentRecord]? = nil) {
+                sha256State: String? = nil, sha512State: String? = nil, segments: [SegmentRecord]? = nil,
+                fileInode: UInt64? = nil, fileChangeTime: FileTime? = nil) {
         self.identity = identity
         self.url = url
         self.validator = validator
@@ -92,6 +123,18 @@ public struct PartialRecord: Equatable, Sendable {
         self.sha256State = sha256State
         self.sha512State = sha512State
         self.segments = segments
+        self.fileInode = fileInode
+        self.fileChangeTime = fileChangeTime
+    }
+
+    /// Whether `status` is the partial file this record was written for, unchanged since, and
+    /// nobody else's to change: a regular file with one name, owned by `owner` (this process's
+    /// effective uid), mode 0600, same inode and change time. A write, truncate, chmod, chown or
+    /// rename by anyone moves the change time, and only root can set it back.
+    public func describes(_ status: FileStatus, owner: UInt32) -> Bool {
+        guard let fileInode, let fileChangeTime else { return false }
+        return status.isRegularFile && status.links == 1 && status.owner == owner && status.permissions == 0o600
+            && status.inode == fileInode && status.ctime == fileChangeTime
     }
 
     /// Durable bytes in all: the prefix, or the sum of the segments' durable parts.
@@ -192,6 +235,9 @@ extension JournalRecord {
             if let s = r.sha256State { fields.append(("h256", s)) }
             if let s = r.sha512State { fields.append(("h512", s)) }
             if let segments = r.segments { fields.append(("segs", SegmentRecord.listText(segments))) }
+            if let ino = r.fileInode, let ctime = r.fileChangeTime {
+                fields += [("ino", String(ino)), ("ctime", ctime.journalText)]
+            }
         case .forget(let path):
             kind = "forget"
             fields.append(("path", path))
@@ -256,7 +302,8 @@ extension JournalRecord {
                 segments = list
             }
             return .partial(PartialRecord(identity: id, url: url, validator: f.string(f.validator), bytes: bytes,
-                                          sha256State: f.string(f.h256), sha512State: f.string(f.h512), segments: segments))
+                                          sha256State: f.string(f.h256), sha512State: f.string(f.h512), segments: segments,
+                                          fileInode: f.int(f.ino).map { UInt64(bitPattern: $0) }, fileChangeTime: f.time(f.ctime)))
         case 6 where kind.elementsEqual("forget".utf8):
             guard let path = f.string(f.path) else { return nil }
             return .forget(path: path)

@@ -9,27 +9,39 @@ extension PartialFile {
     ///   symlink itself, never its target) and creates a new one with `O_CREAT | O_EXCL | O_NOFOLLOW`,
     ///   mode 0600: unverified bytes are nobody's business, and `O_EXCL` guarantees the file is new,
     ///   not something another user made or linked in between.
-    /// - A resumed download (an offset or a journal record to resume from) reopens the existing file with `O_NOFOLLOW` (a symlink fails with
-    ///   `ELOOP`) and requires a regular file with one link (``SafePath/requireSoleRegularFile(_:_:)``),
-    ///   because it will be truncated and written in place.
-    static func open(_ name: String, in folder: FileDescriptor, displayPath: String, resuming: Bool) throws -> FileDescriptor {
+    /// - A resumed download reopens the existing file with `O_NOFOLLOW` (a symlink fails with
+    ///   `ELOOP`) and keeps it only when it is a regular file with one name, owned by this process's
+    ///   effective uid, mode 0600: a file anyone else could have written, or linked elsewhere, is
+    ///   replaced by a new one (the download starts from zero), never written in place or trusted.
+    ///
+    /// - Returns: the file, and whether it is the existing one (`resumed`) or a new, empty one.
+    static func open(_ name: String, in folder: FileDescriptor, displayPath: String, resuming: Bool,
+                     journal: Journal?, path: String) throws -> (file: FileDescriptor, resumed: Bool) {
         if resuming {
             let fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR)
             if fd >= 0 {
                 let file = FileDescriptor(fd: fd, displayPath: displayPath)
-                try SafePath.requireSoleRegularFile(fd, displayPath)
-                return file
+                let st = try file.stat()
+                if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions == 0o600 {
+                    return (file, true)
+                }
+                file.close()
+            } else if errno != ENOENT && errno != ELOOP {
+                throw SystemError("open partial file", displayPath)
             }
-            if errno == ELOOP {
-                throw SystemError("resume", displayPath + " (a symlink was planted in its place)", code: ELOOP)
+            // Not ours to resume: the journal forgets it before a new file takes the name.
+            if let journal, journal.records(for: path)?.partial != nil {
+                try journal.append(.forget(path: path), durable: true)
             }
-            if errno != ENOENT { throw SystemError("open partial file", displayPath) }
         }
         if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
             throw SystemError("remove the old partial file", displayPath)
         }
         let fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         if fd < 0 { throw SystemError("create partial file", displayPath) }
-        return FileDescriptor(fd: fd, displayPath: displayPath)
+        let file = FileDescriptor(fd: fd, displayPath: displayPath)
+        // The umask may have narrowed 0600 (to 0400, say); the mode is what resuming checks.
+        _ = fchmod(fd, 0o600)
+        return (file, false)
     }
 }

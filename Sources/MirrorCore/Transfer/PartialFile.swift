@@ -114,16 +114,33 @@ public final class PartialFile {
         // Only the digests the manifest lists are computed: each costs a full pass over the bytes.
         sha256 = identity.sha256 != nil ? Hasher(.sha256) : nil
         sha512 = identity.sha512 != nil ? Hasher(.sha512) : nil
-        file = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resumeFrom > 0 || saved != nil)
+        let resuming = resumeFrom > 0 || saved != nil
+        if !resuming, let journal, journal.records(for: identity.path)?.partial != nil {
+            // A fresh file is about to take this name: the journal must stop vouching for the old
+            // one first, durably, or a later run would restore its hash state over these bytes.
+            try journal.append(.forget(path: identity.path), durable: true)
+        }
+        let opened = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resuming,
+                                          journal: journal, path: identity.path)
+        file = opened.file
         let st = try file.stat()
+        // The saved hash state is trusted only over the very file it was computed on, unchanged
+        // since and nobody else's (PartialRecord.describes); anything else is hashed again.
+        let trusted = opened.resumed ? saved.flatMap { $0.describes(st, owner: geteuid()) ? $0 : nil } : nil
+        guard opened.resumed else {
+            acceptedLength = 0
+            return
+        }
         if let saved, let recorded = saved.segments {
-            try resumeSegments(recorded, saved: saved, fileSize: st.size)
+            try resumeSegments(recorded, saved: saved, trusted: trusted != nil, fileSize: st.size)
             return
         }
         let keep = max(0, min(resumeFrom, st.size, identity.size))
-        if let saved, let journal, saved.bytes != keep {
+        if let saved, let journal, saved.bytes != keep || trusted == nil {
             // The bytes past `keep` will be fetched again and may differ from those the recorded
-            // hash state describes: the journal must stop vouching for them before they change.
+            // hash state describes, and a state not bound to this file is worth nothing: the
+            // journal must stop vouching before anything changes. The bytes themselves stay
+            // resumable: a record without hash states makes the next run hash them again.
             if keep > 0 {
                 try journal.append(.partial(PartialRecord(identity: identity, url: saved.url, validator: saved.validator,
                                                           bytes: keep)), durable: true)
@@ -132,24 +149,26 @@ public final class PartialFile {
             }
         }
         if st.size != keep { try file.truncate(to: keep) }
-        if keep > 0 {
-            if let saved, saved.bytes == keep, restore(saved) {
-                resumedFromSavedState = true
-            } else {
-                try hashExisting(keep)
-            }
-        }
         acceptedLength = keep
         lastCheckpoint = keep
-        hashedLength = keep
-        durableLength = keep
         writebackStarted = keep
+        if keep > 0, let trusted, trusted.bytes == keep, restore(trusted) {
+            resumedFromSavedState = true
+            hashedLength = keep
+            durableLength = keep
+        } else if keep > 0 {
+            // Hash the kept prefix again, from the file, before the bytes that follow it: queued
+            // on the writer, so the first new byte is asked for now rather than after the read.
+            durableLength = 0
+            lastCheckpoint = 0
+            if let writer { writer.hashFile(self, from: 0, to: keep) } else { performHashFromFile(from: 0, to: keep) }
+        }
     }
 
     /// Continues a segmented download: each segment keeps the durable part the journal recorded,
     /// trimmed to what the file still holds; the hash state is restored if it describes a prefix
     /// of those bytes, and the rest of the contiguous prefix is queued to be hashed from the file.
-    private func resumeSegments(_ recorded: [SegmentRecord], saved: PartialRecord, fileSize: Int64) throws {
+    private func resumeSegments(_ recorded: [SegmentRecord], saved: PartialRecord, trusted: Bool, fileSize: Int64) throws {
         var list: [Segment] = []
         for r in recorded {
             let held = max(0, min(r.done, fileSize - r.start))
@@ -159,12 +178,12 @@ public final class PartialFile {
         if fileSize != identity.size { try file.truncate(to: identity.size) }
         let prefix = PartialFile.contiguousPrefix(list)
         var hashed: Int64 = 0
-        if saved.bytes > 0, saved.bytes <= prefix, restore(saved) {
+        if trusted, saved.bytes > 0, saved.bytes <= prefix, restore(saved) {
             hashed = saved.bytes
             resumedFromSavedState = true
         }
         let total = list.reduce(0) { $0 + $1.written }
-        if trimmed, let journal {
+        if trimmed || !trusted, let journal {
             // The journal must not vouch for bytes the file no longer holds.
             let states = hashed > 0 ? (saved.sha256State, saved.sha512State) : (nil, nil)
             try journal.append(.partial(PartialRecord(identity: identity, url: saved.url, validator: saved.validator,
@@ -202,23 +221,6 @@ public final class PartialFile {
             }
         }
         return true
-    }
-
-    /// Hashes the first `count` bytes already on disk (the prefix of a resumed download).
-    private func hashExisting(_ count: Int64) throws {
-        posix_fadvise(file.fd, 0, off_t(count), POSIX_FADV_SEQUENTIAL)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while offset < count {
-            let want = Int(min(Int64(buffer.count), count - offset))
-            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
-            if n == 0 { throw SystemError("read partial file", displayPath, code: EIO) }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-            sha256?.update(chunk)
-            sha512?.update(chunk)
-            offset += Int64(n)
-        }
     }
 
     // MARK: - The attempt's side
@@ -401,7 +403,9 @@ public final class PartialFile {
     /// which become one stream of that length with nothing durable yet. The writer must be drained.
     private func cut(to prefix: Int64) {
         do {
-            if durableLength > 0 { try journal?.append(.forget(path: identity.path), durable: true) }
+            if let journal, durableLength > 0 || journal.records(for: identity.path)?.partial != nil {
+                try journal.append(.forget(path: identity.path), durable: true)
+            }
             try file.truncate(to: prefix)
         } catch let error as SystemError {
             fail(error)
@@ -466,12 +470,16 @@ public final class PartialFile {
         let durable = segments.map { $0.reduce(0) { $0 + $1.done } } ?? hashedLength
         guard failure == nil, durable != durableLength, let journal else { return }
         do {
+            // The file's identity before the fdatasync: if nothing changes it after, a later run
+            // finds the same change time and may trust the hash state; any later write (ours,
+            // after this checkpoint, or anyone's) moves it, and the prefix is hashed again.
+            let status = try file.stat()
             try file.syncData()
             CrashPoint.hit("checkpoint-before-record")
             let record = PartialRecord(identity: identity, url: redactedURL(url), validator: validator, bytes: hashedLength,
                                        sha256State: sha256.map { Digest(bytes: $0.exportState()).hex },
                                        sha512State: sha512.map { Digest(bytes: $0.exportState()).hex },
-                                       segments: segments)
+                                       segments: segments, fileInode: status.inode, fileChangeTime: status.ctime)
             try journal.append(.partial(record), durable: true)
             durableLength = durable
         } catch let error as SystemError {
