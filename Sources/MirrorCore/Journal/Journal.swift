@@ -73,7 +73,10 @@ public final class Journal {
             throw SystemError("open journal", displayPath)
         }
         let handle = FileDescriptor(fd: fd, displayPath: displayPath)
-        if !readOnly { try SafePath.requireSoleRegularFile(fd, displayPath) }
+        if !readOnly {
+            try SafePath.requireSoleRegularFile(fd, displayPath)
+            try StateOwnership.require(handle, displayPath)
+        }
         text = try handle.readAll()
         let readLength = text.count
         let validLength = replay()

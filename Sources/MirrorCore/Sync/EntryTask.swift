@@ -33,6 +33,8 @@ final class EntryTask {
     var lastFailure: TransferFailure?
     /// Whether every failure so far was "cannot reach the server" (exit 75 rather than 1).
     var onlyUnreachable = true
+    /// A source was skipped because its host stopped answering earlier in this run.
+    var skippedUnreachable = false
 
     init(entry: ManifestEntry, sources: [String], replacing: Bool, resume: PartialRecord? = nil, resumeOffset: Int64 = 0) {
         self.entry = entry
@@ -49,6 +51,14 @@ final class EntryTask {
         sourceIndex += 1
         failuresWithoutProgress = 0
         return sourceIndex < sources.count
+    }
+
+    /// Whether an attempt that received `bytes` made real progress: 64 KiB, or all that was
+    /// left. Such an attempt resets the count of failures, so a server that drops every
+    /// connection after a megabyte still delivers the file; an attempt that got less counts as a
+    /// failure, so a trickle cannot loop for ever.
+    static func isRealProgress(_ bytes: Int64, remainingAtStart: Int64) -> Bool {
+        bytes > 0 && bytes >= min(64 << 10, max(1, remainingAtStart))
     }
 
     /// Exponential back-off with jitter: base × 2^(n−1), capped at 60 s, times a random factor in

@@ -61,6 +61,9 @@ public final class SyncRunner {
                   let partials = try destination.stateFolder("partial", create: true) else {
                 throw SystemError("create", destination.display(Destination.stateFolderName), code: ENOENT)
             }
+            // Nobody else may have written what the run is about to trust (SECURITY.md).
+            try StateOwnership.require(state, destination.display(Destination.stateFolderName))
+            try StateOwnership.require(partials, destination.display(".mirror/partial"))
             partialFolder = partials
             lock = try DestinationLock(stateFolder: state, destination: destPath, wait: options.waitForLock)
             journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: false)
@@ -221,6 +224,17 @@ public final class SyncRunner {
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
     private func start(_ task: EntryTask) {
         do {
+            // A host that refused twice is not asked again in this run; the check comes before
+            // any file is created, so a dead server leaves nothing behind (D3 in docs/faults.md).
+            while let source = task.currentSource, !unreachableHosts.isEmpty, unreachableHosts.contains(hostKey(of: source)) {
+                task.lastFailure = .unreachable("\(redactedURL(source)) did not answer earlier in this run")
+                task.skippedUnreachable = true
+                if !task.advanceSource() { break }
+            }
+            if task.currentSource == nil && task.entry.size > 0 {
+                giveUp(task)
+                return
+            }
             if task.partial == nil {
                 let partial = try PartialFile(identity: EntryIdentity(task.entry),
                                               folder: partialFolder, folderDisplay: destination.display(".mirror/partial"),
@@ -239,16 +253,19 @@ public final class SyncRunner {
                 verifyAndInstall(task)
                 return
             }
-            while let source = task.currentSource, !unreachableHosts.isEmpty, unreachableHosts.contains(hostKey(of: source)) {
-                task.lastFailure = .unreachable("\(redactedURL(source)) did not answer earlier in this run")
-                if !task.advanceSource() { break }
-            }
             guard let url = task.currentSource else {
                 giveUp(task)
                 return
             }
             // The validator belongs to the URL it came from (journaled with its credentials masked).
             let sameSource = partial.sourceURL.map { $0 == url || redactedURL($0) == redactedURL(url) } ?? false
+            if !sameSource && partial.length > 0 {
+                // Another source (a mirror, or a changed base_url): its validator cannot be compared
+                // with the old one, so no If-Range is sent and its answer sets the validator anew.
+                // The bytes may then come from two servers; the digest check catches a splice, and
+                // the file is fetched again from zero (docs/faults.md, "resume on another source").
+                partial.validator = nil
+            }
             if partial.length == 0 && !partial.isSegmented && segmentsWanted(task, url: url) {
                 try partial.beginSegments(length: SyncRunner.segmentLength(size: task.entry.size, connections: options.segments))
             }
@@ -413,7 +430,8 @@ public final class SyncRunner {
             segmentFailed(task, .badContentRange("416 Range Not Satisfiable",
                                                  expected: "bytes \(download.requestedOffset)-\(download.requestedEnd ?? 0)"))
         case .failed(let failure):
-            let progressed = download.bytesWritten >= min(1 << 20, max(1, download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1))
+            let progressed = EntryTask.isRealProgress(download.bytesWritten,
+                                                      remainingAtStart: download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1)
             if failure.isTransient && !failure.distrustsRanges && failure != .rangeIgnored && progressed
                 && task.segmentFailure == nil && !isStopping,
                let url = task.currentSource, let partial = task.partial {
@@ -471,16 +489,19 @@ public final class SyncRunner {
         if case .unreachable = failure {} else { task.onlyUnreachable = false }
         if failure.distrustsRanges { task.fromZero = true }
         let progress = (task.partial?.length ?? 0) - task.lengthAtAttemptStart
-        let madeProgress = progress >= min(1 << 20, task.entry.size)
+        let madeProgress = EntryTask.isRealProgress(progress, remainingAtStart: task.entry.size - task.lengthAtAttemptStart)
         if madeProgress { task.failuresWithoutProgress = 0 } else { task.failuresWithoutProgress += 1 }
 
         var moveOn = !failure.isTransient
-        if case .unreachable = failure, task.failuresWithoutProgress >= 2, let source = task.currentSource {
-            unreachableHosts.insert(hostKey(of: source))
+        if case .unreachable(let why) = failure, task.failuresWithoutProgress >= 2, let source = task.currentSource {
+            if unreachableHosts.insert(hostKey(of: source)).inserted {
+                report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
+            }
             moveOn = true
         }
         if task.failuresWithoutProgress > options.retries { moveOn = true }
-        if task.attempts >= 50 { moveOn = true; task.sourceIndex = task.sources.count }
+        // Attempts that progress are bounded by the file's size; the others by this cap.
+        if task.attempts >= 50 && !madeProgress { moveOn = true; task.sourceIndex = task.sources.count }
 
         if moveOn {
             guard task.advanceSource() else { return giveUp(task) }
@@ -493,13 +514,32 @@ public final class SyncRunner {
         let delay = failure.retryAfter.map { min($0, 300) }
             ?? (madeProgress ? 0 : EntryTask.backoff(failures: task.failuresWithoutProgress, base: options.retryBaseDelay))
         task.notBefore = monotonicSeconds() + delay
+        releaseIfEmpty(task)
         waiting.append(task)
+    }
+
+    /// A task that waits (back-off) or ends with no byte received gives its empty partial file
+    /// back: thousands of entries waiting for a dead server must not hold thousands of open files
+    /// (EMFILE) or leave empty files behind. It is created again when bytes can arrive.
+    private func releaseIfEmpty(_ task: EntryTask) {
+        guard let partial = task.partial, partial.length == 0, !partial.isSegmented, task.downloads.isEmpty else { return }
+        partial.settle()
+        partial.remove()
+        task.partial = nil
     }
 
     private func giveUp(_ task: EntryTask) {
         let why = task.lastFailure.map { "\($0)" } ?? "no source to fetch it from"
         let source = task.sources.last.map { " (last tried \(redactedURL($0)))" } ?? ""
+        releaseIfEmpty(task)
         task.partial?.close()
+        if task.skippedUnreachable && task.onlyUnreachable {
+            // Never asked: its host stopped answering earlier in this run (said once, when it was
+            // marked). The entry is left for a later run, like one a deadline stopped.
+            notTried += 1
+            summary.pending += 1
+            return
+        }
         fail(task.entry, why + source, unreachable: task.onlyUnreachable && task.lastFailure != nil)
     }
 
@@ -619,6 +659,8 @@ public final class SyncRunner {
     // MARK: - Results
 
     private var unreachableFailures = 0
+    /// Entries never asked for because their host had stopped answering (counted as not finished).
+    private var notTried = 0
 
     /// A system error while handling `entry`: when the destination itself refuses writes (full,
     /// read-only, permissions) the whole run stops with exit 73; otherwise only the entry fails.
@@ -640,11 +682,18 @@ public final class SyncRunner {
     }
 
     private func finishRun() {
+        if let partialFolder {
+            // A partial that no task of this run owns belongs to no entry of the manifest (an
+            // up-to-date entry needs none): nothing will ever resume it.
+            var keep = Set<String>()
+            for task in allTasks { keep.insert(PartialFile.name(for: task.entry.path)) }
+            PartialSweep.removeOrphans(in: partialFolder, keeping: keep)
+        }
         summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) }
         summary.seconds = monotonicSeconds() - startTime
         if let stoppedReason {
             summary.result = .incomplete(stoppedReason)
-        } else if summary.failed > 0 && summary.failed == unreachableFailures {
+        } else if (summary.failed > 0 || notTried > 0) && summary.failed == unreachableFailures {
             summary.result = .incomplete("no source could be reached")
         } else if summary.failed > 0 {
             summary.result = .failed
