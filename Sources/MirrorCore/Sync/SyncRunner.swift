@@ -641,9 +641,12 @@ public final class SyncRunner {
     private func check(_ entry: ManifestEntry) {
         do {
             let file = try destination.openForReading(entry.path)
+            let before = try file.stat()
             let (sha256, sha512) = try FileHashing.digests(of: file, for: entry)
-            if FileHashing.matches(entry, sha256: sha256, sha512: sha512) {
-                let status = try file.stat()
+            let status = try file.stat()
+            // A file written while it was read may hold bytes other than those hashed: it is
+            // vouched for only if its change time did not move (a later run checks it again).
+            if FileHashing.matches(entry, sha256: sha256, sha512: sha512), status == before {
                 try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)
                 summary.checked += 1
             } else {
