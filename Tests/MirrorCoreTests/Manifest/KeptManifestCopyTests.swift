@@ -7,7 +7,8 @@ import Testing
 import MirrorTestSupport
 
 /// The copy of a remote manifest kept under `DEST/.mirror/manifest/` (issue 17): it is written with
-/// unguessable temporary names.
+/// unguessable temporary names, at mode 0600, with its digest, and read back only when it is still
+/// what this user kept.
 @Suite struct KeptManifestCopyTests {
     static func mode(_ path: String) -> mode_t? {
         var info = stat()
@@ -48,5 +49,81 @@ import MirrorTestSupport
         #expect(FileManager.default.contents(atPath: dir.path("m")) == Data([19]))
         #expect(Self.mode(dir.path("m")) == 0o644)
         #expect(!FileManager.default.fileExists(atPath: "/nonexistent-target"))
+    }
+
+    static let yaml = Array("version: 1\nbase_url: https://x.example/\nfiles:\n  - {path: a, size: 1, sha256: \(String(repeating: "ab", count: 32))}\n".utf8)
+
+    static func cache(_ dir: TemporaryDirectory) -> RemoteManifest.Cache {
+        RemoteManifest.Cache(destination: dir.path("dest"))
+    }
+
+    static func validators() -> RemoteManifest.Validators {
+        RemoteManifest.Validators(url: "https://x.example/m.yaml", etag: "\"e1\"", lastModified: nil)
+    }
+
+    /// What was written reads back, private (0600 files in a 0700 folder) with both digests.
+    @Test func aKeptCopyReadsBackAndIsPrivate() throws {
+        let dir = try TemporaryDirectory(prefix: "kept-copy")
+        let cache = Self.cache(dir)
+        #expect(try cache.write(bytes: Self.yaml, signature: [1, 2, 3], validators: Self.validators()) == nil)
+        let folder = dir.path("dest/.mirror/manifest")
+        #expect(Self.mode(folder) == 0o700)
+        for name in ["last.yaml", "last.yaml.sig", "last.validators"] { #expect(Self.mode(folder + "/" + name) == 0o600, "\(name)") }
+        let saved = try #require(cache.read().saved)
+        #expect(saved.bytes == Self.yaml && saved.signature == [1, 2, 3] && saved.validators == Self.validators())
+        let record = try String(contentsOfFile: folder + "/last.validators", encoding: .utf8)
+        #expect(record.contains("sha256\t\(RemoteManifest.Cache.sha256(Self.yaml))\n"))
+    }
+
+    /// Each way the copy can differ from what was kept makes it unusable, with a reason.
+    @Test(arguments: ["bytes", "signature added", "signature changed", "no digest", "group-writable", "folder open", "symlink"])
+    func aCopyThatIsNotWhatWasKeptIsDiscarded(change: String) throws {
+        let dir = try TemporaryDirectory(prefix: "kept-copy")
+        let cache = Self.cache(dir)
+        _ = try cache.write(bytes: Self.yaml, signature: change == "signature changed" ? [9] : nil, validators: Self.validators())
+        let folder = dir.path("dest/.mirror/manifest")
+        let copy = folder + "/last.yaml"
+        switch change {
+        case "bytes": try Data(Self.yaml + Array("# planted\n".utf8)).write(to: URL(fileURLWithPath: copy))
+        case "signature added": try Data([7]).write(to: URL(fileURLWithPath: folder + "/last.yaml.sig"))
+        case "signature changed": try Data([8]).write(to: URL(fileURLWithPath: folder + "/last.yaml.sig"))
+        case "no digest": try Data("url\thttps://x.example/m.yaml\netag\t\"e1\"\n".utf8).write(to: URL(fileURLWithPath: folder + "/last.validators"))
+        case "group-writable": #expect(chmod(copy, 0o620) == 0)
+        case "folder open": #expect(chmod(folder, 0o777) == 0)
+        default:
+            let aside = dir.path("aside.yaml")
+            #expect(rename(copy, aside) == 0 && symlink(aside, copy) == 0)
+        }
+        guard case .discarded(let why) = cache.read() else {
+            Issue.record("a copy with \(change) was not discarded")
+            return
+        }
+        #expect(why.contains(".mirror/manifest"), "the reason names the file: \(why)")
+    }
+
+    /// Nothing there is no copy at all (no warning); a copy written by an older mirror (no digest)
+    /// is discarded once, and the next write makes it usable.
+    @Test func noCopyAndARewrittenCopy() throws {
+        let dir = try TemporaryDirectory(prefix: "kept-copy")
+        let cache = Self.cache(dir)
+        guard case .none = cache.read() else { Issue.record("an empty DEST has a copy"); return }
+        _ = try cache.write(bytes: Self.yaml, signature: nil, validators: Self.validators())
+        try Data("url\tx\n".utf8).write(to: URL(fileURLWithPath: dir.path("dest/.mirror/manifest/last.validators")))
+        #expect(cache.read().saved == nil)
+        _ = try cache.write(bytes: Self.yaml, signature: nil, validators: Self.validators())
+        #expect(cache.read().saved != nil)
+    }
+
+    /// A URL with user-info anywhere in a manifest keeps it off the disk.
+    @Test func credentialsInAManifestAreFound() throws {
+        func manifest(base: String?, mirrors: [String] = [], entry: ManifestEntry.Location) -> Manifest {
+            Manifest(sourceName: "m", baseURL: base, mirrors: mirrors,
+                     entries: [ManifestEntry(path: "a", url: entry, size: 1, sha256: nil)])
+        }
+        #expect(RemoteManifest.credentialURL(in: manifest(base: "https://u:p@x/", entry: .relative("a"))) == "https://u:p@x/")
+        #expect(RemoteManifest.credentialURL(in: manifest(base: "https://x/", mirrors: ["http://u@y/"], entry: .relative("a"))) == "http://u@y/")
+        #expect(RemoteManifest.credentialURL(in: manifest(base: nil, entry: .absolute("https://u:p@z/a"))) == "https://u:p@z/a")
+        #expect(RemoteManifest.credentialURL(in: manifest(base: "https://x/", entry: .relative("//u:p@w/a"))) == "//u:p@w/a")
+        #expect(RemoteManifest.credentialURL(in: manifest(base: "https://x/a@b/", entry: .relative("c@d"))) == nil)
     }
 }
