@@ -262,4 +262,21 @@ import MirrorTestSupport
         #expect(fx.exists(fx.destPath("b.bin")))
         #expect(fx.exists(folder + "/last.validators"))
     }
+
+    /// A 2 MB gzip manifest that expands to 1.9 GiB: refused once it passes 128 times its size,
+    /// with an error that says the limit (it took 1.5 GB of memory to reach the fixed 1 GiB cap).
+    @Test func aGzipBombManifestIsRefusedAtAMultipleOfItsSize() throws {
+        let dir = try TemporaryDirectory(prefix: "kept-copy-bomb")
+        let member = dir.path("member.gz")
+        let made = try ChildProcess.run("/bin/sh", ["-c", "head -c 67108864 /dev/zero | gzip -9 > '\(member)'"], timeout: 60)
+        try #require(made.exitCode == 0)
+        let one = Array(try Data(contentsOf: URL(fileURLWithPath: member)))
+        let bomb = Array((0..<30).map { _ in one }.joined())
+        try Data(bomb).write(to: URL(fileURLWithPath: dir.path("manifest.yaml.gz")))
+        let result = try ChildProcess.run(try MirrorBinary.path(), ["sync", dir.path("manifest.yaml.gz"), "--dest", dir.path("dest")],
+                                          environment: SyncFixture.loopbackOnly, timeout: 90)
+        #expect(result.exitCode == 65, "\(result)")
+        #expect(result.stderr.contains("128 times its size"), "\(result.stderr)")
+        #expect(result.maxRSSKilobytes < 700_000, "RSS \(result.maxRSSKilobytes) KiB")
+    }
 }

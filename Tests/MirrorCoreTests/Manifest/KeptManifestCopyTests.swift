@@ -126,4 +126,32 @@ import MirrorTestSupport
         #expect(RemoteManifest.credentialURL(in: manifest(base: "https://x/", entry: .relative("//u:p@w/a"))) == "//u:p@w/a")
         #expect(RemoteManifest.credentialURL(in: manifest(base: "https://x/a@b/", entry: .relative("c@d"))) == nil)
     }
+
+    /// A gzip manifest may expand to 128 times its size (at least 64 MiB, at most 1 GiB), and the
+    /// error says so.
+    @Test func gzipExpansionIsBoundedByTheCompressedSize() throws {
+        #expect(Gzip.limit(forCompressedSize: 100) == 64 << 20)
+        #expect(Gzip.limit(forCompressedSize: 2 << 20) == 256 << 20)
+        #expect(Gzip.limit(forCompressedSize: 100 << 20) == 1 << 30)
+        #expect(Gzip.limit(forCompressedSize: Int.max) == 1 << 30)
+        // 80 MiB of zeros gzip to about 80 KB: past the 64 MiB floor.
+        let zeros = [UInt8](repeating: 0, count: 80 << 20)
+        let bomb = try Self.gzip(zeros)
+        #expect(bomb.count < 200_000)
+        do {
+            _ = try Gzip.decompress(bomb)
+            Issue.record("an 80 MiB expansion of \(bomb.count) bytes was accepted")
+        } catch let failure as Gzip.Failure {
+            #expect(failure.message.contains("exceeds 64 MiB"), "\(failure.message)")
+            #expect(failure.message.contains("128 times its size"), "\(failure.message)")
+        }
+    }
+
+    static func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
+        let dir = try TemporaryDirectory(prefix: "kept-copy")
+        try Data(bytes).write(to: URL(fileURLWithPath: dir.path("z")))
+        let result = try ChildProcess.run("/bin/sh", ["-c", "gzip -c < '\(dir.path("z"))' > '\(dir.path("z.gz"))'"])
+        try #require(result.exitCode == 0)
+        return Array(try Data(contentsOf: URL(fileURLWithPath: dir.path("z.gz"))))
+    }
 }
