@@ -279,4 +279,29 @@ import MirrorTestSupport
         #expect(result.stderr.contains("128 times its size"), "\(result.stderr)")
         #expect(result.maxRSSKilobytes < 700_000, "RSS \(result.maxRSSKilobytes) KiB")
     }
+
+    /// Under `--trust`, a kept copy whose signature no longer verifies (the key was rotated and the
+    /// manifest re-signed, so the server still answers 304) is discarded and fetched again; it
+    /// used to end every later run with exit 65.
+    @Test func aKeptCopyRefusedByItsSignatureIsFetchedAgain() throws {
+        let keys = try TestKeys()
+        let (oldPrivate, oldPublic) = try keys.generateEd25519("old")
+        let (newPrivate, newPublic) = try keys.generateEd25519("new")
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 1000, seed: 9)
+        let manifestFile = fx.www + "/manifest.yaml"
+        try fx.manifest.write(to: manifestFile)
+        let first = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", manifestFile, "--key", oldPrivate], timeout: 60)
+        try #require(first.exitCode == 0, "\(first)")
+        let url = fx.server.url("manifest.yaml")
+        try #require(try Self.run(url, dest: fx.dest, ["--trust", oldPublic]).exitCode == 0)
+
+        let sign = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", manifestFile, "--key", newPrivate], timeout: 60)
+        try #require(sign.exitCode == 0, "\(sign)")
+        let rotated = try Self.run(url, dest: fx.dest, ["--trust", newPublic])
+        #expect(rotated.exitCode == 0, "\(rotated)")
+        #expect(rotated.stderr.contains("last good copy of the manifest is not used"), "\(rotated.stderr)")
+        let next = try Self.run(url, dest: fx.dest, ["--trust", newPublic])
+        #expect(next.exitCode == 0 && next.stderr.isEmpty, "\(next)")
+    }
 }

@@ -109,13 +109,16 @@ public enum RemoteManifest {
             }
         }
         // --trust: the copy's signature is checked over its bytes as stored (what was signed and
-        // served), before they are gunzipped or parsed; a copy that fails is discarded, not fatal.
-        if let copy = saved, let verify {
+        // served) before they are gunzipped or parsed, and only when the copy is about to be used
+        // (a --signature file may already be the next manifest's); one that fails is discarded.
+        func verified(_ copy: Cache.Saved?) -> Cache.Saved? {
+            guard let copy, let verify else { return copy }
             do {
                 try verify(copy.bytes, copy.signature)
-            } catch let error as SignatureError {
+                return copy
+            } catch {
                 warnings.append("\(name): the last good copy of the manifest is not used: \(error)")
-                saved = nil
+                return nil
             }
         }
         let validators = saved.flatMap { $0.validators.url == name ? $0.validators : nil }
@@ -125,18 +128,23 @@ public enum RemoteManifest {
             response = try fetch(url, validators: validators, limit: sizeLimit, settings: settings)
         } catch let failure as FetchFailure {
             if case .interrupted = failure { throw Failure.interrupted(url: url) }
-            return try fallBack(saved, url: url, reason: failure.description, warnings: warnings)
+            let copy = verified(saved)
+            return try fallBack(copy, url: url, reason: failure.description, warnings: warnings)
         }
-        if response.status == 304, let saved, validators != nil {
-            if let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) {
-                return Result(manifest: manifest, origin: .notModified, warnings: warnings)
+        if response.status == 304, saved != nil, validators != nil {
+            if let copy = verified(saved) {
+                if let manifest = try? ManifestLoader.parse(copy.bytes, sourceName: name) {
+                    return Result(manifest: manifest, origin: .notModified, warnings: warnings)
+                }
+                warnings.append("\(name): the last good copy of the manifest no longer parses; it is fetched again")
             }
-            // The copy no longer parses (a newer mirror's rules?): ask again without validators.
-            warnings.append("\(name): the last good copy of the manifest no longer parses; it is fetched again")
+            // Refused by its signature, or no longer parses (a newer mirror's rules?): ask again
+            // without validators.
             return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify, warnings: warnings)
         }
         guard response.isSuccess else {
-            return try fallBack(saved, url: url, reason: "the server answered \(response.status)", warnings: warnings)
+            let copy = verified(saved)
+            return try fallBack(copy, url: url, reason: "the server answered \(response.status)", warnings: warnings)
         }
         let signature = fetchSignature(url, settings: settings)
         try verify?(response.body, signature)
