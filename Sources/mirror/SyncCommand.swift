@@ -140,6 +140,8 @@ struct Sync: ParsableCommand {
         options.transfer.security.caFile = caFile
         options.transfer.security.netrc = try netrcFile.map(Netrc.load(path:))
         options.transfer.security.authorization = try authHeaderEnv.map(RequestSecurity.authorization(fromEnvironment:))
+        // A path or a file: URL on the command line is read from the local disk, so its entries may
+        // use file: URLs; SyncSession takes that right back when the manifest comes from the kept copy.
         let lowered = manifest.lowercased()
         options.transfer.security.manifestIsLocal = !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://"))
         if let rate = options.limitRate {

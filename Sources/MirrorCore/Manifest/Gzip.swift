@@ -7,6 +7,23 @@ enum Gzip {
     /// gigabytes (a "gzip bomb"), and 1 GiB is far beyond any real manifest (~10^7 entries).
     static let defaultLimit = 1 << 30
 
+    /// How many times its compressed size a manifest may expand to (see ``limit(forCompressedSize:)``).
+    static let expansionFactor = 128
+    /// What any gzip manifest may expand to, however small: small manifests are never refused.
+    static let expansionFloor = 64 << 20
+
+    /// The most a gzip manifest of `compressedSize` bytes may expand to: `expansionFactor` times
+    /// its size, at least `expansionFloor`, at most ``defaultLimit``. Why a multiple: deflate
+    /// cannot shrink an entry below its checksum (a sha256 is 64 hex digits, 32 bytes of
+    /// entropy), so real manifests compress about 4:1 (100,000 entries with mtime and mode:
+    /// 18.4 MB to 4.7 MB) and even 4,000-byte paths that differ only at the end stay under 80:1,
+    /// while a gzip bomb reaches deflate's ~1000:1. With a fixed 1 GiB cap, 2 MB of gzip cost
+    /// 1.6 GB of memory before they were refused; now they stop at 256 MiB.
+    static func limit(forCompressedSize compressedSize: Int) -> Int {
+        let (scaled, overflow) = compressedSize.multipliedReportingOverflow(by: expansionFactor)
+        return overflow ? defaultLimit : min(defaultLimit, max(expansionFloor, scaled))
+    }
+
     struct Failure: Error, Equatable { var message: String }
 
     static func isCompressed(_ bytes: [UInt8]) -> Bool {
@@ -16,7 +33,13 @@ enum Gzip {
     /// Inflates a whole gzip file, including files of several members (what `cat a.gz b.gz` makes
     /// and `gzip -d` accepts), with zlib's `inflate` after `inflateInit2(…, 15 + 16)` (gzip wrapper,
     /// see `mirror_inflate_init_gzip`); the wrapper's CRC-32 and length are checked by zlib.
-    static func decompress(_ input: [UInt8], limit: Int = defaultLimit) throws -> [UInt8] {
+    /// Output beyond `limit` bytes (default: ``limit(forCompressedSize:)`` of the input) is refused
+    /// as soon as it is produced, with an error that names the limit.
+    static func decompress(_ input: [UInt8], limit explicitLimit: Int? = nil) throws -> [UInt8] {
+        let limit = explicitLimit ?? Gzip.limit(forCompressedSize: input.count)
+        let why = explicitLimit != nil ? ""
+            : ": a gzip manifest may expand to \(expansionFactor) times its size (here \(Formatting.bytes(Int64(input.count)))), "
+            + "at least \(expansionFloor >> 20) MiB and at most \(defaultLimit >> 20) MiB"
         let inflater = try Inflater()
         let stream = inflater.stream
         let chunkSize = 1 << 18
@@ -45,7 +68,7 @@ enum Gzip {
                 let status = inflate(stream, Z_NO_FLUSH)
                 let produced = chunkSize - Int(stream.pointee.avail_out)
                 guard output.count + produced <= limit else {
-                    throw Failure(message: "decompressed manifest exceeds \(limit >> 20) MiB (gzip bomb?)")
+                    throw Failure(message: "decompressed manifest exceeds \(limit >> 20) MiB (gzip bomb?)" + why)
                 }
                 output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: produced))
 

@@ -12,10 +12,16 @@ import Glibc
 /// - `Accept-Encoding: gzip` (`CURLOPT_ACCEPT_ENCODING`): libcurl undoes a `Content-Encoding: gzip`;
 ///   a body that is itself a gzip file (`manifest.yaml.gz`) is recognised by ``ManifestLoader``.
 /// - A fetched manifest replaces the last good copy only once it parsed as a valid manifest; an
-///   invalid one is an error (exit 65) and the copy stays as it was.
+///   invalid one is an error (exit 65) and the copy stays as it was. A manifest with a credential
+///   in one of its URLs is never kept (the copy would hold it word for word).
 /// - When the server cannot be reached, answers 5xx or anything but 200/304, the last good copy
 ///   is used and ``Result/origin`` says why; with no copy the run cannot start
 ///   (``Failure/unreachable``, exit 75).
+/// - The copy is used (on a 304 or as a fallback) only if it is the one this user kept: owner,
+///   mode and SHA-256 as recorded (``Cache``), and under `--trust` its signature, checked over the
+///   bytes as stored before they are gunzipped or parsed. Any other copy is discarded (a warning,
+///   then a full fetch), never used and never fatal. A manifest from the copy never gives
+///   `file:` rights (``Result/isReadNow``).
 /// - The detached signature `<URL>.sig` is fetched after each new manifest and kept beside the
 ///   copy (a 404 means the manifest is unsigned); checking it is the caller's business.
 ///
@@ -33,6 +39,15 @@ public enum RemoteManifest {
     public struct Result: Sendable {
         public var manifest: Manifest
         public var origin: Origin
+        /// Remarks a person should see (standard error and the log): a kept copy that was
+        /// discarded, a manifest that was not kept.
+        public var warnings: [String] = []
+
+        /// Whether the manifest was read now from what `url` names, rather than from the copy
+        /// kept under DEST: only a manifest read now from a `file:` URL the user gave may name
+        /// `file:` URLs (``RequestSecurity/manifestIsLocal``). A kept copy sits in a folder others
+        /// may write in, so it never gives that right, whatever URL it was fetched from.
+        public var isReadNow: Bool { origin == .fetched }
     }
 
     public enum Failure: Error, CustomStringConvertible, Sendable {
@@ -82,9 +97,30 @@ public enum RemoteManifest {
     }
 
     private static func load(url: String, cache: Cache, settings: TransferSettings, useCopy: Bool,
-                             verify: (([UInt8], [UInt8]?) throws -> Void)?) throws -> Result {
+                             verify: (([UInt8], [UInt8]?) throws -> Void)?, warnings: [String] = []) throws -> Result {
         let name = redactedURL(url)
-        let saved = useCopy ? cache.read() : nil
+        var warnings = warnings
+        var saved: Cache.Saved?
+        if useCopy {
+            switch cache.read() {
+            case .none: break
+            case .usable(let copy): saved = copy
+            case .discarded(let why): warnings.append("\(name): the last good copy of the manifest is not used: \(why)")
+            }
+        }
+        // --trust: the copy's signature is checked over its bytes as stored (what was signed and
+        // served) before they are gunzipped or parsed, and only when the copy is about to be used
+        // (a --signature file may already be the next manifest's); one that fails is discarded.
+        func verified(_ copy: Cache.Saved?) -> Cache.Saved? {
+            guard let copy, let verify else { return copy }
+            do {
+                try verify(copy.bytes, copy.signature)
+                return copy
+            } catch {
+                warnings.append("\(name): the last good copy of the manifest is not used: \(error)")
+                return nil
+            }
+        }
         let validators = saved.flatMap { $0.validators.url == name ? $0.validators : nil }
 
         let response: Response
@@ -92,41 +128,78 @@ public enum RemoteManifest {
             response = try fetch(url, validators: validators, limit: sizeLimit, settings: settings)
         } catch let failure as FetchFailure {
             if case .interrupted = failure { throw Failure.interrupted(url: url) }
-            return try fallBack(saved, url: url, reason: failure.description, verify: verify)
+            let copy = verified(saved)
+            return try fallBack(copy, url: url, reason: failure.description, warnings: warnings)
         }
-        if response.status == 304, let saved, validators != nil {
-            try verify?(saved.bytes, saved.signature)
-            if let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) {
-                return Result(manifest: manifest, origin: .notModified)
+        if response.status == 304, saved != nil, validators != nil {
+            if let copy = verified(saved) {
+                if let manifest = try? ManifestLoader.parse(copy.bytes, sourceName: name) {
+                    return Result(manifest: manifest, origin: .notModified, warnings: warnings)
+                }
+                warnings.append("\(name): the last good copy of the manifest no longer parses; it is fetched again")
             }
-            // The copy no longer parses (edited by hand?): ask again without validators.
-            return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify)
+            // Refused by its signature, or no longer parses (a newer mirror's rules?): ask again
+            // without validators.
+            return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify, warnings: warnings)
         }
         guard response.isSuccess else {
-            return try fallBack(saved, url: url, reason: "the server answered \(response.status)", verify: verify)
+            let copy = verified(saved)
+            return try fallBack(copy, url: url, reason: "the server answered \(response.status)", warnings: warnings)
         }
         let signature = fetchSignature(url, settings: settings)
         try verify?(response.body, signature)
         let manifest = try ManifestLoader.parse(response.body, sourceName: name)
         do {
-            try cache.write(bytes: response.body, signature: signature,
-                            validators: Validators(url: name, etag: response.etag, lastModified: response.lastModified))
+            if let credential = credentialURL(in: manifest) {
+                // Never on disk: the copy would hold the credential word for word.
+                try cache.remove()
+                warnings.append("\(name): the manifest is not kept as the last good copy, because \(redactedURL(credential)) "
+                    + "carries a credential (user-info) that must not be written to disk; each run fetches it in full and "
+                    + "there is no copy to fall back on. Pass credentials with --netrc-file or --auth-header-env instead.")
+            } else if let why = try cache.write(bytes: response.body, signature: signature,
+                                                validators: Validators(url: name, etag: response.etag, lastModified: response.lastModified)) {
+                warnings.append("\(name): \(why)")
+            }
         } catch let error as SystemError {
             throw Failure.cache(error)
         }
-        return Result(manifest: manifest, origin: .fetched)
+        return Result(manifest: manifest, origin: .fetched, warnings: warnings)
     }
 
-    /// The last good copy, when the fetch failed: it was valid when saved, so it parses.
-    private static func fallBack(_ saved: Cache.Saved?, url: String, reason: String,
-                                 verify: (([UInt8], [UInt8]?) throws -> Void)?) throws -> Result {
+    /// The last good copy, when the fetch failed. It was checked (digest, owner, signature under
+    /// `--trust`) by ``load(url:cache:settings:useCopy:verify:warnings:)`` before it gets here.
+    private static func fallBack(_ saved: Cache.Saved?, url: String, reason: String, warnings: [String]) throws -> Result {
         let name = redactedURL(url)
         guard let saved, let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) else {
-            throw Failure.unreachable(url: url, reason: reason)
+            let discarded = warnings.isEmpty ? "" : " (\(warnings.joined(separator: "; ")))"
+            throw Failure.unreachable(url: url, reason: reason + discarded)
         }
-        try verify?(saved.bytes, saved.signature)
         let when = saved.savedAt.map { " saved \(Formatting.rfc3339($0))" } ?? ""
-        return Result(manifest: manifest, origin: .lastGoodCopy("\(name): cannot fetch the manifest (\(reason)); using the last good copy\(when)"))
+        return Result(manifest: manifest, origin: .lastGoodCopy("\(name): cannot fetch the manifest (\(reason)); using the last good copy\(when)"),
+                      warnings: warnings)
+    }
+
+    /// The first URL of `manifest` (`base_url`, a mirror, an entry's absolute `url`) that has
+    /// user-info (RFC 3986 §3.2.1), or nil.
+    static func credentialURL(in manifest: Manifest) -> String? {
+        firstURL(in: manifest) { URLParts($0)?.userInfo != nil }
+    }
+
+    /// The first `file:` URL of `manifest` (`base_url`, a mirror, an entry's absolute `url`), or nil.
+    public static func fileURL(in manifest: Manifest) -> String? {
+        firstURL(in: manifest) { $0.lowercased().hasPrefix("file:") }
+    }
+
+    private static func firstURL(in manifest: Manifest, where matches: (String) -> Bool) -> String? {
+        for base in [manifest.baseURL].compactMap({ $0 }) + manifest.mirrors where matches(base) { return base }
+        for entry in manifest.entries {
+            switch entry.url {
+            case .absolute(let url): if matches(url) { return url }
+            // A network-path reference (`//user:pass@host/x`, RFC 3986 §4.2) has an authority too.
+            case .relative(let reference): if reference.hasPrefix("//"), matches("x:" + reference) { return reference }
+            }
+        }
+        return nil
     }
 
     /// `<URL>.sig`: its bytes when served with 200 (or read from a `file:` URL), else nil.
@@ -134,79 +207,6 @@ public enum RemoteManifest {
         guard let response = try? fetch(url + ".sig", validators: nil, limit: signatureLimit, settings: settings),
               response.isSuccess, !response.body.isEmpty else { return nil }
         return response.body
-    }
-
-    // MARK: - The last good copy
-
-    /// `DEST/.mirror/manifest/`: `last.yaml` (the bytes of the last manifest that parsed),
-    /// `last.yaml.sig` (its signature, when it had one) and `last.validators` (`url`, `etag`,
-    /// `last-modified`, one per line, tab-separated). Opened through ``Destination`` (no symlink
-    /// followed) and replaced atomically, one file at a time, in an order that is safe at any crash
-    /// point: the validators go first and come back last, so a copy is never paired with the
-    /// validators of another copy (without validators the next fetch is unconditional).
-    struct Cache {
-        let destination: String
-        var saving = true
-
-        struct Saved {
-            var bytes: [UInt8]
-            var signature: [UInt8]?
-            var validators: Validators
-            var savedAt: Double?
-        }
-
-        func read() -> Saved? {
-            guard let dest = try? Destination.openExisting(destination),
-                  let folder = try? dest.stateFolder(RemoteManifest.folderName, create: false),
-                  let copy = Cache.open(folder, RemoteManifest.copyName) else { return nil }
-            guard let bytes = try? copy.readAll() else { return nil }
-            let savedAt = (try? copy.stat()).map { Double($0.mtime.seconds) }
-            let signature = Cache.open(folder, RemoteManifest.signatureName).flatMap { try? $0.readAll() }
-            var validators = Validators(url: "", etag: nil, lastModified: nil)
-            if let file = Cache.open(folder, RemoteManifest.validatorsName), let text = try? file.readAll() {
-                for line in String(decoding: text, as: UTF8.self).split(separator: "\n") {
-                    guard let tab = line.firstIndex(of: "\t") else { continue }
-                    let value = String(line[line.index(after: tab)...])
-                    switch line[..<tab] {
-                    case "url": validators.url = value
-                    case "etag": validators.etag = value
-                    case "last-modified": validators.lastModified = value
-                    default: break
-                    }
-                }
-            }
-            return Saved(bytes: bytes, signature: signature, validators: validators, savedAt: savedAt)
-        }
-
-        func write(bytes: [UInt8], signature: [UInt8]?, validators: Validators) throws {
-            guard saving else { return }
-            let dest = try Destination.create(destination)
-            guard let folder = try dest.stateFolder(RemoteManifest.folderName, create: true) else {
-                throw SystemError("create", dest.display(".mirror/manifest"), code: ENOENT)
-            }
-            try Cache.remove(folder, RemoteManifest.validatorsName)
-            try Cache.remove(folder, RemoteManifest.signatureName)
-            try replaceFileAtomically(folder: folder, name: RemoteManifest.copyName, bytes: bytes)
-            if let signature {
-                try replaceFileAtomically(folder: folder, name: RemoteManifest.signatureName, bytes: signature)
-            }
-            var text = "url\t\(validators.url)\n"
-            // A header value never holds a line break (libcurl splits lines), but make sure.
-            if let etag = validators.etag, !etag.contains("\n") { text += "etag\t\(etag)\n" }
-            if let date = validators.lastModified, !date.contains("\n") { text += "last-modified\t\(date)\n" }
-            try replaceFileAtomically(folder: folder, name: RemoteManifest.validatorsName, bytes: Array(text.utf8))
-        }
-
-        static func open(_ folder: FileDescriptor, _ name: String) -> FileDescriptor? {
-            let fd = openat(folder.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            return fd >= 0 ? FileDescriptor(fd: fd, displayPath: folder.displayPath + "/" + name) : nil
-        }
-
-        static func remove(_ folder: FileDescriptor, _ name: String) throws {
-            if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
-                throw SystemError("remove", folder.displayPath + "/" + name)
-            }
-        }
     }
 
     // MARK: - The request

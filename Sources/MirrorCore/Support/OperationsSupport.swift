@@ -55,23 +55,39 @@ public func redactingURLs(in text: String) -> String {
     return out + rest
 }
 
-/// Replaces the file `name` in the folder `folder` with `bytes`, atomically: a temporary file in
-/// the same folder (`openat` with `O_EXCL | O_NOFOLLOW`), `fsync`, `renameat` over the name, then
-/// `fsync` of the folder so the new name survives a crash. A reader (node_exporter, the next run)
-/// sees the old content or the new, never a half-written file.
+/// Replaces the file `name` in the folder `folder` with `bytes`, atomically: a new temporary file
+/// in the same folder, `fsync`, `renameat` over the name, then `fsync` of the folder so the new
+/// name survives a crash. A reader (node_exporter, the next run) sees the old content or the new,
+/// never a half-written file, and `name` keeps its old content until the rename.
+///
+/// The temporary name is `.NAME.tmp-` and 16 random hex digits (`SystemRandomNumberGenerator`,
+/// `getrandom(2)`), opened with `openat(O_CREAT | O_EXCL | O_NOFOLLOW)`: someone who can write in
+/// the folder cannot guess it, and whatever already has that name (a planted file, folder or
+/// link) is never opened, followed or removed; another random name is drawn instead, at most
+/// ``atomicReplaceAttempts`` times (a loop, never recursion). `mode` is set with `fchmod`, so the
+/// umask cannot change it (0644 for what node_exporter must read, 0600 for what is private).
 func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: [UInt8], mode: mode_t = 0o644) throws {
     let display = folder.displayPath + "/" + name
-    let temporary = ".\(name).tmp-\(getpid())"
-    let fd = openat(folder.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-    if fd < 0 && errno == EEXIST {
-        // Left by a process with the same pid that died; it is ours to replace.
-        unlinkat(folder.fd, temporary, 0)
-        return try replaceFileAtomically(folder: folder, name: name, bytes: bytes, mode: mode)
+    var created: (fd: Int32, name: String)?
+    var lastError: Int32 = EEXIST
+    for _ in 0..<atomicReplaceAttempts {
+        var generator = SystemRandomNumberGenerator()
+        let suffix = String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 16)
+        let candidate = ".\(name).tmp-" + String(repeating: "0", count: 16 - suffix.count) + suffix
+        let fd = retryingOnEINTR { openat(folder.fd, candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        if fd >= 0 {
+            created = (fd, candidate)
+            break
+        }
+        lastError = errno
+        guard lastError == EEXIST else { break }
     }
-    guard fd >= 0 else { throw SystemError("create", folder.displayPath + "/" + temporary) }
+    guard let (fd, temporary) = created else {
+        throw SystemError("create a temporary file for", display, code: lastError)
+    }
     let file = FileDescriptor(fd: fd, displayPath: folder.displayPath + "/" + temporary)
     do {
-        _ = fchmod(fd, mode)  // the umask must not narrow what node_exporter may read
+        if fchmod(fd, mode) != 0 { throw SystemError("chmod", file.displayPath) }
         try bytes.withUnsafeBytes { try file.write($0, at: 0) }
         try file.sync()
         file.close()
@@ -83,6 +99,10 @@ func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: [UInt8],
     }
     try folder.sync()
 }
+
+/// How many random temporary names ``replaceFileAtomically(folder:name:bytes:mode:)`` tries
+/// before it gives up: with 64 random bits, a second collision means the names are not random.
+let atomicReplaceAttempts = 8
 
 /// Opens the folder holding `path` (a user-given file path such as `--metrics-file`) and returns
 /// it with the file's own name.

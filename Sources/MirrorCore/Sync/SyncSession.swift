@@ -66,7 +66,7 @@ public enum SyncSession {
             }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
-            let loaded = try loadManifest(manifest, options: options, report: report, trust: trusted)
+            let loaded = try loadManifest(manifest, options: &options, report: report, trust: trusted)
             // --deadline counts from the start of the command, jitter and manifest fetch included,
             // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
             if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
@@ -139,8 +139,11 @@ public enum SyncSession {
         return code
     }
 
-    /// The manifest from its path, or from its URL with the last good copy as fallback.
-    private static func loadManifest(_ manifest: String, options: SyncOptions, report: ConsoleReport,
+    /// The manifest from its path, or from its URL with the last good copy as fallback. A manifest
+    /// taken from the kept copy loses the right to name `file:` URLs
+    /// (``RequestSecurity/manifestIsLocal``): only one read now from the local disk, as the
+    /// command line named it, has it.
+    private static func loadManifest(_ manifest: String, options: inout SyncOptions, report: ConsoleReport,
                                      trust: ManifestTrust?) throws -> Manifest {
         guard RemoteManifest.isURL(manifest), let dest = options.destination else {
             if let trust { return try ManifestLoader.load(path: manifest, trust: trust) }
@@ -148,9 +151,20 @@ public enum SyncSession {
         }
         let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: options.transfer, saveCopy: !options.dryRun,
                                               verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) })
+        for warning in fetched.warnings { report.warning(warning) }
+        let name = redactedURL(manifest)
+        if !fetched.isReadNow {
+            options.transfer.security.manifestIsLocal = false
+            if let url = RemoteManifest.fileURL(in: fetched.manifest) {
+                report.warning("\(name): the last good copy names \(redactedURL(url)); file: URLs are not read from it, "
+                    + "only from a manifest read now from the local disk")
+            }
+        }
         switch fetched.origin {
-        case .fetched: report.logLine("info", "manifest \(manifest) fetched")
-        case .notModified: report.logLine("info", "manifest \(manifest) not modified since the last fetch")
+        case .fetched: report.logLine("info", "manifest \(name) fetched")
+        case .notModified:
+            report.logLine("info", "manifest \(name) not modified since the last fetch; using the last good copy kept in "
+                + "\(dest)/.mirror/manifest (its sha256 and owner checked)")
         case .lastGoodCopy(let why): report.warning(why)
         }
         return fetched.manifest

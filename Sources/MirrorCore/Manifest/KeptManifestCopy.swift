@@ -1,0 +1,228 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RemoteManifest {
+    /// The last good copy of a remote manifest: `DEST/.mirror/manifest/` holds `last.yaml` (the
+    /// bytes of the last manifest that was fetched and parsed, as served), `last.yaml.sig` (its
+    /// signature, when it had one) and `last.validators` (`url`, `etag`, `last-modified`,
+    /// `sha256` of `last.yaml`, `signature-sha256` of `last.yaml.sig`; one per line, tab-separated).
+    ///
+    /// Whoever can write in DEST can write here too (SECURITY.md, "A local user who can write in
+    /// DEST"), so a copy is used only when all of these hold, and is otherwise discarded: not used,
+    /// not an error, the manifest fetched again without validators (``read()`` says why):
+    /// - `.mirror/manifest`, `last.yaml`, `last.validators` (and `last.yaml.sig`) belong to the
+    ///   effective user that runs `mirror` and nobody else may write to them (`fstat`: `st_uid` is
+    ///   `geteuid()`, no group or other write bit). Another user can rename a folder they can
+    ///   write in, but cannot make a file or folder of theirs belong to this user.
+    /// - `last.yaml`'s SHA-256 is the one recorded in `last.validators` when the copy was written,
+    ///   and so is the signature's (a copy paired with a file of another fetch, after a crash
+    ///   between two renames, or edited by hand, is not used).
+    ///
+    /// The digest lives in `last.validators`, not in the journal: the manifest is loaded before
+    /// the journal is opened (the manifest names the destination), and the two files are written
+    /// in an order that is safe at every crash point: `last.yaml`, then `last.yaml.sig`, then
+    /// `last.validators` (each replaced atomically by ``replaceFileAtomically(folder:name:bytes:mode:)``),
+    /// so validators that describe the new copy never appear before it; old validators beside a
+    /// new copy do not match its digest. All three files are mode 0600 whatever the umask.
+    struct Cache {
+        let destination: String
+        var saving = true
+
+        struct Saved {
+            var bytes: [UInt8]
+            var signature: [UInt8]?
+            var validators: Validators
+            var savedAt: Double?
+        }
+
+        /// A copy that is there and may be used, or why one that is there may not.
+        enum Lookup {
+            case none
+            case usable(Saved)
+            case discarded(String)
+
+            var saved: Saved? {
+                if case .usable(let saved) = self { return saved }
+                return nil
+            }
+        }
+
+        /// The file mode of everything kept here: it is this user's business only.
+        static let fileMode: mode_t = 0o600
+
+        func read() -> Lookup {
+            guard let dest = try? Destination.openExisting(destination),
+                  let folder = try? dest.stateFolder(RemoteManifest.folderName, create: false) else { return .none }
+            let shown = folder.displayPath
+            if let problem = Cache.ownershipProblem(folder, directory: true) { return .discarded("\(shown) \(problem)") }
+            let copy: FileDescriptor
+            switch Cache.open(folder, RemoteManifest.copyName) {
+            case .missing: return .none
+            case .failed(let why): return .discarded(why)
+            case .opened(let file, let size):
+                guard size <= RemoteManifest.sizeLimit else {
+                    return .discarded("\(file.displayPath) is larger than \(Formatting.bytes(Int64(RemoteManifest.sizeLimit)))")
+                }
+                copy = file
+            }
+            guard let bytes = try? copy.readAll() else { return .discarded("\(copy.displayPath) cannot be read") }
+            let savedAt = (try? copy.stat()).map { Double($0.mtime.seconds) }
+
+            let validatorsFile: FileDescriptor
+            switch Cache.open(folder, RemoteManifest.validatorsName) {
+            case .missing: return .discarded("\(shown)/\(RemoteManifest.validatorsName) is missing")
+            case .failed(let why): return .discarded(why)
+            case .opened(let file, let size):
+                guard size <= 64 * 1024 else { return .discarded("\(file.displayPath) is larger than 64 KiB") }
+                validatorsFile = file
+            }
+            guard let text = try? validatorsFile.readAll() else { return .discarded("\(validatorsFile.displayPath) cannot be read") }
+            let record = Record(parsing: text)
+            guard let expected = record.sha256 else {
+                return .discarded("\(validatorsFile.displayPath) records no sha256 for \(RemoteManifest.copyName)")
+            }
+            let actual = Cache.sha256(bytes)
+            guard actual == expected else {
+                return .discarded("\(copy.displayPath) has sha256 \(actual), but \(expected) was recorded when it was kept")
+            }
+
+            var signature: [UInt8]?
+            switch Cache.open(folder, RemoteManifest.signatureName) {
+            case .missing: break
+            case .failed(let why): return .discarded(why)
+            case .opened(let file, let size):
+                guard size <= RemoteManifest.signatureLimit, let bytes = try? file.readAll() else {
+                    return .discarded("\(file.displayPath) cannot be read")
+                }
+                signature = bytes
+            }
+            guard signature.map(Cache.sha256) == record.signatureSHA256 else {
+                return .discarded("\(shown)/\(RemoteManifest.signatureName) is not the signature kept with \(RemoteManifest.copyName)")
+            }
+            return .usable(Saved(bytes: bytes, signature: signature, validators: record.validators, savedAt: savedAt))
+        }
+
+        /// Replaces the copy: `last.yaml`, then the signature (or its removal), then
+        /// `last.validators` with both digests, each atomically; the old validators stay until
+        /// the new ones replace them. The folder is made private (0700) to this user. Returns why
+        /// nothing was kept (a folder that belongs to someone else, which ``read()`` would refuse
+        /// anyway), or nil.
+        func write(bytes: [UInt8], signature: [UInt8]?, validators: Validators) throws -> String? {
+            guard saving else { return nil }
+            let dest = try Destination.create(destination)
+            guard let folder = try dest.stateFolder(RemoteManifest.folderName, create: true) else {
+                throw SystemError("create", dest.display(".mirror/manifest"), code: ENOENT)
+            }
+            _ = fchmod(folder.fd, 0o700)
+            if let problem = Cache.ownershipProblem(folder, directory: true) {
+                return "\(folder.displayPath) \(problem); the manifest is not kept there"
+            }
+            try replaceFileAtomically(folder: folder, name: RemoteManifest.copyName, bytes: bytes, mode: Cache.fileMode)
+            if let signature {
+                try replaceFileAtomically(folder: folder, name: RemoteManifest.signatureName, bytes: signature, mode: Cache.fileMode)
+            } else {
+                try Cache.remove(folder, RemoteManifest.signatureName)
+            }
+            let record = Record(validators: validators, sha256: Cache.sha256(bytes), signatureSHA256: signature.map(Cache.sha256))
+            try replaceFileAtomically(folder: folder, name: RemoteManifest.validatorsName, bytes: record.text, mode: Cache.fileMode)
+            return nil
+        }
+
+        /// Removes a kept copy that must not stay (one that holds a credential): the validators
+        /// first, so that what is left is never used.
+        func remove() throws {
+            guard saving, let dest = try Destination.openExisting(destination),
+                  let folder = try dest.stateFolder(RemoteManifest.folderName, create: false) else { return }
+            for name in [RemoteManifest.validatorsName, RemoteManifest.copyName, RemoteManifest.signatureName] {
+                try Cache.remove(folder, name)
+            }
+        }
+
+        static func sha256(_ bytes: [UInt8]) -> String {
+            let hasher = Hasher(.sha256)
+            hasher.update(bytes)
+            return hasher.finalize().hex
+        }
+
+        enum Opened {
+            case missing
+            case failed(String)
+            case opened(FileDescriptor, size: Int)
+        }
+
+        /// `openat` with `O_NOFOLLOW` (a link is refused, `ELOOP`) and `O_NONBLOCK` (a planted FIFO
+        /// does not block the run), then `fstat`: a regular file of this user's that nobody else
+        /// may write.
+        static func open(_ folder: FileDescriptor, _ name: String) -> Opened {
+            let shown = folder.displayPath + "/" + name
+            let fd = retryingOnEINTR { openat(folder.fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+            if fd < 0 {
+                if errno == ENOENT { return .missing }
+                return .failed("\(shown) cannot be opened: \(String(cString: strerror(errno)))")
+            }
+            let file = FileDescriptor(fd: fd, displayPath: shown)
+            if let problem = ownershipProblem(file, directory: false) { return .failed("\(shown) \(problem)") }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { return .failed("\(shown) cannot be inspected") }
+            return .opened(file, size: Int(info.st_size))
+        }
+
+        /// Why the file or folder open at `file` may have been written by someone else, or nil.
+        static func ownershipProblem(_ file: FileDescriptor, directory: Bool) -> String? {
+            var info = stat()
+            guard fstat(file.fd, &info) == 0 else { return "cannot be inspected: \(String(cString: strerror(errno)))" }
+            let kind = info.st_mode & S_IFMT
+            if directory ? kind != S_IFDIR : kind != S_IFREG { return directory ? "is not a folder" : "is not a regular file" }
+            if info.st_uid != geteuid() { return "belongs to uid \(info.st_uid), not to uid \(geteuid()) that runs mirror" }
+            if info.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+                return "may be written by others (mode \(String(info.st_mode & 0o7777, radix: 8)))"
+            }
+            return nil
+        }
+
+        static func remove(_ folder: FileDescriptor, _ name: String) throws {
+            if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
+                throw SystemError("remove", folder.displayPath + "/" + name)
+            }
+        }
+    }
+
+    /// What `last.validators` holds. Lines with another key are ignored (and a value never holds a
+    /// line break: libcurl splits header lines, and one that does is not written).
+    struct Record {
+        var validators = Validators(url: "", etag: nil, lastModified: nil)
+        var sha256: String?
+        var signatureSHA256: String?
+
+        init(validators: Validators, sha256: String, signatureSHA256: String?) {
+            self.validators = validators
+            self.sha256 = sha256
+            self.signatureSHA256 = signatureSHA256
+        }
+
+        init(parsing bytes: [UInt8]) {
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+                guard let tab = line.firstIndex(of: "\t") else { continue }
+                let value = String(line[line.index(after: tab)...])
+                switch line[..<tab] {
+                case "url": validators.url = value
+                case "etag": validators.etag = value
+                case "last-modified": validators.lastModified = value
+                case "sha256": sha256 = value
+                case "signature-sha256": signatureSHA256 = value
+                default: break
+                }
+            }
+        }
+
+        var text: [UInt8] {
+            var text = "url\t\(validators.url)\n"
+            if let etag = validators.etag, !etag.contains("\n") { text += "etag\t\(etag)\n" }
+            if let date = validators.lastModified, !date.contains("\n") { text += "last-modified\t\(date)\n" }
+            if let sha256 { text += "sha256\t\(sha256)\n" }
+            if let signatureSHA256 { text += "signature-sha256\t\(signatureSHA256)\n" }
+            return Array(text.utf8)
+        }
+    }
+}
