@@ -52,26 +52,4 @@ final class EntryTask {
         failuresWithoutProgress = 0
         return sourceIndex < sources.count
     }
-
-    /// Whether an attempt that received `bytes` made real progress: 64 KiB, or all that was
-    /// left. Such an attempt resets the count of failures, so a server that drops every
-    /// connection after a megabyte still delivers the file; an attempt that got less counts as a
-    /// failure, so a trickle cannot loop for ever.
-    static func isRealProgress(_ bytes: Int64, remainingAtStart: Int64) -> Bool {
-        bytes > 0 && bytes >= min(64 << 10, max(1, remainingAtStart))
-    }
-
-    /// Exponential back-off with jitter: base × 2^(n−1), capped at 60 s, times a random factor in
-    /// [0.5, 1.5) so that a fleet of machines does not retry in lockstep.
-    static func backoff(failures: Int, base: Double) -> Double {
-        let exponent = Double(max(0, min(failures - 1, 16)))
-        let delay = min(60, base * pow2(exponent))
-        return delay * Double.random(in: 0.5..<1.5)
-    }
-
-    private static func pow2(_ x: Double) -> Double {
-        var r = 1.0
-        for _ in 0..<Int(x) { r *= 2 }
-        return r
-    }
 }

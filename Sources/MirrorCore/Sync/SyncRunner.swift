@@ -27,6 +27,8 @@ public final class SyncRunner {
     private var allTasks: [EntryTask] = []
     private var unreachableHosts: Set<String> = []
     private let batch = InstallBatch()
+    private var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
+    private var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
     private var writer: PartialWriter?
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     private var fatal: SystemError?
@@ -266,8 +268,9 @@ public final class SyncRunner {
                 // the file is fetched again from zero (docs/faults.md, "resume on another source").
                 partial.validator = nil
             }
-            if partial.length == 0 && !partial.isSegmented && segmentsWanted(task, url: url) {
-                try partial.beginSegments(length: SyncRunner.segmentLength(size: task.entry.size, connections: options.segments))
+            if partial.length == 0 && !partial.isSegmented
+                && segmentPolicy.wantsSegments(size: task.entry.size, url: url, sourceRefusedRanges: task.noSegments) {
+                try partial.beginSegments(length: SegmentPolicy.segmentLength(size: task.entry.size, connections: options.segments))
             }
             task.attempts += 1
             task.lengthAtAttemptStart = partial.length
@@ -299,24 +302,6 @@ public final class SyncRunner {
         engine?.submit(download)
     }
 
-    /// Large files over HTTP(S) are fetched in segments, unless the source refused ranges already.
-    private func segmentsWanted(_ task: EntryTask, url: String) -> Bool {
-        guard options.segments > 1, !task.noSegments, task.entry.size >= max(options.segmentThreshold, 2 << 20) else { return false }
-        let scheme = url.prefix(8).lowercased()
-        return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
-    }
-
-    /// The length of a file's segments: about eight per connection, between 4 and 32 MiB, in whole
-    /// MiB. The connections take the segments lowest first, so the bytes arrive near file order and
-    /// the SHA-256 (which must run in file order) trails the transfer by a few segments at most,
-    /// instead of hashing three quarters of the file after the last byte, as with one segment per
-    /// connection.
-    static func segmentLength(size: Int64, connections: Int) -> Int64 {
-        let mib: Int64 = 1 << 20
-        let wanted = size / Int64(max(1, connections) * 8)
-        return min(32 * mib, max(4 * mib, (wanted + mib - 1) / mib * mib))
-    }
-
     /// Starts requests for the lowest open segments that have none running: up to the file's
     /// current width (at most `--segments`), within the connection limit (at least one, so a large
     /// file never waits for small ones to finish).
@@ -336,16 +321,7 @@ public final class SyncRunner {
         }
     }
 
-    /// How often a segmented file's width is reconsidered.
-    static let widenInterval = 0.25
-
-    /// A segmented file starts with one connection and takes more (up to `--segments`) after each
-    /// quarter second in which the hash thread waited for bytes at least half the time: one more,
-    /// or twice as many when it waited three quarters of the time. Then the connection, not the
-    /// SHA-256, is what limits the file, and parallel ranges help. When the hash is busy (one stream
-    /// already outruns it, as on a LAN or loopback), more connections would only take CPU from it
-    /// and make it read out-of-order bytes back from the page cache: measured on loopback with 2
-    /// cores, four streams from the start took 4.0 s for 2 GiB where one took 3.1 s.
+    /// Widens the segmented files whose hash waited for bytes (``SegmentPolicy/widen(waited:running:width:)``).
     ///
     /// - Returns: seconds until the next decision is due, or nil when no file can widen.
     private func widenSegments(_ now: Double) -> Double? {
@@ -357,18 +333,16 @@ public final class SyncRunner {
             && task.segmentWidth < options.segments && task.segmentFailure == nil && task.downloads.first?.segment != nil {
             let idleNow = idle ?? writer.idleSeconds
             idle = idleNow
-            defer { nextDue = min(nextDue ?? .infinity, (task.widthDecidedAt?.time ?? now) + SyncRunner.widenInterval - now) }
+            defer { nextDue = min(nextDue ?? .infinity, (task.widthDecidedAt?.time ?? now) + SegmentPolicy.widenInterval - now) }
             // Set by the file's first startSegments.
             guard let last = task.widthDecidedAt else { continue }
             let span = now - last.time
             // The sync loop wakes on time, give or take a millisecond.
-            guard span >= SyncRunner.widenInterval * 0.95 else { continue }
+            guard span >= SegmentPolicy.widenInterval * 0.95 else { continue }
             task.widthDecidedAt = (now, idleNow)
-            let waited = (idleNow - last.idle) / span
-            // Only a file running at its full width can use more; one held back by the
-            // connection limit or by few open segments cannot.
-            guard task.downloads.count >= task.segmentWidth, waited >= 0.5 else { continue }
-            task.segmentWidth = min(options.segments, waited >= 0.75 ? task.segmentWidth * 2 : task.segmentWidth + 1)
+            guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span, running: task.downloads.count,
+                                                  width: task.segmentWidth) else { continue }
+            task.segmentWidth = width
             continueSegments(task)
         }
         return nextDue.map { max(0.001, $0) }
@@ -430,10 +404,10 @@ public final class SyncRunner {
             segmentFailed(task, .badContentRange("416 Range Not Satisfiable",
                                                  expected: "bytes \(download.requestedOffset)-\(download.requestedEnd ?? 0)"))
         case .failed(let failure):
-            let progressed = EntryTask.isRealProgress(download.bytesWritten,
-                                                      remainingAtStart: download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1)
-            if failure.isTransient && !failure.distrustsRanges && failure != .rangeIgnored && progressed
-                && task.segmentFailure == nil && !isStopping,
+            let action = segmentPolicy.afterSegmentFailure(failure, received: download.bytesWritten,
+                                                           requested: download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1,
+                                                           entryFailing: task.segmentFailure != nil, stopping: isStopping)
+            if action == .retrySegment,
                let url = task.currentSource, let partial = task.partial {
                 task.attempts += 1
                 task.failuresWithoutProgress = 0
@@ -488,32 +462,27 @@ public final class SyncRunner {
         task.lastFailure = failure
         if case .unreachable = failure {} else { task.onlyUnreachable = false }
         if failure.distrustsRanges { task.fromZero = true }
-        let progress = (task.partial?.length ?? 0) - task.lengthAtAttemptStart
-        let madeProgress = EntryTask.isRealProgress(progress, remainingAtStart: task.entry.size - task.lengthAtAttemptStart)
-        if madeProgress { task.failuresWithoutProgress = 0 } else { task.failuresWithoutProgress += 1 }
-
-        var moveOn = !failure.isTransient
-        if case .unreachable(let why) = failure, task.failuresWithoutProgress >= 2, let source = task.currentSource {
-            if unreachableHosts.insert(hostKey(of: source)).inserted {
+        let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.lengthAtAttemptStart,
+                                      remainingAtStart: task.entry.size - task.lengthAtAttemptStart,
+                                      failuresWithoutProgress: task.failuresWithoutProgress, attempts: task.attempts,
+                                      jitter: Double.random(in: 0.5..<1.5))
+        let decision = retryPolicy.decide(facts)
+        task.failuresWithoutProgress = decision.failuresWithoutProgress
+        switch decision.action {
+        case .stop:
+            return giveUp(task)
+        case .nextSource(let markHost):
+            if markHost, case .unreachable(let why) = failure, let source = task.currentSource,
+               unreachableHosts.insert(hostKey(of: source)).inserted {
                 report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
             }
-            moveOn = true
-        }
-        if task.failuresWithoutProgress > options.retries { moveOn = true }
-        // Attempts that progress are bounded by the file's size; the others by this cap.
-        if task.attempts >= 50 && !madeProgress { moveOn = true; task.sourceIndex = task.sources.count }
-
-        if moveOn {
             guard task.advanceSource() else { return giveUp(task) }
             task.notBefore = 0
             ready.append(task)
             return
+        case .retry(let delay):
+            task.notBefore = monotonicSeconds() + delay
         }
-        // A connection that dropped after real progress is retried at once; one that got nowhere
-        // waits, as long as the server asked (Retry-After, capped at 5 minutes) or by back-off.
-        let delay = failure.retryAfter.map { min($0, 300) }
-            ?? (madeProgress ? 0 : EntryTask.backoff(failures: task.failuresWithoutProgress, base: options.retryBaseDelay))
-        task.notBefore = monotonicSeconds() + delay
         releaseIfEmpty(task)
         waiting.append(task)
     }

@@ -1,0 +1,75 @@
+/// When a large file is fetched in segments, how long they are, when a file takes one more
+/// connection, and what a failed segment request leads to: facts in, a decision out, unit-tested
+/// without a server (`Tests/MirrorCoreTests/Policy/SegmentPolicyTests.swift`).
+public struct SegmentPolicy: Sendable, Equatable {
+    /// `--segments`: connections for one file at most (1 turns segments off).
+    public var maxConnections: Int
+    /// `--segments-above`: smaller files are one stream.
+    public var threshold: Int64
+
+    /// How often a segmented file's width is reconsidered (seconds).
+    public static let widenInterval = 0.25
+
+    public init(maxConnections: Int, threshold: Int64) {
+        self.maxConnections = maxConnections
+        self.threshold = threshold
+    }
+
+    /// Large files over HTTP(S) are fetched in segments, unless their source refused ranges
+    /// already in this run. Files under 2 MiB never are: one request costs less than two.
+    public func wantsSegments(size: Int64, url: String, sourceRefusedRanges: Bool) -> Bool {
+        guard maxConnections > 1, !sourceRefusedRanges, size >= max(threshold, 2 << 20) else { return false }
+        let scheme = url.prefix(8).lowercased()
+        return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
+    }
+
+    /// The length of a file's segments: about eight per connection, between 4 and 32 MiB, in whole
+    /// MiB. The connections take the segments lowest first, so the bytes arrive near file order and
+    /// the SHA-256 (which must run in file order) trails the transfer by a few segments at most,
+    /// instead of hashing three quarters of the file after the last byte, as with one segment per
+    /// connection.
+    public static func segmentLength(size: Int64, connections: Int) -> Int64 {
+        let mib: Int64 = 1 << 20
+        let wanted = size / Int64(max(1, connections) * 8)
+        return min(32 * mib, max(4 * mib, (wanted + mib - 1) / mib * mib))
+    }
+
+    /// A segmented file starts with one connection and takes more (up to `--segments`) after each
+    /// quarter second in which the hash thread waited for bytes at least half the time: one more,
+    /// or twice as many when it waited three quarters of the time. Then the connection, not the
+    /// SHA-256, is what limits the file, and parallel ranges help. When the hash is busy (one stream
+    /// already outruns it, as on a LAN or loopback), more connections would only take CPU from it
+    /// and make it read out-of-order bytes back from the page cache: measured on loopback with 2
+    /// cores, four streams from the start took 4.0 s for 2 GiB where one took 3.1 s.
+    ///
+    /// - Parameters:
+    ///   - waited: the share of the last span in which the hash thread waited for bytes (0...1).
+    ///   - running: requests running for this file; only a file at its full width can use more.
+    ///   - width: the file's current width.
+    /// - Returns: the new width, or nil to keep it.
+    public func widen(waited: Double, running: Int, width: Int) -> Int? {
+        guard running >= width, waited >= 0.5, width < maxConnections else { return nil }
+        return min(maxConnections, waited >= 0.75 ? width * 2 : width + 1)
+    }
+
+    /// What follows one segment request's failure.
+    public enum SegmentAction: Equatable, Sendable {
+        /// Ask for the rest of this segment again, at once, on its own.
+        case retrySegment
+        /// Stop the file's other segments; once they are back, the failure is handled like a
+        /// failed attempt at the whole entry (``RetryPolicy``).
+        case failEntry
+    }
+
+    /// A segment that dropped after real progress, with a failure that says nothing against the
+    /// source's ranges, is asked for again at once, unless the entry is already failing or the
+    /// run is stopping.
+    public func afterSegmentFailure(_ failure: TransferFailure, received: Int64, requested: Int64,
+                                    entryFailing: Bool, stopping: Bool) -> SegmentAction {
+        let progressed = RetryPolicy.isRealProgress(received, remainingAtStart: requested)
+        if failure.isTransient && !failure.distrustsRanges && failure != .rangeIgnored && progressed && !entryFailing && !stopping {
+            return .retrySegment
+        }
+        return .failEntry
+    }
+}

@@ -1,0 +1,45 @@
+import Testing
+import MirrorCore
+
+/// Segment decisions without a server (``SegmentPolicy``).
+struct SegmentPolicyTests {
+    let policy = SegmentPolicy(maxConnections: 4, threshold: 64 << 20)
+
+    @Test func onlyLargeHTTPFilesAreSegmented() {
+        #expect(policy.wantsSegments(size: 64 << 20, url: "https://h/a", sourceRefusedRanges: false))
+        #expect(policy.wantsSegments(size: 1 << 30, url: "HTTP://h/a", sourceRefusedRanges: false))
+        #expect(!policy.wantsSegments(size: (64 << 20) - 1, url: "https://h/a", sourceRefusedRanges: false))
+        #expect(!policy.wantsSegments(size: 1 << 30, url: "file:///a", sourceRefusedRanges: false))
+        #expect(!policy.wantsSegments(size: 1 << 30, url: "https://h/a", sourceRefusedRanges: true))
+        #expect(!SegmentPolicy(maxConnections: 1, threshold: 0).wantsSegments(size: 1 << 30, url: "https://h/a", sourceRefusedRanges: false))
+        #expect(!SegmentPolicy(maxConnections: 4, threshold: 0).wantsSegments(size: 1 << 20, url: "https://h/a", sourceRefusedRanges: false),
+                "never under 2 MiB")
+    }
+
+    @Test func segmentsAreAboutEightPerConnectionWithin4To32MiB() {
+        let mib: Int64 = 1 << 20
+        #expect(SegmentPolicy.segmentLength(size: 64 * mib, connections: 4) == 4 * mib)
+        #expect(SegmentPolicy.segmentLength(size: 512 * mib, connections: 4) == 16 * mib)
+        #expect(SegmentPolicy.segmentLength(size: 8 << 30, connections: 4) == 32 * mib)
+        #expect(SegmentPolicy.segmentLength(size: 100 * mib + 1, connections: 4) == 4 * mib)
+    }
+
+    @Test func aFileWidensOnlyWhileTheHashWaitsAndItRunsAtFullWidth() {
+        #expect(policy.widen(waited: 0.4, running: 1, width: 1) == nil, "the hash is busy: more connections would not help")
+        #expect(policy.widen(waited: 0.6, running: 1, width: 1) == 2)
+        #expect(policy.widen(waited: 0.8, running: 2, width: 2) == 4, "waiting three quarters of the time doubles")
+        #expect(policy.widen(waited: 0.8, running: 3, width: 3) == 4, "never past --segments")
+        #expect(policy.widen(waited: 0.9, running: 1, width: 2) == nil, "held back by the connection limit")
+        #expect(policy.widen(waited: 0.9, running: 4, width: 4) == nil)
+    }
+
+    @Test func aSegmentThatProgressedIsRetriedAloneUnlessItsRangesAreDistrusted() {
+        let reset = TransferFailure.network(code: 56, message: "reset", transient: true)
+        #expect(policy.afterSegmentFailure(reset, received: 1 << 20, requested: 4 << 20, entryFailing: false, stopping: false) == .retrySegment)
+        #expect(policy.afterSegmentFailure(reset, received: 100, requested: 4 << 20, entryFailing: false, stopping: false) == .failEntry)
+        #expect(policy.afterSegmentFailure(.validatorChanged, received: 1 << 20, requested: 4 << 20, entryFailing: false, stopping: false) == .failEntry)
+        #expect(policy.afterSegmentFailure(.rangeIgnored, received: 1 << 20, requested: 4 << 20, entryFailing: false, stopping: false) == .failEntry)
+        #expect(policy.afterSegmentFailure(reset, received: 1 << 20, requested: 4 << 20, entryFailing: true, stopping: false) == .failEntry)
+        #expect(policy.afterSegmentFailure(reset, received: 1 << 20, requested: 4 << 20, entryFailing: false, stopping: true) == .failEntry)
+    }
+}
