@@ -61,6 +61,11 @@ public final class Download {
     private var verdict: ResponseVerdict?
     /// Our own reason for aborting; preferred over libcurl's `CURLE_WRITE_ERROR`.
     private var abortReason: TransferFailure?
+    /// Bytes of a body that is not the file's (a 416's explanation) read and dropped so far.
+    private var discardedBytes = 0
+    /// The discarded body went past ``discardedBodyLimit`` and the transfer was cut there: the
+    /// status already said everything, so the outcome is the status's, not libcurl's write error.
+    private var discardCut = false
     public private(set) var outcome: DownloadOutcome?
     /// Set from another thread to stop the transfer at its next callback.
     var cancelled = false
@@ -177,7 +182,16 @@ public final class Download {
         case .accept:
             break
         case .rangeNotSatisfiable:
-            return true  // an explanatory body; nothing of it goes into the file
+            // An explanatory body; nothing of it goes into the file. Bytes that keep coming also
+            // keep the low-speed limit from ever firing, so a body that never ends would hold the
+            // run for ever: past a small cap the transfer is cut (a short count from the write
+            // callback) and the 416 stands (D2 in issue 11).
+            discardedBytes += bytes.count
+            if discardedBytes > Download.discardedBodyLimit {
+                discardCut = true
+                return false
+            }
+            return true
         case .reject(let failure):
             abortReason = failure
             return false
@@ -208,6 +222,10 @@ public final class Download {
         }
         return true
     }
+
+    /// The most bytes of a body that is not the file's that are read before the transfer is cut:
+    /// enough for any server's error page, small enough that an endless one costs nothing.
+    static let discardedBodyLimit = 64 * 1024
 
     /// Checks the response head once, before any of its body is used.
     private func decide() {
@@ -244,7 +262,7 @@ public final class Download {
             outcome = .failed(failure)
             return
         }
-        if case .rangeNotSatisfiable(let length)? = verdict, code == CURLE_OK {
+        if case .rangeNotSatisfiable(let length)? = verdict, code == CURLE_OK || discardCut {
             outcome = .rangeNotSatisfiable(completeLength: length)
             return
         }
