@@ -30,4 +30,29 @@ import MirrorTestSupport
         #expect(requests.map(\.status) == [200, 416, 200], "\(requests)")
         #expect(requests.map(\.rangeHeader) == [nil, "bytes=\(Self.mib)-", nil], "\(requests)")
     }
+
+    /// D4: a host whose connects time out (SYNs dropped) is unreachable, like one that refuses:
+    /// after two such failures it is skipped for the rest of the run, and a run whose failures
+    /// are all unreachable exits 75 at once instead of timing out every entry in turn.
+    @Test func connectTimeoutsMarkTheHostUnreachableAndTheRunEnds75() throws {
+        let hole = try UnansweredListener()
+        let dir = try TemporaryDirectory(prefix: "mirror-d4")
+        var manifest = ManifestBuilder(baseURL: "http://127.0.0.1:\(hole.port)/")
+        for i in 0..<40 {
+            manifest.add(path: "f\(i).bin", size: 1000, sha256: TestData.sha256(of: TestData.bytes(count: 1000, seed: UInt64(i))))
+        }
+        try manifest.write(to: dir.path("manifest.yaml"))
+        let start = Date()
+        // --stall-timeout also bounds a connect: 2 s here instead of 20.
+        let result = try ChildProcess.run(try MirrorBinary.path(),
+                                          ["sync", dir.path("manifest.yaml"), "--dest", dir.path("dest"),
+                                           "--stall-timeout", "2s", "--retries", "1"],
+                                          environment: SyncFixture.loopbackOnly, timeout: 30)
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(result.exitCode == 75, "\(result)")
+        #expect(elapsed < 20, "took \(elapsed) s")
+        // Every failure is the dead host (exit 75 says so); the entries still waiting for their
+        // retry when it was marked did not connect again.
+        #expect(result.stderr.contains("did not answer earlier in this run"), "\(result.stderr)")
+    }
 }

@@ -7,6 +7,9 @@ public struct TransferSettings: Sendable {
     /// run until the next cron job starts.
     public var stallTimeout: Int = 30
     public var lowSpeedLimit: Int = 1024
+    /// `CURLOPT_CONNECTTIMEOUT`, held to `stallTimeout` when that is shorter: a connect that does
+    /// not complete is a transfer that moves no byte, and `--stall-timeout` says how long that
+    /// may last.
     public var connectTimeout: Int = 20
     public var maxRedirects: Int = 5
     public var userAgent: String = "mirror/0.1"
@@ -22,7 +25,7 @@ public struct TransferSettings: Sendable {
         try easy.set(CURLOPT_URL, url)
         let headers = try security.apply(to: easy, url: url, maxRedirects: maxRedirects)
         try easy.set(CURLOPT_NOSIGNAL, 1)
-        try easy.set(CURLOPT_CONNECTTIMEOUT, connectTimeout)
+        try easy.set(CURLOPT_CONNECTTIMEOUT, min(connectTimeout, max(1, stallTimeout)))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, lowSpeedLimit)
         try easy.set(CURLOPT_LOW_SPEED_TIME, stallTimeout)
         try easy.set(CURLOPT_USERAGENT, userAgent)
@@ -267,7 +270,8 @@ public final class Download {
             return
         }
         guard code == CURLE_OK else {
-            outcome = .failed(Download.classify(code, message: RequestSecurity.explain(code, message: easy.message(for: code), url: url)))
+            outcome = .failed(Download.classify(code, connected: easy.connectMicroseconds > 0,
+                                                message: RequestSecurity.explain(code, message: easy.message(for: code), url: url)))
             return
         }
         if let segment {
@@ -282,9 +286,17 @@ public final class Download {
     }
 
     /// Sorts libcurl's result codes into what the retry logic needs to know.
-    static func classify(_ code: CURLcode, message: String) -> TransferFailure {
+    ///
+    /// `connected`: whether this transfer's TCP connect completed (``CurlEasy/connectMicroseconds``).
+    /// A timeout before it did (`CURLE_OPERATION_TIMEDOUT` from `CURLOPT_CONNECTTIMEOUT`: SYNs
+    /// dropped by a firewall or a full accept queue) is a host that cannot be reached, like a
+    /// refused one, so the runner stops sending it connections (D4 in issue 11); a timeout after
+    /// it (a stall mid-body, a TLS handshake that hangs) is transient.
+    static func classify(_ code: CURLcode, connected: Bool, message: String) -> TransferFailure {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
+            return .unreachable(message)
+        case CURLE_OPERATION_TIMEDOUT where !connected:
             return .unreachable(message)
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_TOO_MANY_REDIRECTS, CURLE_URL_MALFORMAT,
              CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
