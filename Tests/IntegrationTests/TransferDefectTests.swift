@@ -55,4 +55,30 @@ import MirrorTestSupport
         // retry when it was marked did not connect again.
         #expect(result.stderr.contains("did not answer earlier in this run"), "\(result.stderr)")
     }
+
+    /// D6: a file where a folder of the entry's path should be. The entry is blocked before any
+    /// request, in the dry run as in the real run, with a message naming what is in the way; it
+    /// was downloaded whole on every run and then failed at the rename ("Not a directory").
+    @Test func aFileWhereAParentFolderShouldBeBlocksTheEntryBeforeAnyRequest() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("sub/g.bin", size: 200_000, seed: 1)
+        let sha = try fx.addFile("fine.bin", size: 100, seed: 2)
+        try fx.writeManifest()
+        try FileManager.default.createDirectory(atPath: fx.dest, withIntermediateDirectories: true)
+        try Data("in the way".utf8).write(to: URL(fileURLWithPath: fx.destPath("sub")))
+
+        let dry = try fx.sync(["--dry-run"], timeout: 30)
+        #expect(dry.exitCode == 0, "\(dry)")
+        #expect(dry.stdout.contains("blocked sub/g.bin"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("download fine.bin"), "\(dry.stdout)")
+
+        let real = try fx.sync([], timeout: 30)
+        #expect(real.exitCode == 1, "\(real)")
+        #expect(real.stderr.contains("sub/g.bin: "), "\(real.stderr)")
+        #expect(real.stderr.contains(fx.destPath("sub") + " is a file, not a folder"), "\(real.stderr)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("fine.bin")) == sha)
+        let requests = try fx.requests(atLeast: 1)
+        #expect(!requests.contains { $0.uri.hasSuffix("/sub/g.bin") }, "\(requests)")
+        #expect(try String(contentsOfFile: fx.destPath("sub"), encoding: .utf8) == "in the way", "the file in the way is left alone")
+    }
 }
