@@ -81,4 +81,113 @@ import MirrorTestSupport
         #expect(!requests.contains { $0.uri.hasSuffix("/sub/g.bin") }, "\(requests)")
         #expect(try String(contentsOfFile: fx.destPath("sub"), encoding: .utf8) == "in the way", "the file in the way is left alone")
     }
+
+    /// Issue 17, item 3: an unprivileged user who can reach `.mirror/partial` (0777 here, to stand
+    /// for a folder that lets them in) loops `renameat2(RENAME_EXCHANGE)` between the partial and
+    /// a symlink to /etc/passwd. Whatever the interleaving with the check and the rename in
+    /// ``Destination/install(partial:from:to:syncFolder:expected:)``, the manifest path holds
+    /// nothing or the verified file, never a link. Root only: the attacker runs as `nobody`.
+    @Test(.enabled(if: geteuid() == 0 && SymlinkSwapAttacker.python != nil, "needs root, setpriv and a python3 that nobody can run"))
+    func aSymlinkSwappedInAtThePartialNameNeverReachesTheManifestPath() throws {
+        let fx = try FaultFixture()
+        let bytes = fx.serve("a.bin", size: 256 * 1024, seed: 9)
+        let sha = TestData.sha256(of: bytes)
+        // nobody must be able to walk to the partial folder.
+        #expect(chmod(fx.dir.path, 0o755) == 0)
+        let first = try fx.sync([], timeout: 20)
+        #expect(first.exitCode == 0, "\(first)")
+        let partials = fx.dest + "/.mirror/partial"
+        #expect(chmod(fx.dest + "/.mirror", 0o755) == 0 && chmod(partials, 0o777) == 0)
+        let attacker = try SymlinkSwapAttacker(folder: partials, name: PartialFile.name(for: "a.bin"))
+        defer { attacker.stop() }
+
+        var outcomes: [Int32: Int] = [:]
+        var swapsAtTheRename = 0
+        for round in 0..<200 {
+            unlink(fx.dest + "/a.bin")
+            attacker.rearm()
+            let result = try fx.sync([], timeout: 20)
+            #expect(result.signal == nil, "round \(round): \(result)")
+            outcomes[result.exitCode, default: 0] += 1
+            // Informational only (the old message, then the new one).
+            if result.stderr.contains("swapped in while it was renamed") || result.stderr.contains("during the rename") { swapsAtTheRename += 1 }
+            var st = stat()
+            guard lstat(fx.dest + "/a.bin", &st) == 0 else { continue }
+            let kind = st.st_mode & S_IFMT
+            #expect(kind == S_IFREG, "round \(round): the manifest path is not a regular file (mode \(String(kind, radix: 8)))\n\(result)")
+            if kind != S_IFREG { break }
+            #expect(fx.digest("a.bin") == sha, "round \(round): wrong bytes at the manifest path")
+        }
+        #expect(attacker.isRunning, "the attacker died early: \(attacker.stderr)")
+        print("symlink swap race: exit codes over 200 rounds: \(outcomes.sorted { $0.key < $1.key }); "
+              + "\(swapsAtTheRename) swaps between the check and the rename")
+    }
 }
+
+/// The attacker of issue 17, item 3: `python3` as `nobody` (`setpriv`), exchanging the partial's
+/// name with a symlink to /etc/passwd (`renameat2(RENAME_EXCHANGE)`, raw syscall through ctypes)
+/// as fast as it can. ``rearm()`` puts the symlink back between runs: an exchange left half done
+/// by a run leaves an old regular file under the attacker's name, which proves nothing.
+final class SymlinkSwapAttacker {
+    private let process: ChildProcess
+    private let folder: String
+
+    /// A `python3` on PATH that `nobody` can run (a per-user install under /root cannot be).
+    static let python: String? = {
+        guard let setpriv = lookup("setpriv") else { return nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        for folder in path.split(separator: ":") {
+            let candidate = String(folder) + "/python3"
+            guard access(candidate, X_OK) == 0,
+                  let probe = try? ChildProcess.run(setpriv, nobody + [candidate, "-c", "pass"], timeout: 10),
+                  probe.exitCode == 0 else { continue }
+            return candidate
+        }
+        return nil
+    }()
+
+    static let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+
+    static func lookup(_ tool: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        return path.split(separator: ":").map { String($0) + "/" + tool }.first { access($0, X_OK) == 0 }
+    }
+
+    static let script = """
+        import ctypes, os, sys
+        libc = ctypes.CDLL(None, use_errno=True)
+        nr = {"x86_64": 316, "aarch64": 276}[os.uname().machine]  # SYS_renameat2
+        folder = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+        name = sys.argv[2].encode()
+        while True:
+            if libc.syscall(nr, folder, name, folder, b"evil", 2) != 0:  # RENAME_EXCHANGE
+                os.sched_yield()
+        """
+
+    init(folder: String, name: String) throws {
+        guard let python = Self.python, let setpriv = Self.lookup("setpriv") else { throw HarnessError("no attacker runtime") }
+        self.folder = folder
+        process = try ChildProcess(setpriv, Self.nobody + [python, "-c", Self.script, folder, name])
+    }
+
+    /// Stops the attacker (SIGSTOP), makes `evil` a symlink to /etc/passwd again, and lets it go on.
+    func rearm() {
+        process.signal(SIGSTOP)
+        let evil = folder + "/evil"
+        var st = stat()
+        if lstat(evil, &st) != 0 || (st.st_mode & S_IFMT) != S_IFLNK {
+            unlink(evil)
+            symlink("/etc/passwd", evil)
+        }
+        process.signal(SIGCONT)
+    }
+
+    var isRunning: Bool { process.isRunning }
+    var stderr: String { (try? process.currentStderr()) ?? "" }
+
+    func stop() {
+        process.signal(SIGKILL)
+        _ = try? process.wait(timeout: 5)
+    }
+}
+

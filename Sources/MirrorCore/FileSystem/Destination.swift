@@ -268,6 +268,11 @@ public final class Destination {
     /// the name in the partial folder must still be that very inode before the rename, and the final
     /// path must be it after: a symlink or another file swapped in under the partial's name while
     /// it downloaded is never installed (it would put a link to anywhere at a manifest path).
+    /// The check before the rename and the rename are two calls on a name, so whoever can write
+    /// in the partial folder can swap the name between them (`renameat2(RENAME_EXCHANGE)` in a
+    /// loop, issue 17 item 3). The check after it is on the final name in DEST: when that is not
+    /// the inode we wrote, what the rename put there is removed (`unlinkat`, which removes a link
+    /// itself and never follows it) before the entry fails, so no link stays at a manifest path.
     public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String,
                         syncFolder: Bool = true, expected: FileDescriptor? = nil) throws -> FileStatus {
         let (parent, final) = try openParent(of: relative, create: true)
@@ -290,13 +295,19 @@ public final class Destination {
         if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
             throw SystemError("move into place", display(relative))
         }
-        if syncFolder { try parent.sync() }
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            throw SystemError("inspect", display(relative))
+            let code = errno
+            if ours != nil { _ = unlinkat(parent.fd, final, 0) }
+            throw SystemError("inspect", display(relative), code: code)
         }
         if let ours, !FileStatus(st).sameFile(as: ours) {
-            throw SystemError("install", display(relative) + " (another file was swapped in while it was renamed)", code: ELOOP)
+            let removed = unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
+            if syncFolder { try? parent.sync() }
+            let what = FileStatus(st).isSymlink ? "a symbolic link" : "another file"
+            throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download during the rename; "
+                              + (removed ? "it was removed" : "remove it; it is not the manifest's file") + ")", code: ELOOP)
         }
+        if syncFolder { try parent.sync() }
         return FileStatus(st)
     }
 }
