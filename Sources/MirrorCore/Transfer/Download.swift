@@ -196,6 +196,7 @@ public final class Download {
             }
             return true
         case .reject(let failure):
+            // 404, 5xx, a 3xx that was not followed...: cut at the first byte of its body.
             abortReason = failure
             return false
         case nil:
