@@ -458,6 +458,20 @@ import Testing
         #expect((log.first?.bodyBytesSent ?? 0) >= 1_000_000)
     }
 
+    @Test func endless416AnswersRangesWithAnEndlessExplanationAndServesTheRestHonestly() throws {
+        let server = try FaultServer()
+        server.serve("/e.bin", bytes: content, fault: .endless416)
+        let client = try RawHTTPClient(port: server.port)
+        let r = try client.request("GET", "/e.bin", headers: [("Range", "bytes=100-")], maxBody: 1_000_000)
+        #expect(r.status == 416)
+        #expect(r.headers["content-range"] == "bytes */\(content.count)")
+        #expect(r.headers["content-length"] == nil)
+        #expect(r.end == .limitReached && r.body.count == 1_000_000)
+        client.close()
+        let whole = try RawHTTPClient(port: server.port).request("GET", "/e.bin")
+        #expect(whole.status == 200 && whole.body == content)
+    }
+
     @Test func noLengthIsChunkedAndHonest() throws {
         let server = try FaultServer()
         server.serve("/n.bin", bytes: content, fault: .noLength)

@@ -64,6 +64,11 @@ public final class Destination {
     /// The status of what is at `relative` (a final symlink is reported as one, not followed).
     /// nil when nothing is there.
     ///
+    /// Throws a ``SystemError`` with `ENOTDIR`, naming the culprit, when one of its folders is a
+    /// file (or anything else that is not a folder): the file could never be placed there, so the
+    /// planner blocks the entry before any request instead of downloading it to fail at the
+    /// rename (D6 in issue 11).
+    ///
     /// A path with folders is opened with `O_PATH | O_NOFOLLOW` through ``SafePath`` and `fstat`ed,
     /// so a symlink planted at one of its folders is not followed even for a look (it throws, and
     /// the planner blocks that entry); a lone name needs only `fstatat(AT_SYMLINK_NOFOLLOW)`.
@@ -71,8 +76,10 @@ public final class Destination {
         var st = stat()
         guard let slash = relative.utf8.lastIndex(of: UInt8(ascii: "/")) else {
             if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-                if errno == ENOENT || errno == ENOTDIR { return nil }
-                throw SystemError("inspect", display(relative))
+                let code = errno
+                if code == ENOENT { return nil }
+                if code == ENOTDIR { throw notAFolder(on: relative) }
+                throw SystemError("inspect", display(relative), code: code)
             }
             return FileStatus(st)
         }
@@ -92,8 +99,10 @@ public final class Destination {
             return try uncachedStatus(of: relative)
         }
         if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw SystemError("inspect", display(relative))
+            let code = errno
+            if code == ENOENT { return nil }
+            if code == ENOTDIR { throw notAFolder(on: relative) }
+            throw SystemError("inspect", display(relative), code: code)
         }
         return FileStatus(st)
     }
@@ -103,13 +112,44 @@ public final class Destination {
         let fd = SafePath.open(relative, beneath: root.fd, flags: mirror_O_PATH)
         if fd < 0 {
             let code = errno
-            if code == ENOENT || code == ENOTDIR { return nil }
+            if code == ENOENT { return nil }
+            if code == ENOTDIR { throw notAFolder(on: relative) }
             throw openFailure("inspect", relative, code: code)
         }
         defer { close(fd) }
         var st = stat()
         if fstat(fd, &st) != 0 { throw SystemError("inspect", display(relative)) }
         return FileStatus(st)
+    }
+
+    /// The error for a path one of whose folders is not a folder (`ENOTDIR`): names the first
+    /// such component and what it is. Each prefix is opened with `O_PATH` through ``SafePath``
+    /// and `fstat`ed, so the look follows no symlink either; a symlink where a folder should be
+    /// (`ENOTDIR` from the walk resolver, `ELOOP` from `openat2`) is named as one.
+    private func notAFolder(on relative: String) -> SystemError {
+        let components = relative.split(separator: "/", omittingEmptySubsequences: true).dropLast()
+        var walked = ""
+        for component in components {
+            walked += walked.isEmpty ? String(component) : "/" + component
+            let fd = SafePath.open(walked, beneath: root.fd, flags: mirror_O_PATH)
+            var what: String?
+            if fd < 0 {
+                if errno == ELOOP { what = "a symbolic link" } else { break }
+            } else {
+                var st = stat()
+                let ok = fstat(fd, &st) == 0
+                close(fd)
+                guard ok else { break }
+                let found = FileStatus(st)
+                if found.isDirectory { continue }
+                what = found.isSymlink ? "a symbolic link" : found.isRegularFile ? "a file" : "not a regular file"
+            }
+            if let what {
+                return SystemError("find", display(relative) + " (\(display(walked)) is \(what), not a folder; move it away so the file can be placed there)", code: ENOTDIR)
+            }
+        }
+        // Changed since the failing call: say what failed, without a culprit.
+        return SystemError("find", display(relative) + " (one of its folders is not a folder)", code: ENOTDIR)
     }
 
     /// Why ``SafePath/open(_:beneath:flags:)`` failed for `relative`: ELOOP and EXDEV mean a
@@ -228,6 +268,11 @@ public final class Destination {
     /// the name in the partial folder must still be that very inode before the rename, and the final
     /// path must be it after: a symlink or another file swapped in under the partial's name while
     /// it downloaded is never installed (it would put a link to anywhere at a manifest path).
+    /// The check before the rename and the rename are two calls on a name, so whoever can write
+    /// in the partial folder can swap the name between them (`renameat2(RENAME_EXCHANGE)` in a
+    /// loop, issue 17 item 3). The check after it is on the final name in DEST: when that is not
+    /// the inode we wrote, what the rename put there is removed (`unlinkat`, which removes a link
+    /// itself and never follows it) before the entry fails, so no link stays at a manifest path.
     public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String,
                         syncFolder: Bool = true, expected: FileDescriptor? = nil) throws -> FileStatus {
         let (parent, final) = try openParent(of: relative, create: true)
@@ -250,13 +295,19 @@ public final class Destination {
         if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
             throw SystemError("move into place", display(relative))
         }
-        if syncFolder { try parent.sync() }
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            throw SystemError("inspect", display(relative))
+            let code = errno
+            if ours != nil { _ = unlinkat(parent.fd, final, 0) }
+            throw SystemError("inspect", display(relative), code: code)
         }
         if let ours, !FileStatus(st).sameFile(as: ours) {
-            throw SystemError("install", display(relative) + " (another file was swapped in while it was renamed)", code: ELOOP)
+            let removed = unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
+            if syncFolder { try? parent.sync() }
+            let what = FileStatus(st).isSymlink ? "a symbolic link" : "another file"
+            throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download during the rename; "
+                              + (removed ? "it was removed" : "remove it; it is not the manifest's file") + ")", code: ELOOP)
         }
+        if syncFolder { try parent.sync() }
         return FileStatus(st)
     }
 }

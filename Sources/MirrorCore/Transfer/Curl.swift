@@ -83,6 +83,15 @@ final class CurlEasy {
         return code
     }
 
+    /// `CURLINFO_CONNECT_TIME_T`: microseconds from the start of the transfer until its TCP connect
+    /// completed; 0 when no connect completed (libcurl records at least 1 µs for one that did,
+    /// a reused connection included).
+    var connectMicroseconds: Int64 {
+        var us: curl_off_t = 0
+        _ = mirror_curl_easy_getinfo_off_t(handle, CURLINFO_CONNECT_TIME_T, &us)
+        return Int64(us)
+    }
+
     /// The detailed message libcurl left in the error buffer, else `curl_easy_strerror`.
     func message(for code: CURLcode) -> String {
         let detail = String(cString: errorBuffer)

@@ -7,6 +7,9 @@ public struct TransferSettings: Sendable {
     /// run until the next cron job starts.
     public var stallTimeout: Int = 30
     public var lowSpeedLimit: Int = 1024
+    /// `CURLOPT_CONNECTTIMEOUT`, held to `stallTimeout` when that is shorter: a connect that does
+    /// not complete is a transfer that moves no byte, and `--stall-timeout` says how long that
+    /// may last.
     public var connectTimeout: Int = 20
     public var maxRedirects: Int = 5
     public var userAgent: String = "mirror/0.1"
@@ -22,7 +25,7 @@ public struct TransferSettings: Sendable {
         try easy.set(CURLOPT_URL, url)
         let headers = try security.apply(to: easy, url: url, maxRedirects: maxRedirects)
         try easy.set(CURLOPT_NOSIGNAL, 1)
-        try easy.set(CURLOPT_CONNECTTIMEOUT, connectTimeout)
+        try easy.set(CURLOPT_CONNECTTIMEOUT, min(connectTimeout, max(1, stallTimeout)))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, lowSpeedLimit)
         try easy.set(CURLOPT_LOW_SPEED_TIME, stallTimeout)
         try easy.set(CURLOPT_USERAGENT, userAgent)
@@ -61,6 +64,11 @@ public final class Download {
     private var verdict: ResponseVerdict?
     /// Our own reason for aborting; preferred over libcurl's `CURLE_WRITE_ERROR`.
     private var abortReason: TransferFailure?
+    /// Bytes of a body that is not the file's (a 416's explanation) read and dropped so far.
+    private var discardedBytes = 0
+    /// The discarded body went past ``discardedBodyLimit`` and the transfer was cut there: the
+    /// status already said everything, so the outcome is the status's, not libcurl's write error.
+    private var discardCut = false
     public private(set) var outcome: DownloadOutcome?
     /// Set from another thread to stop the transfer at its next callback.
     var cancelled = false
@@ -177,8 +185,18 @@ public final class Download {
         case .accept:
             break
         case .rangeNotSatisfiable:
-            return true  // an explanatory body; nothing of it goes into the file
+            // An explanatory body; nothing of it goes into the file. Bytes that keep coming also
+            // keep the low-speed limit from ever firing, so a body that never ends would hold the
+            // run for ever: past a small cap the transfer is cut (a short count from the write
+            // callback) and the 416 stands (D2 in issue 11).
+            discardedBytes += bytes.count
+            if discardedBytes > Download.discardedBodyLimit {
+                discardCut = true
+                return false
+            }
+            return true
         case .reject(let failure):
+            // 404, 5xx, a 3xx that was not followed...: cut at the first byte of its body.
             abortReason = failure
             return false
         case nil:
@@ -208,6 +226,10 @@ public final class Download {
         }
         return true
     }
+
+    /// The most bytes of a body that is not the file's that are read before the transfer is cut:
+    /// enough for any server's error page, small enough that an endless one costs nothing.
+    static let discardedBodyLimit = 64 * 1024
 
     /// Checks the response head once, before any of its body is used.
     private func decide() {
@@ -244,12 +266,13 @@ public final class Download {
             outcome = .failed(failure)
             return
         }
-        if case .rangeNotSatisfiable(let length)? = verdict, code == CURLE_OK {
+        if case .rangeNotSatisfiable(let length)? = verdict, code == CURLE_OK || discardCut {
             outcome = .rangeNotSatisfiable(completeLength: length)
             return
         }
         guard code == CURLE_OK else {
-            outcome = .failed(Download.classify(code, message: RequestSecurity.explain(code, message: easy.message(for: code), url: url)))
+            outcome = .failed(Download.classify(code, connected: easy.connectMicroseconds > 0,
+                                                message: RequestSecurity.explain(code, message: easy.message(for: code), url: url)))
             return
         }
         if let segment {
@@ -264,9 +287,17 @@ public final class Download {
     }
 
     /// Sorts libcurl's result codes into what the retry logic needs to know.
-    static func classify(_ code: CURLcode, message: String) -> TransferFailure {
+    ///
+    /// `connected`: whether this transfer's TCP connect completed (``CurlEasy/connectMicroseconds``).
+    /// A timeout before it did (`CURLE_OPERATION_TIMEDOUT` from `CURLOPT_CONNECTTIMEOUT`: SYNs
+    /// dropped by a firewall or a full accept queue) is a host that cannot be reached, like a
+    /// refused one, so the runner stops sending it connections (D4 in issue 11); a timeout after
+    /// it (a stall mid-body, a TLS handshake that hangs) is transient.
+    static func classify(_ code: CURLcode, connected: Bool, message: String) -> TransferFailure {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
+            return .unreachable(message)
+        case CURLE_OPERATION_TIMEDOUT where !connected:
             return .unreachable(message)
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_TOO_MANY_REDIRECTS, CURLE_URL_MALFORMAT,
              CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,

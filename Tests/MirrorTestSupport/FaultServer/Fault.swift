@@ -86,6 +86,12 @@ public enum Fault: Equatable, Sendable {
     /// the server stops.
     case endlessBody
 
+    /// Every request with a `Range` header is answered `416` with `Content-Range: bytes */TOTAL`,
+    /// no length, and a close-delimited body that never ends (until the client goes away or the
+    /// server stops); requests without `Range` are served honestly. A client that reads a 416's
+    /// explanation to its end never finishes, and the bytes keep a low-speed limit from firing.
+    case endless416
+
     /// `200` with `Transfer-Encoding: chunked` and the honest whole body (Range is ignored) — a valid
     /// response without a length. An HTTP/1.0 request gets a close-delimited body instead, since
     /// HTTP/1.0 has no chunked coding.

@@ -229,6 +229,10 @@ struct FaultConnection {
         if faults.contains(.endlessBody) {
             return sendEndless(request: request, isHead: isHead, log: log)
         }
+        if faults.contains(.endless416), request.headers["range"] != nil {
+            return sendEndless(request: request, isHead: isHead, log: log, status: 416,
+                               extra: [("Content-Range", "bytes */\(total)"), ("Content-Type", "text/html")])
+        }
 
         var statusLineVersion = "HTTP/1.1"
         var framing = Framing.contentLength
@@ -381,14 +385,15 @@ struct FaultConnection {
         return ok && cut == nil && reuse
     }
 
-    /// 200 with no length, close-delimited, sending bytes until the send fails (client gone, send
-    /// timeout) or the server stops.
-    private func sendEndless(request: FaultHTTP.Request, isHead: Bool, log: LogDraft) -> Bool {
-        var head = Head(status: 200)
-        head.add("Content-Type", "application/octet-stream")
+    /// `status` (200 unless told) with no length, close-delimited, sending bytes until the send
+    /// fails (client gone, send timeout) or the server stops.
+    private func sendEndless(request: FaultHTTP.Request, isHead: Bool, log: LogDraft, status: Int = 200,
+                             extra: [(String, String)] = [("Content-Type", "application/octet-stream")]) -> Bool {
+        var head = Head(status: status)
+        for (name, value) in extra { head.add(name, value) }
         head.add("Connection", "close")
         guard FaultSockets.sendAll(fd, head.bytes) == head.bytes.count else {
-            core.record(log.finish(status: 200, bodyBytes: 0))
+            core.record(log.finish(status: status, bodyBytes: 0))
             return false
         }
         var sent: Int64 = 0
@@ -400,7 +405,7 @@ struct FaultConnection {
                 if n < chunk.count { break }
             }
         }
-        core.record(log.finish(status: 200, bodyBytes: sent))
+        core.record(log.finish(status: status, bodyBytes: sent))
         return false
     }
 }
