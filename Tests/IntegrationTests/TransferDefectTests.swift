@@ -50,10 +50,10 @@ import MirrorTestSupport
                                           environment: SyncFixture.loopbackOnly, timeout: 30)
         let elapsed = Date().timeIntervalSince(start)
         #expect(result.exitCode == 75, "\(result)")
-        #expect(elapsed < 20, "took \(elapsed) s")
-        // Every failure is the dead host (exit 75 says so); the entries still waiting for their
-        // retry when it was marked did not connect again.
-        #expect(result.stderr.contains("did not answer earlier in this run"), "\(result.stderr)")
+        // Two failures of any entries mark the host (the first jobs time out together), so the
+        // run costs about one connect timeout, not one per entry.
+        #expect(elapsed < 8, "took \(elapsed) s")
+        #expect(result.stderr.contains("cannot reach http://127.0.0.1:\(hole.port)"), "\(result.stderr)")
     }
 
     /// D6: a file where a folder of the entry's path should be. The entry is blocked before any
@@ -82,22 +82,21 @@ import MirrorTestSupport
         #expect(try String(contentsOfFile: fx.destPath("sub"), encoding: .utf8) == "in the way", "the file in the way is left alone")
     }
 
-    /// Issue 17, item 3: an unprivileged user who can reach `.mirror/partial` (0777 here, to stand
-    /// for a folder that lets them in) loops `renameat2(RENAME_EXCHANGE)` between the partial and
-    /// a symlink to /etc/passwd. Whatever the interleaving with the check and the rename in
+    /// Issue 17, item 3: a process that can reach `.mirror/partial` loops
+    /// `renameat2(RENAME_EXCHANGE)` between the partial and a symlink to /etc/passwd. Whatever the
+    /// interleaving with the check and the rename in
     /// ``Destination/install(partial:from:to:syncFolder:expected:)``, the manifest path holds
-    /// nothing or the verified file, never a link. Root only: the attacker runs as `nobody`.
-    @Test(.enabled(if: geteuid() == 0 && SymlinkSwapAttacker.python != nil, "needs root, setpriv and a python3 that nobody can run"))
+    /// nothing or the verified file, never a link. Another user can no longer reach that folder
+    /// (`.mirror` must be the runner's own and closed to others: ``LocalAttackerTests``), so the
+    /// swapping runs as the same user here: the rename's own check is the defence under test.
+    @Test(.enabled(if: SymlinkSwapAttacker.python != nil, "needs python3"))
     func aSymlinkSwappedInAtThePartialNameNeverReachesTheManifestPath() throws {
         let fx = try FaultFixture()
         let bytes = fx.serve("a.bin", size: 256 * 1024, seed: 9)
         let sha = TestData.sha256(of: bytes)
-        // nobody must be able to walk to the partial folder.
-        #expect(chmod(fx.dir.path, 0o755) == 0)
         let first = try fx.sync([], timeout: 20)
         #expect(first.exitCode == 0, "\(first)")
         let partials = fx.dest + "/.mirror/partial"
-        #expect(chmod(fx.dest + "/.mirror", 0o755) == 0 && chmod(partials, 0o777) == 0)
         let attacker = try SymlinkSwapAttacker(folder: partials, name: PartialFile.name(for: "a.bin"))
         defer { attacker.stop() }
 
@@ -119,12 +118,13 @@ import MirrorTestSupport
             #expect(fx.digest("a.bin") == sha, "round \(round): wrong bytes at the manifest path")
         }
         #expect(attacker.isRunning, "the attacker died early: \(attacker.stderr)")
+        #expect(outcomes[73] == nil, "the runs reached the install: \(outcomes)")
         print("symlink swap race: exit codes over 200 rounds: \(outcomes.sorted { $0.key < $1.key }); "
               + "\(swapsAtTheRename) swaps between the check and the rename")
     }
 }
 
-/// The attacker of issue 17, item 3: `python3` as `nobody` (`setpriv`), exchanging the partial's
+/// The attacker of issue 17, item 3: `python3`, exchanging the partial's
 /// name with a symlink to /etc/passwd (`renameat2(RENAME_EXCHANGE)`, raw syscall through ctypes)
 /// as fast as it can. ``rearm()`` puts the symlink back between runs: an exchange left half done
 /// by a run leaves an old regular file under the attacker's name, which proves nothing.
@@ -132,21 +132,8 @@ final class SymlinkSwapAttacker {
     private let process: ChildProcess
     private let folder: String
 
-    /// A `python3` on PATH that `nobody` can run (a per-user install under /root cannot be).
-    static let python: String? = {
-        guard let setpriv = lookup("setpriv") else { return nil }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        for folder in path.split(separator: ":") {
-            let candidate = String(folder) + "/python3"
-            guard access(candidate, X_OK) == 0,
-                  let probe = try? ChildProcess.run(setpriv, nobody + [candidate, "-c", "pass"], timeout: 10),
-                  probe.exitCode == 0 else { continue }
-            return candidate
-        }
-        return nil
-    }()
-
-    static let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+    /// A `python3` on PATH.
+    static let python: String? = lookup("python3")
 
     static func lookup(_ tool: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
@@ -165,9 +152,9 @@ final class SymlinkSwapAttacker {
         """
 
     init(folder: String, name: String) throws {
-        guard let python = Self.python, let setpriv = Self.lookup("setpriv") else { throw HarnessError("no attacker runtime") }
+        guard let python = Self.python else { throw HarnessError("no attacker runtime") }
         self.folder = folder
-        process = try ChildProcess(setpriv, Self.nobody + [python, "-c", Self.script, folder, name])
+        process = try ChildProcess(python, ["-c", Self.script, folder, name])
     }
 
     /// Stops the attacker (SIGSTOP), makes `evil` a symlink to /etc/passwd again, and lets it go on.

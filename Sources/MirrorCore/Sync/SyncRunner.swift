@@ -26,6 +26,8 @@ public final class SyncRunner {
     private var active: [ObjectIdentifier: EntryTask] = [:]
     private var allTasks: [EntryTask] = []
     private var unreachableHosts: Set<String> = []
+    /// Failures to reach each host since it last answered (``RetryPolicy/Facts/hostUnreachableFailures``).
+    private var unreachableCounts: [String: Int] = [:]
     private let batch = InstallBatch()
     private var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     private var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
@@ -462,10 +464,12 @@ public final class SyncRunner {
         task.lastFailure = failure
         if case .unreachable = failure {} else { task.onlyUnreachable = false }
         if failure.distrustsRanges { task.fromZero = true }
+        let host = task.currentSource.map(hostKey(of:)) ?? ""
+        if case .unreachable = failure { unreachableCounts[host, default: 0] += 1 } else { unreachableCounts[host] = nil }
         let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.lengthAtAttemptStart,
                                       remainingAtStart: task.entry.size - task.lengthAtAttemptStart,
                                       failuresWithoutProgress: task.failuresWithoutProgress, attempts: task.attempts,
-                                      jitter: Double.random(in: 0.5..<1.5))
+                                      jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: unreachableCounts[host] ?? 0)
         let decision = retryPolicy.decide(facts)
         task.failuresWithoutProgress = decision.failuresWithoutProgress
         switch decision.action {

@@ -59,3 +59,14 @@ struct RetryPolicyTests {
         #expect(policy.decide(facts(Self.reset, progress: 1 << 20, attempts: 500)).action == .retry(after: 0))
     }
 }
+
+extension RetryPolicyTests {
+    /// Eight entries fail at once against a dead host: the second failure marks it for all.
+    @Test func twoFailuresOfAnyEntriesMarkTheHost() {
+        var f = facts(.unreachable("timed out"))
+        f.hostUnreachableFailures = 1
+        #expect(policy.decide(f).action == .retry(after: 1))
+        f.hostUnreachableFailures = 2
+        #expect(policy.decide(f).action == .nextSource(markHostUnreachable: true))
+    }
+}
