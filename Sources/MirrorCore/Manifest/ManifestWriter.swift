@@ -170,6 +170,11 @@ public enum ManifestWriter {
                 if !status.isDirectory { skipped.append(Skipped(path: shown, reason: "the name `.mirror` is reserved for mirror's state")) }
                 continue
             }
+            if relative.isEmpty && ManifestRules.isStateFolderName(foldingCase: name) {
+                // `sync` refuses it (ManifestRules.pathProblem): listed, it would make the manifest unusable.
+                skipped.append(Skipped(path: shown, reason: "the name would be `.mirror`, mirror's state, on a case-insensitive file system"))
+                continue
+            }
             if let problem = unusableName(path) {
                 skipped.append(Skipped(path: shown, reason: problem))
                 continue
