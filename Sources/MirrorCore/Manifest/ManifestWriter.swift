@@ -136,7 +136,7 @@ public enum ManifestWriter {
         do {
             _ = try ManifestLoader.parse(Array("version: 1\nbase_url: \(quoted(base))\nfiles: []\n".utf8), sourceName: "--base-url")
         } catch let error as ManifestError {
-            throw ManifestWriterError("--base-url \(base): \(error.message)")
+            throw ManifestWriterError("--base-url \(redactedURL(base)): \(error.message)")
         }
     }
 

@@ -89,25 +89,30 @@ public final class ConsoleReport {
         return line
     }
 
+    /// Standard output. Every line printed goes through ``redactingURLs(in:)``, whatever built it.
     func printOut(_ line: String) {
         progress?.erase()
-        fputs(line + "\n", stdout)
+        fputs(redactingURLs(in: line) + "\n", stdout)
         fflush(stdout)
     }
 
+    /// Standard error, as `mirror: line`, masked like ``printOut(_:)``.
     func printError(_ line: String) {
         progress?.erase()
         fflush(stdout)
-        fputs("mirror: " + line + "\n", stderr)
+        fputs("mirror: " + redactingURLs(in: line) + "\n", stderr)
     }
 }
 
 /// The `--json` summary: `{"result", "files": {...}, "bytes_transferred", "failures": [...]}` and more.
+///
+/// Messages (`reason`, `error`) are masked with ``redactingURLs(in:)``; `source` is masked where it
+/// is made (``redactedURL(_:)``), and paths are left as they are (a path is data, not prose).
 public enum JSONReport {
     public static func render(_ s: SyncSummary) -> String {
         var out = "{"
         out += "\"result\":\(quote(s.result.name))"
-        if case .incomplete(let why) = s.result { out += ",\"reason\":\(quote(why))" }
+        if case .incomplete(let why) = s.result { out += ",\"reason\":\(quote(redactingURLs(in: why)))" }
         out += ",\"files\":{\"total\":\(s.total),\"up_to_date\":\(s.upToDate + s.checked),\"checked\":\(s.checked)"
         out += ",\"downloaded\":\(s.downloaded),\"replaced\":\(s.replaced),\"failed\":\(s.failed),\"pending\":\(s.pending)}"
         out += ",\"bytes_transferred\":\(s.bytesTransferred)"
@@ -118,7 +123,7 @@ public enum JSONReport {
         }.joined(separator: ",") + "]"
         out += ",\"failures\":[" + s.failures.map { r in
             guard case .failed(let message) = r.outcome else { return "" }
-            return "{\"path\":\(quote(r.path)),\"error\":\(quote(message))}"
+            return "{\"path\":\(quote(r.path)),\"error\":\(quote(redactingURLs(in: message)))}"
         }.joined(separator: ",") + "]"
         if !s.plan.isEmpty { out += ",\"plan\":[" + s.plan.map(quote).joined(separator: ",") + "]" }
         return out + "}"
@@ -132,7 +137,7 @@ public enum JSONReport {
         s.result = temporary ? .incomplete(message) : .failed
         var out = render(s)
         out.removeLast()
-        if !temporary { out += ",\"reason\":\(quote(message))" }
+        if !temporary { out += ",\"reason\":\(quote(redactingURLs(in: message)))" }
         return out + ",\"exit_code\":\(exitCode)}"
     }
 

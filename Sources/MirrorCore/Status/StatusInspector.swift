@@ -232,7 +232,7 @@ extension DestinationStatus {
         out += ",\"entries\":[" + entries.filter { $0.state != .done }.map { e in
             var o = "{\"path\":\(q(e.path)),\"state\":\(q(e.state.rawValue)),\"size\":\(e.size)"
             if let bytes = e.partialBytes { o += ",\"partial_bytes\":\(bytes),\"percent\":\(e.percent ?? 0)" }
-            if let error = e.error { o += ",\"error\":\(q(error))" }
+            if let error = e.error { o += ",\"error\":\(q(redactingURLs(in: error)))" }
             if let at = e.failedAt { o += ",\"failed_at\":\(q(Formatting.utcTimestamp(at)))" }
             return o + "}"
         }.joined(separator: ",") + "]}"

@@ -47,7 +47,7 @@ public enum SyncSession {
                 report.fatal("\(error) (the run goes on without it)")
             }
         }
-        report.logLine("info", "start sync \(manifest)" + (options.destination.map { " --dest \($0)" } ?? ""))
+        report.logLine("info", "start sync \(redactedURL(manifest))" + (options.destination.map { " --dest \($0)" } ?? ""))
 
         var destination = options.destination
         var summary: SyncSummary?
@@ -149,8 +149,8 @@ public enum SyncSession {
         let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: options.transfer, saveCopy: !options.dryRun,
                                               verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) })
         switch fetched.origin {
-        case .fetched: report.logLine("info", "manifest \(manifest) fetched")
-        case .notModified: report.logLine("info", "manifest \(manifest) not modified since the last fetch")
+        case .fetched: report.logLine("info", "manifest \(redactedURL(manifest)) fetched")
+        case .notModified: report.logLine("info", "manifest \(redactedURL(manifest)) not modified since the last fetch")
         case .lastGoodCopy(let why): report.warning(why)
         }
         return fetched.manifest

@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `mirror` writes for people and machines never carries a secret or a terminal control
+/// (issue 17): a password in a manifest URL stays out of every output and every file, whatever
+/// characters it holds; `--log-file` refuses a link or FIFO planted by another user; file names
+/// and journal text reach the terminal escaped.
+@Suite(.serialized) struct OutputSafetyTests {
+    /// Characters a user-info may hold (RFC 3986 §3.2.1) that once ended a URL early, plus `@`,
+    /// `:` and a percent-encoded space. The password is `Zq7<c>Vw9`: neither half may appear anywhere.
+    static let passwordCharacters = [")", "'", "\"", "@", ":", "%20"]
+    static let markers = ["Zq7", "Vw9"]
+
+    struct Outputs {
+        var texts: [(String, String)] = []
+        mutating func add(_ name: String, _ run: ProcessResult) {
+            texts.append(("\(name) stdout", run.stdout))
+            texts.append(("\(name) stderr", run.stderr))
+        }
+        /// Every regular file under `root` (the destination with its `.mirror`, the log, the metrics).
+        mutating func addFiles(under root: String) {
+            guard let walker = FileManager.default.enumerator(atPath: root) else { return }
+            for case let relative as String in walker {
+                let path = root + "/" + relative
+                var st = stat()
+                guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                      let data = FileManager.default.contents(atPath: path) else { continue }
+                texts.append((path, String(decoding: data, as: UTF8.self)))
+            }
+        }
+        func leaks() -> [String] {
+            texts.compactMap { name, text in
+                OutputSafetyTests.markers.contains(where: text.contains) ? "\(name): \(text.debugDescription)" : nil
+            }
+        }
+    }
+
+    /// A remote manifest whose URL holds the password (then the metrics label and the log's
+    /// "start sync" and "manifest … fetched" lines name it), then a local manifest whose `base_url`
+    /// does (then each file's source, failures, the journal and `mirror status` do), then a
+    /// manifest URL nobody answers (the error path). Text, `--json`, `--log-file`,
+    /// `--metrics-file`, every file under DEST, `status` and `status --json`: no half of the
+    /// password anywhere, and the runs did name the masked URL, so the check has seen it in play.
+    @Test(arguments: passwordCharacters)
+    func aPasswordInAManifestURLReachesNoOutputAndNoFile(_ character: String) throws {
+        let password = "Zq7" + character + "Vw9"
+        let fx = try SyncFixture()
+        try fx.addFile("good.bin", size: 20_000, seed: 11)
+        fx.manifest.add(path: "gone.bin", size: 10, sha256: String(repeating: "0", count: 64))
+        let served = fx.www + "/remote.yaml"
+        try fx.manifest.write(to: served)
+        let withPassword = fx.server.baseURL.replacingOccurrences(of: "http://", with: "http://reader:\(password)@")
+        let masked = fx.server.baseURL.replacingOccurrences(of: "http://", with: "http://***@")
+        let log = fx.dir.path("out/sync.log"), metrics = fx.dir.path("out/mirror.prom")
+        try FileManager.default.createDirectory(atPath: fx.dir.path("out"), withIntermediateDirectories: true)
+        let reports = ["--log-file", log, "--metrics-file", metrics, "--retries", "0"]
+        var outputs = Outputs()
+        let mirror = try MirrorBinary.path()
+        func sync(_ manifest: String, _ extra: [String]) throws -> ProcessResult {
+            try ChildProcess.run(mirror, ["sync", manifest, "--dest", fx.dest] + reports + extra,
+                                 environment: SyncFixture.loopbackOnly, timeout: 60)
+        }
+
+        // 1. The manifest's own URL holds the password.
+        let remote = withPassword + "remote.yaml"
+        for (name, extra) in [("remote text", [String]()), ("remote json", ["--json"])] {
+            let run = try sync(remote, extra)
+            #expect([1, 65, 75].contains(run.exitCode), "\(name): \(run)")
+            outputs.add(name, run)
+        }
+        let remoteMetrics = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(remoteMetrics.contains("manifest=\"\(masked)remote.yaml\""), "\(remoteMetrics)")
+
+        // 2. The manifest's base_url holds it: every source and failure names it.
+        fx.manifest.baseURL = withPassword
+        try fx.writeManifest()
+        for (name, extra) in [("local text", [String]()), ("local json", ["--json"])] {
+            let run = try sync(fx.manifestPath, extra)
+            #expect([0, 1].contains(run.exitCode), "\(name): \(run)")
+            outputs.add(name, run)
+        }
+        for extra in [[String](), ["--json"]] {
+            let status = try ChildProcess.run(mirror, ["status", fx.manifestPath, "--dest", fx.dest] + extra,
+                                              environment: SyncFixture.loopbackOnly, timeout: 60)
+            outputs.add("status \(extra)", status)
+        }
+
+        // 3. Nobody answers at the manifest URL: the error names it, in every channel.
+        let closed = try Loopback.freePort()
+        let unreachable = "http://reader:\(password)@127.0.0.1:\(closed)/m.yaml"
+        for (name, extra) in [("unreachable text", [String]()), ("unreachable json", ["--json"])] {
+            let run = try ChildProcess.run(mirror, ["sync", unreachable, "--dest", fx.dir.path("other")] + reports + extra,
+                                           environment: SyncFixture.loopbackOnly, timeout: 60)
+            #expect(run.exitCode == 75, "\(name): \(run)")
+            outputs.add(name, run)
+        }
+
+        outputs.addFiles(under: fx.dest)
+        outputs.addFiles(under: fx.dir.path("other"))
+        outputs.addFiles(under: fx.dir.path("out"))
+        #expect(outputs.leaks().isEmpty, "the password leaked:\n\(outputs.leaks().joined(separator: "\n"))")
+
+        // The URLs were there, masked.
+        let logText = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(logText.contains("start sync \(masked)remote.yaml"), "\(logText)")
+        #expect(logText.contains("start sync http://***@127.0.0.1:\(closed)/m.yaml"), "\(logText)")
+        #expect(outputs.texts.contains { $0.0.hasSuffix("/.mirror/journal") }, "the journal was checked")
+    }
+}
