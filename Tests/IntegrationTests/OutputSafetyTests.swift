@@ -111,4 +111,49 @@ import Glibc
         #expect(logText.contains("start sync http://***@127.0.0.1:\(closed)/m.yaml"), "\(logText)")
         #expect(outputs.texts.contains { $0.0.hasSuffix("/.mirror/journal") }, "the journal was checked")
     }
+
+    // MARK: - --log-file planted by another user
+
+    static let isRoot = geteuid() == 0
+
+    /// Runs `command` as `nobody` (uid/gid 65534, no groups): the other local user of SECURITY.md.
+    static func asNobody(_ command: [String]) throws {
+        let run = try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--"] + command,
+                                       timeout: 10)
+        #expect(run.exitCode == 0, "as nobody: \(command): \(run)")
+    }
+
+    /// In a folder anyone may write (mode 1777, like /tmp), `nobody` plants a symbolic link to a
+    /// root-owned file and a FIFO with no reader at the names root's cron job passes to
+    /// `--log-file`. Each run still syncs, says why it has no log, and ends in time; the linked
+    /// file is untouched. (Before: the link was followed and the FIFO blocked the run for good.)
+    @Test(.enabled(if: OutputSafetyTests.isRoot, "needs root, to plant the names as another user (nobody)"))
+    func aLogFilePlantedByAnotherUserIsNeitherFollowedNorWaitedOn() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("x.bin", size: 1000, seed: 21)
+        try fx.writeManifest()
+        #expect(chmod(fx.dir.path, 0o755) == 0)
+        let shared = fx.dir.path("shared")
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+        #expect(chmod(shared, 0o1777) == 0)
+        let victim = fx.dir.path("victim")
+        try "precious\n".write(toFile: victim, atomically: false, encoding: .utf8)
+        try Self.asNobody(["ln", "-s", victim, shared + "/link.log"])
+        try Self.asNobody(["mkfifo", shared + "/fifo.log"])
+
+        for name in ["link.log", "fifo.log"] {
+            let run: ProcessResult
+            do {
+                run = try fx.sync(["--log-file", shared + "/" + name], timeout: 20)
+            } catch let timeout as ProcessTimeoutError {
+                Issue.record("--log-file \(name): the run hung: \(timeout)")
+                continue
+            }
+            #expect(run.exitCode == 0, "\(name): \(run)")
+            #expect(run.stderr.contains("cannot use the log file \(shared)/\(name)"), "\(name): \(run.stderr)")
+            #expect(run.stderr.contains("the run goes on without it"), "\(name): \(run.stderr)")
+        }
+        #expect(fx.exists(fx.destPath("x.bin")))
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n", "the link was followed")
+    }
 }
