@@ -19,10 +19,10 @@ public func redactedURL(_ url: String) -> String {
 }
 
 /// Masks the user-info of every URL inside free text (an error message or log line that quotes a
-/// URL), by the rule of ``redactedURL(_:)``, with one more end for an authority: whitespace or a
-/// control character, which no URL holds unencoded (§2: they are not URI characters) and which
-/// separates the URL from the words after it. Quotes, brackets and parentheses do not end it,
-/// since a password may hold them.
+/// URL), by the rule of ``redactedURL(_:)``, with one more end for an authority: whitespace, which
+/// no URL holds unencoded (§2: it is not a URI character) and which separates the URL from the
+/// words after it. Quotes, brackets, parentheses and other controls do not end it, since a
+/// password may hold them (the first three legally).
 ///
 /// Callers that hold a URL mask it with ``redactedURL(_:)`` before putting it into text (a URL
 /// given on the command line may hold a literal space); this function is the net behind them,
@@ -48,7 +48,7 @@ func maskingUserInfo(in text: String, authorityEndsAtSpace: Bool) -> String {
         while end < scalars.count {
             let c = scalars[end]
             if c == "/" || c == "?" || c == "#" { break }
-            if authorityEndsAtSpace && isSpaceOrControl(c) { break }
+            if authorityEndsAtSpace && c.properties.isWhitespace { break }
             if c == "@" { lastAt = end }
             end += 1
         }
@@ -62,9 +62,4 @@ func maskingUserInfo(in text: String, authorityEndsAtSpace: Bool) -> String {
     guard copied > 0 else { return text }
     out.append(contentsOf: scalars[copied...])
     return String(out)
-}
-
-/// Whitespace (Unicode's definition, which includes U+0085 and U+2028) and controls (C0, DEL, C1).
-private func isSpaceOrControl(_ c: Unicode.Scalar) -> Bool {
-    c.value <= 0x20 || (0x7f...0x9f).contains(c.value) || c.properties.isWhitespace
 }
