@@ -156,4 +156,76 @@ import Glibc
         #expect(fx.exists(fx.destPath("x.bin")))
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n", "the link was followed")
     }
+
+    // MARK: - Terminal controls
+
+    /// What a hostile text may hold: an OSC window title ended by BEL, "clear screen", an 8-bit CSI
+    /// (U+009B), a right-to-left override.
+    static let hostile = "\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m\u{202E}txt.exe"
+
+    static func rawControls(in text: String) -> [String] {
+        text.unicodeScalars.filter { Formatting.needsEscapeForTest($0) && $0 != "\n" }.map { String(format: "U+%04X", $0.value) }
+    }
+
+    /// A journal record planted in DEST/.mirror/journal (by anyone who can write there) carries
+    /// escape sequences in its `error=`: `mirror status` prints them escaped, and its `--json` as
+    /// JSON escapes.
+    @Test func aJournalRecordCannotDriveTheTerminalThroughStatus() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("good.bin", size: 1000, seed: 31)
+        let zero = String(repeating: "0", count: 64)
+        fx.manifest.add(path: "gone.bin", size: 10, sha256: zero)
+        try fx.writeManifest()
+        let first = try fx.sync(["--retries", "0"])
+        #expect(first.exitCode == 1, "\(first)")
+        let planted = JournalRecord.failed(FailedRecord(identity: EntryIdentity(path: "gone.bin", size: 10, sha256: zero, sha512: nil),
+                                                        error: Self.hostile, time: 1_800_000_000))
+        let journal = try #require(FileHandle(forWritingAtPath: fx.destPath(".mirror/journal")))
+        journal.seekToEndOfFile()
+        journal.write(Data(planted.encodedLine()))
+        journal.closeFile()
+
+        let mirror = try MirrorBinary.path()
+        let text = try ChildProcess.run(mirror, ["status", fx.manifestPath, "--dest", fx.dest], timeout: 60)
+        #expect(text.exitCode == 0, "\(text)")
+        #expect(text.stdout.contains("failed      gone.bin: \\x1b]0;owned\\x07\\x1b[2J\\u{9B}31m\\u{202E}txt.exe"),
+                "the planted record is shown, escaped: \(text.stdout.debugDescription)")
+        #expect(Self.rawControls(in: text.stdout + text.stderr).isEmpty, "\(text.stdout.debugDescription)")
+
+        let json = try ChildProcess.run(mirror, ["status", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
+        #expect(Self.rawControls(in: json.stdout + json.stderr).isEmpty, "\(json.stdout.debugDescription)")
+        let object = try #require(FaultFixture.json(json), "\(json.stdout)")
+        let entries = try #require(object["entries"] as? [[String: Any]])
+        #expect(entries.first?["error"] as? String == Self.hostile, "JSON carries the text itself, escaped only by JSON")
+    }
+
+    /// `mirror manifest create` over a tree with hostile names: the "skipped" notes name them
+    /// escaped, invalid UTF-8 bytes included.
+    @Test func hostileFileNamesAreEscapedWhenReported() throws {
+        let dir = try TemporaryDirectory(prefix: "mirror-names")
+        let tree = dir.path("tree")
+        try TestData.writeFile(at: tree + "/ok.bin", size: 10, seed: 41)
+        try TestData.writeFile(at: tree + "/evil\u{1B}[2J\u{9B}31m.bin", size: 10, seed: 42)
+        let latin1 = (Array((tree + "/caf").utf8) + [0xE9, 0x1B, 0x5B, 0x48, 0]).map { CChar(bitPattern: $0) }
+        let fd = latin1.withUnsafeBufferPointer { open($0.baseAddress!, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644) }
+        #expect(fd >= 0)
+        close(fd)
+        let run = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "create", tree, "--base-url", "http://127.0.0.1/x/"],
+                                       timeout: 60)
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(run.stderr.contains("skipped evil\\x1b[2J\\u{9B}31m.bin: the name holds a control character"), "\(run.stderr.debugDescription)")
+        #expect(run.stderr.contains("skipped caf\\xe9\\x1b[H: the name is not valid UTF-8"), "\(run.stderr.debugDescription)")
+        #expect(Self.rawControls(in: run.stderr + run.stdout).isEmpty, "\(run.stderr.debugDescription)")
+    }
+}
+
+extension Formatting {
+    /// What the tests call a raw control: C0 (but the line feeds between lines), DEL, C1, and the
+    /// bidirectional overrides. Spelled out here rather than calling MirrorCore, which is under test.
+    static func needsEscapeForTest(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1f, 0x7f...0x9f, 0x202a...0x202e, 0x2066...0x2069: return true
+        default: return false
+        }
+    }
 }

@@ -63,7 +63,9 @@ public final class ConsoleReport {
                 "end result=\(summary.result.name): " + ConsoleReport.summaryLine(summary).dropFirst("mirror: ".count))
         switch mode {
         case .json:
-            printOut(JSONReport.render(summary))
+            progress?.erase()
+            fputs(JSONReport.render(summary) + "\n", stdout)  // already masked and escaped (RFC 8259 §7)
+            fflush(stdout)
         case .quiet:
             break
         case .text:
@@ -89,10 +91,11 @@ public final class ConsoleReport {
         return line
     }
 
-    /// Standard output. Every line printed goes through ``redactingURLs(in:)``, whatever built it.
+    /// Standard output. Every line printed goes through ``Formatting/forPeople(_:)`` (credentials
+    /// masked, terminal controls escaped), whatever built it.
     func printOut(_ line: String) {
         progress?.erase()
-        fputs(redactingURLs(in: line) + "\n", stdout)
+        fputs(Formatting.forPeople(line) + "\n", stdout)
         fflush(stdout)
     }
 
@@ -100,7 +103,7 @@ public final class ConsoleReport {
     func printError(_ line: String) {
         progress?.erase()
         fflush(stdout)
-        fputs("mirror: " + redactingURLs(in: line) + "\n", stderr)
+        fputs("mirror: " + Formatting.forPeople(line) + "\n", stderr)
     }
 }
 
@@ -141,7 +144,7 @@ public enum JSONReport {
         return out + ",\"exit_code\":\(exitCode)}"
     }
 
-    /// A JSON string literal (RFC 8259 §7).
+    /// A JSON string literal (RFC 8259 §7), with every control escaped as `\uXXXX`.
     static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
@@ -152,7 +155,9 @@ public enum JSONReport {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7f {
+                // RFC 8259 §7 requires C0; what else Formatting.printable escapes (DEL, C1, line
+                // separators, bidi controls) is escaped too, for a consumer that prints a string to a terminal.
+                if Formatting.needsEscape(scalar) {
                     let hex = String(scalar.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 } else {

@@ -57,10 +57,11 @@ public final class RunLog {
         self.clock = clock
     }
 
-    /// The line as written (without its newline): timestamp, level, message with URLs masked and
-    /// line breaks flattened so that one event is always one line.
+    /// The line as written (without its newline): timestamp, level, message with line breaks
+    /// flattened so that one event is always one line, then URLs masked and other controls escaped
+    /// (``Formatting/forPeople(_:)``): the log is read with `less` and `tail -f` on a terminal.
     public static func line(time: Double, level: String, _ message: String) -> String {
-        let flat = redactingURLs(in: message).map { $0 == "\n" || $0 == "\r" ? " " : String($0) }.joined()
+        let flat = Formatting.forPeople(message.map { $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : String($0) }.joined())
         return "\(Formatting.rfc3339(time)) \(level) \(flat)"
     }
 

@@ -165,7 +165,8 @@ public enum StatusInspector {
 // MARK: - Output
 
 extension DestinationStatus {
-    /// The report for people: a summary, the last run, then one line per entry that is not done.
+    /// The report for people: a summary, the last run, then one line per entry that is not done;
+    /// each line through ``Formatting/forPeople(_:)``.
     public var text: String {
         var lines: [String] = []
         var head = "destination: \(destination)"
@@ -208,7 +209,8 @@ extension DestinationStatus {
                 break
             }
         }
-        return lines.joined(separator: "\n")
+        // The journal's text and the manifest's paths may hold anything: escape it for the terminal.
+        return lines.map(Formatting.forPeople).joined(separator: "\n")
     }
 
     /// One JSON object (RFC 8259). `entries` lists every entry that is not done, in manifest order.
