@@ -31,7 +31,7 @@ struct ManifestSign: ParsableCommand {
         do {
             let signingKey = try SigningKey.load(path: key)
             let written = try ManifestSignature.signFile(manifestPath: file, key: signingKey, outputPath: output)
-            print("signed \(file): \(written)")
+            print(Formatting.forPeople("signed \(file): \(written)"))
         } catch let error as SignatureKeyError {
             report.fatal(error.description)
             throw ExitCode(ExitStatus.usage)

@@ -145,11 +145,28 @@ extension ManifestRules {
             }
             start = end + 1
         }
-        let state = ".mirror".utf8
-        if bytes.starts(with: state) && (bytes.count == state.count || bytes[bytes.startIndex + state.count] == slash) {
+        let first = bytes[bytes.startIndex ..< (bytes.firstIndex(of: slash) ?? bytes.endIndex)]
+        if first.elementsEqual(".mirror".utf8) {
             return { "path \($0) is inside \".mirror\", the folder where mirror keeps its own state" }
         }
+        if isStateFolderName(foldingCase: first) {
+            let shown = String(decoding: first, as: UTF8.self)
+            return { "path \($0) is inside \"\(shown)\", which is \".mirror\" (the folder where mirror keeps its own state) on a case-insensitive file system" }
+        }
         return nil
+    }
+
+    /// True for `.mirror` in any ASCII case (`.MIRROR`, `.Mirror`): on a case-insensitive file
+    /// system (macOS by default, a CIFS/SMB share, ext4 with `casefold`) such a name opens the state
+    /// folder itself. Only ASCII letters are folded: the only non-ASCII characters that Unicode case
+    /// folding (CaseFolding.txt, status C and S) maps onto an ASCII letter are U+212A KELVIN SIGN (k)
+    /// and U+017F LONG S (s), and `.mirror` has neither letter.
+    static func isStateFolderName<C: Collection>(foldingCase name: C) -> Bool where C.Element == UInt8 {
+        let state = ".mirror".utf8
+        guard name.count == state.count else { return false }
+        return zip(name, state).allSatisfy { a, b in
+            a == b || ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(a) && a | 0x20 == b)
+        }
     }
 }
 

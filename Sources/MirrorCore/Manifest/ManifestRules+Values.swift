@@ -110,13 +110,13 @@ extension ManifestRules {
         let url = try string(node, "\(key) must be an absolute URL ending in \"/\"")
         let parts = try checkURL(url, node, key: key)
         guard parts.scheme != nil else {
-            throw error(node, "\(key) must be an absolute URL (https://, http:// or file://), got \(quoted(url))")
+            throw error(node, "\(key) must be an absolute URL (https://, http:// or file://), got \(quoted(redactedURL(url)))")
         }
         guard parts.query == nil, parts.fragment == nil else {
-            throw error(node, "\(key) \(quoted(url)) must not have a query (\"?\") or fragment (\"#\")")
+            throw error(node, "\(key) \(quoted(redactedURL(url))) must not have a query (\"?\") or fragment (\"#\")")
         }
         guard url.hasSuffix("/") else {
-            throw error(node, "\(key) \(quoted(url)) must end with \"/\" (relative urls resolve against it, RFC 3986 §5.2)")
+            throw error(node, "\(key) \(quoted(redactedURL(url))) must end with \"/\" (relative urls resolve against it, RFC 3986 §5.2)")
         }
         return url
     }
@@ -135,22 +135,22 @@ extension ManifestRules {
     func checkURL(_ url: String, _ node: YAMLTree.Ref, key: String) throws -> URLReference.Components {
         for scalar in url.unicodeScalars
         where scalar.value <= 0x20 || (0x7f...0x9f).contains(scalar.value) || scalar.properties.isWhitespace {
-            throw error(node, "\(key) \(quoted(url)) contains whitespace or a control character; percent-encode it (a space is %20)")
+            throw error(node, "\(key) \(quoted(redactedURL(url))) contains whitespace or a control character; percent-encode it (a space is %20)")
         }
         guard let parts = URLReference.split(url) else {
-            throw error(node, "\(key) \(quoted(url)) is not a valid URL: the text before \":\" is not a scheme")
+            throw error(node, "\(key) \(quoted(redactedURL(url))) is not a valid URL: the text before \":\" is not a scheme")
         }
         guard let scheme = parts.scheme?.lowercased() else { return parts }
         guard ManifestRules.allowedSchemes.contains(scheme) else {
-            throw error(node, "\(key) \(quoted(url)) uses the scheme \(quoted(scheme)); allowed schemes: "
+            throw error(node, "\(key) \(quoted(redactedURL(url))) uses the scheme \(quoted(scheme)); allowed schemes: "
                         + ManifestRules.allowedSchemes.joined(separator: ", "))
         }
         if scheme == "file" {
             guard parts.path.hasPrefix("/") else {
-                throw error(node, "\(key) \(quoted(url)) must have an absolute path, like file:///srv/data/")
+                throw error(node, "\(key) \(quoted(redactedURL(url))) must have an absolute path, like file:///srv/data/")
             }
         } else if ManifestRules.host(of: parts.authority ?? "").isEmpty {
-            throw error(node, "\(key) \(quoted(url)) has no host; expected \(scheme)://HOST/...")
+            throw error(node, "\(key) \(quoted(redactedURL(url))) has no host; expected \(scheme)://HOST/...")
         }
         return parts
     }

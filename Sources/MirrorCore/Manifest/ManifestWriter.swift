@@ -32,6 +32,8 @@ public enum ManifestWriter {
 
     /// Something the walk left out, and why (for a note on standard error).
     public struct Skipped: Sendable, Equatable {
+        /// For people: ``Formatting/printable(bytes:)`` of the name's bytes (controls and invalid
+        /// UTF-8 escaped), since such names are among the reasons to skip.
         public var path: String
         public var reason: String
 
@@ -136,7 +138,7 @@ public enum ManifestWriter {
         do {
             _ = try ManifestLoader.parse(Array("version: 1\nbase_url: \(quoted(base))\nfiles: []\n".utf8), sourceName: "--base-url")
         } catch let error as ManifestError {
-            throw ManifestWriterError("--base-url \(base): \(error.message)")
+            throw ManifestWriterError("--base-url \(redactedURL(base)): \(error.message)")
         }
     }
 
@@ -158,34 +160,42 @@ public enum ManifestWriter {
                              found: inout [(bytes: [UInt8], file: FoundFile)], skipped: inout [Skipped]) throws {
         for name in try names(in: folder, display: display) {
             let path = relative.isEmpty ? name : relative + [UInt8(ascii: "/")] + name
+            // `shown` is the manifest's path (only names that pass `unusableName` are listed); a
+            // name that is skipped or fails is reported escaped, invalid UTF-8 bytes included.
             let shown = String(decoding: path, as: UTF8.self)
+            var escaped: String { Formatting.printable(bytes: path) }
             var st = stat()
             let cName = name.map { CChar(bitPattern: $0) } + [0]
             if fstatat(folder.fd, cName, &st, AT_SYMLINK_NOFOLLOW) != 0 {
                 if errno == ENOENT { continue }  // removed while we walk
-                throw SystemError("inspect", display + "/" + shown)
+                throw SystemError("inspect", display + "/" + escaped)
             }
             let status = FileStatus(st)
             if relative.isEmpty && name == Array(Destination.stateFolderName.utf8) {
-                if !status.isDirectory { skipped.append(Skipped(path: shown, reason: "the name `.mirror` is reserved for mirror's state")) }
+                if !status.isDirectory { skipped.append(Skipped(path: escaped, reason: "the name `.mirror` is reserved for mirror's state")) }
+                continue
+            }
+            if relative.isEmpty && ManifestRules.isStateFolderName(foldingCase: name) {
+                // `sync` refuses it (ManifestRules.pathProblem): listed, it would make the manifest unusable.
+                skipped.append(Skipped(path: escaped, reason: "the name would be `.mirror`, mirror's state, on a case-insensitive file system"))
                 continue
             }
             if let problem = unusableName(path) {
-                skipped.append(Skipped(path: shown, reason: problem))
+                skipped.append(Skipped(path: escaped, reason: problem))
                 continue
             }
             if status.isSymlink {
-                skipped.append(Skipped(path: shown, reason: "a symbolic link (not followed)"))
+                skipped.append(Skipped(path: escaped, reason: "a symbolic link (not followed)"))
             } else if status.isDirectory {
                 let fd = openat(folder.fd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if fd < 0 { throw SystemError("open folder", display + "/" + shown) }
+                if fd < 0 { throw SystemError("open folder", display + "/" + escaped) }
                 let child = FileDescriptor(fd: fd, displayPath: display + "/" + shown)
                 try walk(child, relative: path, display: display, excluding: excluding, found: &found, skipped: &skipped)
             } else if status.isRegularFile {
                 if let excluding, excluding.device == status.device, excluding.inode == status.inode { continue }
                 found.append((path, FoundFile(path: shown, size: status.size, sha256: nil)))
             } else {
-                skipped.append(Skipped(path: shown, reason: "not a regular file"))
+                skipped.append(Skipped(path: escaped, reason: "not a regular file"))
             }
         }
     }

@@ -63,7 +63,9 @@ public final class ConsoleReport {
                 "end result=\(summary.result.name): " + ConsoleReport.summaryLine(summary).dropFirst("mirror: ".count))
         switch mode {
         case .json:
-            printOut(JSONReport.render(summary))
+            progress?.erase()
+            fputs(JSONReport.render(summary) + "\n", stdout)  // already masked and escaped (RFC 8259 §7)
+            fflush(stdout)
         case .quiet:
             break
         case .text:
@@ -89,25 +91,31 @@ public final class ConsoleReport {
         return line
     }
 
+    /// Standard output. Every line printed goes through ``Formatting/forPeople(_:)`` (credentials
+    /// masked, terminal controls escaped), whatever built it.
     func printOut(_ line: String) {
         progress?.erase()
-        fputs(line + "\n", stdout)
+        fputs(Formatting.forPeople(line) + "\n", stdout)
         fflush(stdout)
     }
 
+    /// Standard error, as `mirror: line`, masked like ``printOut(_:)``.
     func printError(_ line: String) {
         progress?.erase()
         fflush(stdout)
-        fputs("mirror: " + line + "\n", stderr)
+        fputs("mirror: " + Formatting.forPeople(line) + "\n", stderr)
     }
 }
 
 /// The `--json` summary: `{"result", "files": {...}, "bytes_transferred", "failures": [...]}` and more.
+///
+/// Messages (`reason`, `error`) are masked with ``redactingURLs(in:)``; `source` is masked where it
+/// is made (``redactedURL(_:)``), and paths are left as they are (a path is data, not prose).
 public enum JSONReport {
     public static func render(_ s: SyncSummary) -> String {
         var out = "{"
         out += "\"result\":\(quote(s.result.name))"
-        if case .incomplete(let why) = s.result { out += ",\"reason\":\(quote(why))" }
+        if case .incomplete(let why) = s.result { out += ",\"reason\":\(quote(redactingURLs(in: why)))" }
         out += ",\"files\":{\"total\":\(s.total),\"up_to_date\":\(s.upToDate + s.checked),\"checked\":\(s.checked)"
         out += ",\"downloaded\":\(s.downloaded),\"replaced\":\(s.replaced),\"failed\":\(s.failed),\"pending\":\(s.pending)}"
         out += ",\"bytes_transferred\":\(s.bytesTransferred)"
@@ -118,7 +126,7 @@ public enum JSONReport {
         }.joined(separator: ",") + "]"
         out += ",\"failures\":[" + s.failures.map { r in
             guard case .failed(let message) = r.outcome else { return "" }
-            return "{\"path\":\(quote(r.path)),\"error\":\(quote(message))}"
+            return "{\"path\":\(quote(r.path)),\"error\":\(quote(redactingURLs(in: message)))}"
         }.joined(separator: ",") + "]"
         if !s.plan.isEmpty { out += ",\"plan\":[" + s.plan.map(quote).joined(separator: ",") + "]" }
         return out + "}"
@@ -132,11 +140,11 @@ public enum JSONReport {
         s.result = temporary ? .incomplete(message) : .failed
         var out = render(s)
         out.removeLast()
-        if !temporary { out += ",\"reason\":\(quote(message))" }
+        if !temporary { out += ",\"reason\":\(quote(redactingURLs(in: message)))" }
         return out + ",\"exit_code\":\(exitCode)}"
     }
 
-    /// A JSON string literal (RFC 8259 §7).
+    /// A JSON string literal (RFC 8259 §7), with every control escaped as `\uXXXX`.
     static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
@@ -147,7 +155,9 @@ public enum JSONReport {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7f {
+                // RFC 8259 §7 requires C0; what else Formatting.printable escapes (DEL, C1, line
+                // separators, bidi controls) is escaped too, for a consumer that prints a string to a terminal.
+                if Formatting.needsEscape(scalar) {
                     let hex = String(scalar.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 } else {

@@ -23,7 +23,7 @@ public struct RunMetrics: Sendable {
         case error
     }
 
-    /// The manifest as given (path or URL; user-info masked on output).
+    /// The manifest as given (path or URL; user-info masked on output by ``redactedURL(_:)``).
     public var manifest: String
     public var destination: String?
     /// Unix seconds.
@@ -50,7 +50,7 @@ public enum MetricsFile {
     /// The exposition text (version 0.0.4): `# HELP` and `# TYPE` for each metric, then its samples,
     /// every sample labelled with the manifest (and the destination when known).
     public static func render(_ m: RunMetrics) -> String {
-        var labels = "manifest=\(labelValue(redactingURLs(in: m.manifest)))"
+        var labels = "manifest=\(labelValue(redactedURL(m.manifest)))"
         if let dest = m.destination { labels += ",dest=\(labelValue(dest))" }
         var out = ""
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {

@@ -51,7 +51,7 @@ public enum ProgressRenderer {
             var amount = "\(Formatting.bytes(file.done)) / \(Formatting.bytes(file.size)) \(percent(file.done, file.size))"
             if file.connections > 1 { amount += " (\(file.connections) connections)" }
             let room = limit - amount.count - 4
-            out.append("  " + ellipsized(file.path, room) + "  " + amount)
+            out.append("  " + ellipsized(Formatting.printable(file.path), room) + "  " + amount)
         }
         if s.active.count > maxFiles { out.append("  … and \(s.active.count - maxFiles) more") }
         var total = "total \(s.filesDone)/\(s.filesTotal) files, \(Formatting.bytes(s.bytesDone)) / "

@@ -32,7 +32,7 @@ public final class ProgressLine {
         let now = monotonicSeconds()
         guard now - lastDraw >= 0.1 else { return }
         lastDraw = now
-        var line = text()
+        var line = Formatting.printable(text())  // it names files: no control may reach the terminal raw
         let width = ProgressDisplay.terminalWidth(fd: fd)
         if line.count >= width { line = String(line.prefix(max(0, width - 1))) }
         fputs("\r\u{1B}[K" + line, stream)

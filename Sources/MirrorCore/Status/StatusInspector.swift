@@ -165,7 +165,8 @@ public enum StatusInspector {
 // MARK: - Output
 
 extension DestinationStatus {
-    /// The report for people: a summary, the last run, then one line per entry that is not done.
+    /// The report for people: a summary, the last run, then one line per entry that is not done;
+    /// each line through ``Formatting/forPeople(_:)``.
     public var text: String {
         var lines: [String] = []
         var head = "destination: \(destination)"
@@ -208,7 +209,8 @@ extension DestinationStatus {
                 break
             }
         }
-        return lines.joined(separator: "\n")
+        // The journal's text and the manifest's paths may hold anything: escape it for the terminal.
+        return lines.map(Formatting.forPeople).joined(separator: "\n")
     }
 
     /// One JSON object (RFC 8259). `entries` lists every entry that is not done, in manifest order.
@@ -232,7 +234,7 @@ extension DestinationStatus {
         out += ",\"entries\":[" + entries.filter { $0.state != .done }.map { e in
             var o = "{\"path\":\(q(e.path)),\"state\":\(q(e.state.rawValue)),\"size\":\(e.size)"
             if let bytes = e.partialBytes { o += ",\"partial_bytes\":\(bytes),\"percent\":\(e.percent ?? 0)" }
-            if let error = e.error { o += ",\"error\":\(q(error))" }
+            if let error = e.error { o += ",\"error\":\(q(redactingURLs(in: error)))" }
             if let at = e.failedAt { o += ",\"failed_at\":\(q(Formatting.utcTimestamp(at)))" }
             return o + "}"
         }.joined(separator: ",") + "]}"

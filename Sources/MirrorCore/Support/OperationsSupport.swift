@@ -30,31 +30,6 @@ extension Formatting {
     }
 }
 
-/// Masks the user-info of every URL inside free text (an error message that quotes a URL), the
-/// way ``redactedURL(_:)`` does for one URL: everything from a `scheme://` to the next space,
-/// quote or angle bracket is treated as a URL. Output, logs and metrics never show credentials.
-public func redactingURLs(in text: String) -> String {
-    guard text.contains("://") else { return text }
-    var out = ""
-    var rest = Substring(text)
-    while let marker = rest.range(of: "://") {
-        // The scheme: letters, digits, + - . right before "://".
-        var schemeStart = marker.lowerBound
-        while schemeStart > rest.startIndex {
-            let before = rest.index(before: schemeStart)
-            let c = rest[before]
-            guard c.isLetter || c.isNumber || c == "+" || c == "-" || c == "." else { break }
-            schemeStart = before
-        }
-        let end = rest[marker.upperBound...].firstIndex(where: { $0 == " " || $0 == "\"" || $0 == "'" || $0 == "<" || $0 == ">" || $0 == "\n" || $0 == "\t" || $0 == ")" })
-            ?? rest.endIndex
-        out += rest[rest.startIndex..<schemeStart]
-        out += redactedURL(String(rest[schemeStart..<end]))
-        rest = rest[end...]
-    }
-    return out + rest
-}
-
 /// Replaces the file `name` in the folder `folder` with `bytes`, atomically: a new temporary file
 /// in the same folder, `fsync`, `renameat` over the name, then `fsync` of the folder so the new
 /// name survives a crash. A reader (node_exporter, the next run) sees the old content or the new,

@@ -28,13 +28,6 @@ struct URLParts {
     }
 }
 
-/// Masks the user-info of a URL (`https://user:secret@host/` → `https://***@host/`), so no
-/// credential reaches output, logs or the journal (cli-contract.md, "Output").
-public func redactedURL(_ url: String) -> String {
-    guard let parts = URLParts(url), let userInfo = parts.userInfo else { return url }
-    return String(url[..<userInfo.startIndex]) + "***" + String(url[userInfo.index(before: userInfo.endIndex)...])
-}
-
 /// `scheme://host:port`, lowercased, for remembering that a host is unreachable for the rest of a run.
 func hostKey(of url: String) -> String {
     guard let parts = URLParts(url) else { return url }

@@ -648,7 +648,9 @@ public final class SyncRunner {
         }
     }
 
-    private func fail(_ entry: ManifestEntry, _ message: String, unreachable: Bool) {
+    private func fail(_ entry: ManifestEntry, _ failure: String, unreachable: Bool) {
+        // Masked once here for every place it goes: console, --json, the log and the journal.
+        let message = redactingURLs(in: failure)
         summary.failed += 1
         if unreachable { unreachableFailures += 1 }
         let result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)

@@ -47,7 +47,7 @@ public enum SyncSession {
                 report.fatal("\(error) (the run goes on without it)")
             }
         }
-        report.logLine("info", "start sync \(manifest)" + (options.destination.map { " --dest \($0)" } ?? ""))
+        report.logLine("info", "start sync \(redactedURL(manifest))" + (options.destination.map { " --dest \($0)" } ?? ""))
 
         var destination = options.destination
         var summary: SyncSummary?

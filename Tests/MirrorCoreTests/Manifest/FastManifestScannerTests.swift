@@ -21,6 +21,7 @@ import MirrorTestSupport
         ManifestFixture.oneEntry(size: "-5"),
         ManifestFixture.oneEntry(size: "1.5"),
         ManifestFixture.oneEntry(path: "../escape"),
+        ManifestFixture.oneEntry(path: ".MIRROR/x"),
         ManifestFixture.oneEntry(sha256: "xyz"),
         ManifestFixture.oneEntry("    sha265: \(sha)"),
         "version: 2\nfiles:\n  - path: a\n    size: ~\n    sha256: null\n",

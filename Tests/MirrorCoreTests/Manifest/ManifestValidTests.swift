@@ -106,8 +106,11 @@ private let sha = ManifestFixture.sha256
         "  - {path: a/c, size: 1, sha256: \(sha)}",
         "  - {path: ab, size: 1, sha256: \(sha)}",
         "  - {path: a/bc/d, size: 1, sha256: \(sha)}",
+        "  - {path: .MIRRORED/x, size: 1, sha256: \(sha)}",
+        "  - {path: a/.MIRROR/x, size: 1, sha256: \(sha)}",
+        "  - {path: .mirrors, size: 1, sha256: \(sha)}",
         "  - {path: .mirrored, size: 9223372036854775807, sha256: \(sha)}"))
-    #expect(m.entries.count == 5)
+    #expect(m.entries.count == 8, "only a first component that folds to .mirror is the state folder")
     #expect(m.entries.last?.size == Int64.max)
 }
 

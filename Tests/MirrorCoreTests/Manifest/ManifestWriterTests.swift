@@ -84,10 +84,14 @@ import Glibc
         try TestData.writeFile(at: odd + "/line\u{2028}sep", size: 3, seed: 4)
         try TestData.writeFile(at: odd + "/bom\u{FEFF}", size: 3, seed: 5)
         try TestData.writeFile(at: odd + "/non\u{FFFE}char", size: 3, seed: 6)
+        // `.MIRROR` at the top would be the state folder on a case-insensitive file system; deeper it is a plain name.
+        try TestData.writeFile(at: odd + "/.MIRROR/x", size: 3, seed: 7)
+        try TestData.writeFile(at: odd + "/sub/.MIRROR/y", size: 3, seed: 8)
         let result = try ManifestWriter.create(directory: odd, baseURL: "http://x/")
-        #expect(result.files.map(\.path) == ["bom\u{FEFF}", "line\u{2028}sep", "ok.txt"])
+        #expect(result.files.map(\.path) == ["bom\u{FEFF}", "line\u{2028}sep", "ok.txt", "sub/.MIRROR/y"])
         #expect(Set(result.skipped.map(\.reason)) == ["the name holds a backslash", "the name holds a control character",
-                                                      "the name is not valid UTF-8", "the name holds U+FFFE, which YAML cannot carry"])
+                                                      "the name is not valid UTF-8", "the name holds U+FFFE, which YAML cannot carry",
+                                                      "the name would be `.mirror`, mirror's state, on a case-insensitive file system"])
         let loaded = try ManifestLoader.parse(Array(result.yaml.utf8), sourceName: "odd.yaml")
         #expect(loaded.entries.map { Array($0.path.utf8) } == result.files.map { Array($0.path.utf8) })
     }
