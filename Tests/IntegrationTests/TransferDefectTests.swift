@@ -178,3 +178,22 @@ final class SymlinkSwapAttacker {
     }
 }
 
+
+extension TransferDefectTests {
+    /// Found beside D2: a redirect whose body never ends. libcurl reads and drops a followed 3xx's
+    /// body without handing it to the write callback, so only the progress callback can cut it;
+    /// the entry moves on to the next source.
+    @Test func aRedirectWithAnEndlessBodyIsCut() throws {
+        let fx = try FaultFixture()
+        let good = try FaultServer()
+        let bytes = TestData.bytes(count: 300_000, seed: 4)
+        good.serve("/a.bin", bytes: bytes)
+        fx.server.serve("/a.bin", bytes: bytes, fault: .endlessRedirect(to: good.url("/a.bin")))
+        fx.manifest.mirrors = [good.baseURL]
+        fx.manifest.add(path: "a.bin", size: Int64(bytes.count), sha256: TestData.sha256(of: bytes))
+        let result = try fx.sync([], timeout: 20)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
+        #expect(result.wallSeconds < 10)
+    }
+}

@@ -92,6 +92,11 @@ public enum Fault: Equatable, Sendable {
     /// explanation to its end never finishes, and the bytes keep a low-speed limit from firing.
     case endless416
 
+    /// A `302` to `to` with `Content-Length: 10^12` on a kept-alive connection and a body that
+    /// never ends: libcurl reads and drops a followed redirect's body before it follows, without
+    /// handing it to the write callback, so only a progress check can cut it.
+    case endlessRedirect(to: String)
+
     /// `200` with `Transfer-Encoding: chunked` and the honest whole body (Range is ignored) — a valid
     /// response without a length. An HTTP/1.0 request gets a close-delimited body instead, since
     /// HTTP/1.0 has no chunked coding.

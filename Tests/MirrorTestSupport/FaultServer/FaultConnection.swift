@@ -210,6 +210,9 @@ struct FaultConnection {
                 if let value = retryAfter { extra.append(("Retry-After", value)) }
                 return sendSimple(status: code, detail: "fault injected", extra: extra, head: isHead,
                                   keepAlive: keepAlive, log: log)
+            case let .endlessRedirect(target):
+                return sendEndless(request: request, isHead: isHead, log: log, status: 302,
+                                   extra: [("Location", target), ("Content-Length", "1000000000000")], close: false)
             case let .redirect(target, status):
                 return sendSimple(status: status, detail: "moved to \(target)", extra: [("Location", target)],
                                   head: isHead, keepAlive: keepAlive, log: log)
@@ -388,10 +391,10 @@ struct FaultConnection {
     /// `status` (200 unless told) with no length, close-delimited, sending bytes until the send
     /// fails (client gone, send timeout) or the server stops.
     private func sendEndless(request: FaultHTTP.Request, isHead: Bool, log: LogDraft, status: Int = 200,
-                             extra: [(String, String)] = [("Content-Type", "application/octet-stream")]) -> Bool {
+                             extra: [(String, String)] = [("Content-Type", "application/octet-stream")], close: Bool = true) -> Bool {
         var head = Head(status: status)
         for (name, value) in extra { head.add(name, value) }
-        head.add("Connection", "close")
+        if close { head.add("Connection", "close") }
         guard FaultSockets.sendAll(fd, head.bytes) == head.bytes.count else {
             core.record(log.finish(status: status, bodyBytes: 0))
             return false
