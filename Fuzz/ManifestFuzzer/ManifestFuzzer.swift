@@ -1,4 +1,4 @@
-// Fuzz target "manifest": the manifest parser, from bytes (gzip, YAML, the rules of manifest-v1.md).
+// Fuzz target "manifest": the manifest parser, from bytes (gzip, YAML, the rules of docs/manifest.md).
 // Any input may be rejected with a ManifestError; none may crash, hang or exhaust memory (scripts/fuzz
 // runs libFuzzer with -timeout and -rss_limit_mb), and what is accepted must keep the spec's promises.
 
@@ -11,7 +11,7 @@ func fuzzManifest(_ bytes: [UInt8]) {
         if fast != reference { fatalError("the fast reader and libyaml built different trees") }
     }
     guard let manifest = try? ManifestLoader.parse(bytes, sourceName: "fuzz.yaml") else { return }
-    // What the loader promises downstream code (manifest-v1.md): checked, so a violation is a finding.
+    // What the loader promises downstream code (docs/manifest.md): checked, so a violation is a finding.
     var seen = Set<String>()
     for entry in manifest.entries {
         if entry.size < 0 { fatalError("negative size accepted: \(entry.size)") }

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The `mirror` command. This target only parses arguments and maps results to exit codes
-/// (cli-contract.md); everything else lives in MirrorCore.
+/// (docs/cli.md); everything else lives in MirrorCore.
 @main
 struct Mirror: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,7 +4,7 @@ import MirrorCore
 import MirrorTestSupport
 
 /// Symlinks (and hard links) planted under DEST, before a run and during one, never make `mirror`
-/// write, truncate, chmod or delete anything outside DEST (cli-contract.md, "State on disk";
+/// write, truncate, chmod or delete anything outside DEST (docs/cli.md, "State on disk";
 /// SECURITY.md). Each test fingerprints a canary tree outside DEST before and after the run, and
 /// first asserts that the planted link really leads into the canary, so a `mirror` that followed
 /// it would fail the test.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Builds manifest YAML (spec: `manifest-v1.md`) for tests.
+/// Builds manifest YAML (spec: `docs/manifest.md`) for tests.
 ///
 /// Tests write manifests as text, not through `MirrorCore`'s types, because the manifest parser is
 /// itself under test: the text must be what a user would write. Paths and URLs are always emitted

@@ -9,8 +9,8 @@ import Glibc
 /// Every create, rename and stat below DEST goes through `openat2(2)` (``SafePath``), `mkdirat(2)`,
 /// `renameat(2)` and `fstatat(2)` relative to that descriptor, and folders are opened with
 /// `O_NOFOLLOW | O_DIRECTORY` (and `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` where the kernel has it),
-/// so that a symlink planted inside DEST cannot redirect a write elsewhere (contract: "sync never
-/// writes, deletes or follows a link outside DEST"). A symlink in the way fails that one entry;
+/// so that a symlink planted inside DEST cannot redirect a write elsewhere (docs/cli.md, "State
+/// on disk": sync never writes, deletes or follows a link outside DEST). A symlink in the way fails that one entry;
 /// at `.mirror` or `.mirror/partial` it fails the run (exit 73), see SECURITY.md.
 /// The tool's own state lives in `DEST/.mirror/` (journal, lock, partial downloads).
 public final class Destination {
@@ -259,7 +259,7 @@ public final class Destination {
     // MARK: - Installing a verified file
 
     /// Moves a verified file into place: `renameat(2)` from the partial folder to `relative`, then
-    /// `fsync` of the receiving folder so the new name is durable (journal.md, rule 1). The rename
+    /// `fsync` of the receiving folder so the new name is durable (docs/journal.md, rule 1). The rename
     /// is atomic: a reader sees the old file or the new one, never a mix. Returns the installed file's
     /// status, taken after the rename because rename changes the inode's ctime.
     /// With `syncFolder` false the caller makes the rename durable another way (one `syncfs` for a batch).

@@ -7,7 +7,7 @@ import Glibc
 ///
 /// Why: DEST may be writable by others (a shared lab folder) and its contents are not trusted. A
 /// symlink planted at any component of a path, or at the file itself, must make the open fail
-/// rather than lead a write, truncation or chmod outside DEST (cli-contract.md, "State on disk").
+/// rather than lead a write, truncation or chmod outside DEST (docs/cli.md, "State on disk").
 ///
 /// Where the kernel has it, `openat2(2)` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` resolves the
 /// whole path in one atomic lookup that cannot leave the folder nor cross a symlink. Older kernels

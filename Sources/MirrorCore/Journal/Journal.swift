@@ -13,7 +13,7 @@ public struct EntryRecords: Sendable {
     var isEmpty: Bool { verified == nil && partial == nil && failed == nil }
 }
 
-/// The crash-safe journal in `DEST/.mirror/journal` (guarantees: `journal.md`).
+/// The crash-safe journal in `DEST/.mirror/journal` (guarantees: `docs/journal.md`).
 ///
 /// An append-only text file of checksummed records (``JournalRecord``). Opening it replays every
 /// record; the first line whose checksum fails, or a last line without its newline, marks the torn
@@ -217,7 +217,7 @@ public final class Journal {
     }
 
     /// Appends `record`. With `durable`, `fdatasync`s the journal before returning, so the record
-    /// survives a power cut; callers make the data it describes durable first (journal.md, rule 1).
+    /// survives a power cut; callers make the data it describes durable first (docs/journal.md, rule 1).
     public func append(_ record: JournalRecord, durable: Bool) throws {
         lock.lock()
         defer { lock.unlock() }
@@ -239,7 +239,7 @@ public final class Journal {
     }
 
     /// True when rewriting would shrink the journal noticeably: more lines than live records
-    /// warrant. Keeps the journal's size proportional to the manifest (journal.md, rule 5).
+    /// warrant. Keeps the journal's size proportional to the manifest (docs/journal.md, rule 5).
     public func needsCompaction(liveEntries: Int) -> Bool {
         lock.lock()
         defer { lock.unlock() }

@@ -1,7 +1,7 @@
 import CZlib
 
 /// What identifies a manifest entry for the journal: a record made for another size or checksum is
-/// obsolete (journal.md, rule 4), so it never vouches for a file the manifest now describes differently.
+/// obsolete (docs/journal.md, rule 4), so it never vouches for a file the manifest now describes differently.
 public struct EntryIdentity: Hashable, Sendable {
     public var path: String
     public var size: Int64
@@ -47,7 +47,7 @@ public struct PathKey: Hashable, Sendable, Comparable {
 ///
 /// On disk a record is one line: `CRC KIND key=value ...`, where CRC is zlib's `crc32` of the
 /// rest of the line in 8 hex digits. Values are percent-encoded where they hold spaces, `=`, `%`
-/// or control characters, so `grep`, `less` and `awk` read the journal as it is (journal.md, rule 6).
+/// or control characters, so `grep`, `less` and `awk` read the journal as it is (docs/journal.md, rule 6).
 public enum JournalRecord: Equatable, Sendable {
     /// A verified file was installed at its path. Its `stat` identity lets a later run skip it.
     case verified(VerifiedRecord)
@@ -102,12 +102,12 @@ public struct PartialRecord: Equatable, Sendable {
     /// need not read the prefix again.
     public var sha256State: String?
     public var sha512State: String?
-    /// A segmented download (journal.md, rule 3: "bytes durable per segment when segmented"): each
+    /// A segmented download (docs/journal.md, rule 3: "bytes durable per segment when segmented"): each
     /// segment's range and how much of it, from its start, is durable. nil for one stream.
     public var segments: [SegmentRecord]?
     /// The partial file these bytes are in: its inode and change time, taken (`fstat`) before the
     /// `fdatasync` that made them durable. The saved hash states are only ever restored over that
-    /// very file, unchanged since (``PartialFile``; journal.md, "Partial records"): a record is
+    /// very file, unchanged since (``PartialFile``; docs/journal.md, "Partial records"): a record is
     /// bound to one file, never to a path alone. nil in records of older versions: their states
     /// are never trusted, the prefix is hashed again.
     public var fileInode: UInt64?

@@ -1,4 +1,4 @@
-/// A parsed, validated manifest (spec: `manifest-v1.md`).
+/// A parsed, validated manifest (spec: `docs/manifest.md`).
 ///
 /// Every value here has already passed the spec's rules: paths are safe relative paths, URLs use an
 /// allowed scheme, checksums have the right length. Code downstream relies on that and does not

@@ -1,4 +1,4 @@
-/// A manifest that breaks a rule of `manifest-v1.md`, or cannot be read at all.
+/// A manifest that breaks a rule of `docs/manifest.md`, or cannot be read at all.
 ///
 /// The spec requires every broken rule to be reported as `FILE:LINE:COLUMN: message` so a person can
 /// go straight to the offending node; `line`/`column` are nil only when there is no position

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads and validates manifests (spec: `manifest-v1.md`). Every rule the spec lists is checked
+/// Reads and validates manifests (spec: `docs/manifest.md`). Every rule the spec lists is checked
 /// here, so code downstream can trust a `Manifest`; the first broken rule is thrown as a
 /// `ManifestError` with the position of the offending YAML node.
 public enum ManifestLoader {
@@ -42,7 +42,7 @@ public enum ManifestLoader {
                 throw ManifestError(file: sourceName, message: failure.message)
             }
         }
-        // manifest-v1 says UTF-8. libyaml switches to UTF-16 when the bytes start with its
+        // docs/manifest.md says UTF-8. libyaml switches to UTF-16 when the bytes start with its
         // byte-order mark (yaml_parser_determine_encoding); such a file is refused here instead.
         // Forcing YAML_UTF8_ENCODING would not do: libyaml then no longer skips a UTF-8 BOM.
         if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {

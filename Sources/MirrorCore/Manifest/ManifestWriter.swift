@@ -9,7 +9,7 @@ public struct ManifestWriterError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// `mirror manifest create`: a v1 manifest (`manifest-v1.md`) of a folder's regular files.
+/// `mirror manifest create`: a v1 manifest (`docs/manifest.md`) of a folder's regular files.
 ///
 /// Deterministic, so that publishing the same tree twice gives the same bytes (and an unchanged
 /// manifest lets every client's conditional fetch answer 304): paths sorted by their UTF-8 bytes,
@@ -220,7 +220,7 @@ public enum ManifestWriter {
         return out
     }
 
-    /// Why a manifest cannot hold this path (manifest-v1.md: UTF-8, no control character, no
+    /// Why a manifest cannot hold this path (docs/manifest.md: UTF-8, no control character, no
     /// backslash), or nil.
     static func unusableName(_ path: [UInt8]) -> String? {
         guard let text = String(validating: path, as: UTF8.self) else { return "the name is not valid UTF-8" }

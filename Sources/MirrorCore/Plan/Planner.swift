@@ -39,7 +39,7 @@ public struct Planner {
 
     public func action(for entry: ManifestEntry) throws -> PlannedAction {
         let status = try destination?.status(of: entry.path)
-        // The no-op path: one stat and one journal line compared in place (journal.md, rule 3).
+        // The no-op path: one stat and one journal line compared in place (docs/journal.md, rule 3).
         if let status, let journal, journal.isVerified(entry, status: status) { return .upToDate }
         let identity = EntryIdentity(entry)
         let records = journal?.records(for: entry.path)

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Prints a run for people and for cron (cli-contract.md, "Output").
+/// Prints a run for people and for cron (docs/cli.md, "Output").
 ///
 /// Not on a terminal: one line per file that changed or failed, then a summary line, and nothing at
 /// all when nothing changed and nothing failed, so cron mails only when there is news. On a

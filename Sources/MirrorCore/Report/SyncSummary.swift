@@ -25,7 +25,7 @@ public struct EntryResult: Sendable, Equatable {
     }
 }
 
-/// The result of a whole run, which decides the exit code (cli-contract.md, "Exit codes").
+/// The result of a whole run, which decides the exit code (docs/cli.md, "Exit codes").
 public enum SyncResult: Sendable, Equatable {
     /// Every entry is present and verified.
     case ok

@@ -99,7 +99,7 @@ public enum StatusInspector {
     }
 
     /// One entry's state: what a sync would plan for it (``Planner``, so records made for another
-    /// size or checksum of the path are ignored exactly as a sync ignores them, journal.md rule 4),
+    /// size or checksum of the path are ignored exactly as a sync ignores them, docs/journal.md rule 4),
     /// with the journal's last failure on top of anything not done or blocked.
     static func status(of entry: ManifestEntry, destination: Destination, journal: Journal?,
                        partialFolder: FileDescriptor?) throws -> EntryStatus {

@@ -1,5 +1,5 @@
 /// Credentials never reach an output: console, `--json`, `--log-file`, `--metrics-file`, the
-/// journal's `url=` and `error=` fields, `mirror status`, error messages (cli-contract.md, "Output").
+/// journal's `url=` and `error=` fields, `mirror status`, error messages (docs/cli.md, "Output").
 ///
 /// Both functions below mask by parsing, with one rule (RFC 3986 §3.2 and §3.2.1): after
 /// `scheme://`, the authority runs to the first `/`, `?` or `#`, and the user-info is everything

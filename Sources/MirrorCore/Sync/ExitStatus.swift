@@ -1,4 +1,4 @@
-/// The sysexits-style codes of cli-contract.md, so that cron wrappers can tell outcomes apart.
+/// The sysexits-style codes of docs/cli.md, so that cron wrappers can tell outcomes apart.
 public enum ExitStatus {
     public static let ok: Int32 = 0
     public static let entriesFailed: Int32 = 1

@@ -1,7 +1,7 @@
 /// Verified files waiting to be made durable and renamed into place together: group commit.
 ///
 /// Thousands of small files must not pay three serial fsyncs each (file, folder, journal). A batch
-/// keeps journal.md's order for all its files at once: one `syncfs` makes every file's data durable,
+/// keeps docs/journal.md's order for all its files at once: one `syncfs` makes every file's data durable,
 /// then each is renamed into place, a second `syncfs` makes the new names durable, and only then
 /// are their journal records appended and the journal synced once. A crash at any point leaves each
 /// file either in `.mirror/partial/` or complete at its path without a record, which the next run

@@ -33,7 +33,7 @@ public struct SyncRequest: Sendable {
 /// One `mirror sync` command from start to exit code: the jitter delay, the manifest (local or
 /// fetched, its signature checked with `--trust`), the run itself (``SyncRunner``), then the
 /// reports that outlive it (the log file, the metrics file, `--json` for a run that ended before
-/// planning). Every way a run can end is mapped to one exit code of cli-contract.md here, so the
+/// planning). Every way a run can end is mapped to one exit code of docs/cli.md here, so the
 /// executable only parses arguments and exits with the code returned.
 public enum SyncSession {
     public static func run(_ request: SyncRequest, report: ConsoleReport) -> Int32 {

@@ -9,7 +9,7 @@ import Glibc
 /// Two sides. The thread running an attempt (the transfer thread inside a libcurl callback, the
 /// sync thread between attempts) writes the bytes (``append(_:)``, a `pwrite` into the page
 /// cache) and queues them for hashing. The ``PartialWriter`` thread hashes them in order, and at a
-/// checkpoint `fdatasync`s the file and then journals its length and hash state (journal.md,
+/// checkpoint `fdatasync`s the file and then journals its length and hash state (docs/journal.md,
 /// rule 1): every byte up to a checkpoint was written before the checkpoint was queued. Writing
 /// and hashing thus run on the two cores at once. ``finishDigests()`` waits for the queue before
 /// reading the digests. Without a writer (tests), hashing is done at once on the calling thread.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorCore
 
-/// manifest-v1 says UTF-8. libyaml would detect UTF-16 by its byte-order mark and accept it; the
+/// docs/manifest.md says UTF-8. libyaml would detect UTF-16 by its byte-order mark and accept it; the
 /// loader refuses such a file, and still reads UTF-8 with or without a BOM.
 @Suite struct ManifestEncodingTests {
     private let text = "version: 1\nfiles: []\n"
