@@ -67,7 +67,7 @@ struct ManifestGroup: ParsableCommand {
                 }
             } catch let error as ManifestWriterError {
                 report.fatal(error.description)
-                throw ExitCode(error.description.hasPrefix("--base-url") ? ExitStatus.usage : ExitStatus.entriesFailed)
+                throw ExitCode(error.isUsage ? ExitStatus.usage : ExitStatus.entriesFailed)
             } catch let error as SystemError {
                 report.fatal(error.description)
                 throw ExitCode(ExitStatus.entriesFailed)

@@ -109,7 +109,8 @@ import MirrorTestSupport
             #expect(try treeOutsideState(fx.dest) == Set(current.keys), "\(context): stray files")
 
             let bigRequests = try fx.requests(atLeast: before).dropFirst(before).filter { $0.uri == "/big.bin" }
-            if resumable > 0 {
+            // All of it durable (killed between the last checkpoint and the install): nothing to ask.
+            if resumable > 0 && resumable < Self.bigSize {
                 resumedRounds += 1
                 if segmented {
                     #expect(bigRequests.allSatisfy { $0.status == 206 && $0.rangeHeader != nil }, "\(context): \(bigRequests)")

@@ -6,7 +6,12 @@ import Glibc
 /// Why `mirror manifest create` could not write a manifest.
 public struct ManifestWriterError: Error, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    /// Whether the command line itself is wrong (`--base-url`, `-o`): exit 64, not 1.
+    public var isUsage: Bool
+    init(_ description: String, isUsage: Bool = false) {
+        self.description = description
+        self.isUsage = isUsage
+    }
 }
 
 /// `mirror manifest create`: a v1 manifest (`docs/manifest.md`) of a folder's regular files.
@@ -138,7 +143,7 @@ public enum ManifestWriter {
         do {
             _ = try ManifestLoader.parse(Array("version: 1\nbase_url: \(quoted(base))\nfiles: []\n".utf8), sourceName: "--base-url")
         } catch let error as ManifestError {
-            throw ManifestWriterError("--base-url \(redactedURL(base)): \(error.message)")
+            throw ManifestWriterError("--base-url \(redactedURL(base)): \(error.message)", isUsage: true)
         }
     }
 
@@ -146,7 +151,7 @@ public enum ManifestWriter {
     /// temporary file beside it, `fsync`, `rename(2)`, `fsync` of the folder), so a reader (a web
     /// server publishing it) sees the old manifest or the new one, never half of one.
     public static func writeAtomically(_ text: String, to path: String) throws {
-        if path.hasSuffix("/") { throw ManifestWriterError("-o \(path): a file name is needed, not a folder") }
+        if path.hasSuffix("/") { throw ManifestWriterError("-o \(path): a file name is needed, not a folder", isUsage: true) }
         let (folder, name) = try openParentFolder(of: path)
         defer { folder.close() }
         try replaceFileAtomically(folder: folder, name: name, bytes: Array(text.utf8))

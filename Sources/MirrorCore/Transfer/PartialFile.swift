@@ -22,11 +22,11 @@ public final class PartialFile {
     public let name: String
     public let displayPath: String
     let file: FileDescriptor
-    private let folder: FileDescriptor
-    private let journal: Journal?
-    private let writer: PartialWriter?
-    private let sha256: Hasher?
-    private let sha512: Hasher?
+    let folder: FileDescriptor
+    let journal: Journal?
+    let writer: PartialWriter?
+    let sha256: Hasher?
+    let sha512: Hasher?
 
     /// One range of a segmented download: bytes `[start, end)` of the file, of which
     /// `[start, start + written)` are written (into the page cache; durable at a checkpoint).
@@ -43,21 +43,21 @@ public final class PartialFile {
 
     // The attempt's side, guarded by `lock`: the transfer thread appends (to several segments at
     // once when segmented) while the sync thread reads the length or asks for a checkpoint.
-    private let lock = NSLock()
+    let lock = NSLock()
     /// Bytes accepted (written, or queued to be). One stream: the file's content is `[0, length)`
     /// once drained. Segmented: the sum of the segments' written bytes.
-    private var acceptedLength: Int64 = 0
-    private var lastCheckpoint: Int64 = 0
-    private var receivedThisRun: Int64 = 0
-    private var currentSourceURL: String?
-    private var currentValidator: String?
-    private var writebackStarted: Int64 = 0
+    var acceptedLength: Int64 = 0
+    var lastCheckpoint: Int64 = 0
+    var receivedThisRun: Int64 = 0
+    var currentSourceURL: String?
+    var currentValidator: String?
+    var writebackStarted: Int64 = 0
     /// nil for one stream. Together the segments cover the whole file, in order.
-    private var segments: [Segment]?
+    var segments: [Segment]?
     /// Segmented: the prefix queued for hashing, always within the written part of the file. Hashing
     /// is in file order, so bytes a later segment wrote before the prefix reached them are hashed when
     /// it does, read back from the page cache (``PartialWriter`` job `hashFile`).
-    private var fedLength: Int64 = 0
+    var fedLength: Int64 = 0
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
     public private(set) var resumedFromSavedState = false
@@ -78,14 +78,14 @@ public final class PartialFile {
     }
 
     // The writer's side (touched by the attempt's side only after ``PartialWriter/drain(_:)``).
-    private var hashedLength: Int64 = 0
+    var hashedLength: Int64 = 0
     /// One stream: the durable prefix. Segmented: the durable bytes of all segments together.
-    private var durableLength: Int64 = 0
-    private let errorLock = NSLock()
-    private var storedError: SystemError?
+    var durableLength: Int64 = 0
+    let errorLock = NSLock()
+    var storedError: SystemError?
 
     @inline(__always)
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body()
@@ -168,7 +168,7 @@ public final class PartialFile {
     /// Continues a segmented download: each segment keeps the durable part the journal recorded,
     /// trimmed to what the file still holds; the hash state is restored if it describes a prefix
     /// of those bytes, and the rest of the contiguous prefix is queued to be hashed from the file.
-    private func resumeSegments(_ recorded: [SegmentRecord], saved: PartialRecord, trusted: Bool, fileSize: Int64) throws {
+    func resumeSegments(_ recorded: [SegmentRecord], saved: PartialRecord, trusted: Bool, fileSize: Int64) throws {
         var list: [Segment] = []
         for r in recorded {
             let held = max(0, min(r.done, fileSize - r.start))
@@ -210,7 +210,7 @@ public final class PartialFile {
         return prefix
     }
 
-    private func restore(_ saved: PartialRecord) -> Bool {
+    func restore(_ saved: PartialRecord) -> Bool {
         let states = [(sha256, saved.sha256State), (sha512, saved.sha512State)]
         for (hasher, state) in states where hasher != nil {
             guard let state, let bytes = Digest(hex: state, byteCount: state.utf8.count / 2)?.bytes,
@@ -255,111 +255,6 @@ public final class PartialFile {
         if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval { checkpointLocked() }
     }
 
-    // MARK: Segments
-
-    /// Splits a download that has not started (``length`` 0, no transfer running) into `count`
-    /// ranges of whole MiB (see ``beginSegments(length:)``), and preallocates the file (`posix_fallocate`) so that the segments'
-    /// writes land in blocks that exist and a full disk shows now rather than halfway.
-    func beginSegments(count: Int) throws {
-        guard count > 1 else { return }
-        let unit: Int64 = 1 << 20
-        try beginSegments(length: max(unit, (identity.size / Int64(count) + unit - 1) / unit * unit))
-    }
-
-    /// Splits a download that has not started into ranges of `length` bytes (the last one shorter),
-    /// and preallocates the file. Many ranges fetched a few at a time, lowest first, keep the bytes
-    /// arriving close to file order, so hashing (in file order) follows the transfer instead of
-    /// starting on most of the file once the last byte is in.
-    func beginSegments(length: Int64) throws {
-        let size = identity.size
-        guard length > 0, size > length else { return }
-        var list: [Segment] = []
-        var start: Int64 = 0
-        while start < size {
-            let end = min(size, start + length)
-            list.append(Segment(start: start, end: end, written: 0, writebackStarted: start))
-            start = end
-        }
-        guard list.count > 1 else { return }
-        let result = posix_fallocate(file.fd, 0, off_t(size))
-        if result == ENOSPC || result == EDQUOT || result == EROFS || result == EIO {
-            throw SystemError("preallocate", displayPath, code: result)
-        }
-        if result != 0 { try file.truncate(to: size) }  // a filesystem without fallocate
-        locked {
-            segments = list
-            fedLength = 0
-        }
-    }
-
-    /// The segments still to fetch: index, next offset, and end (exclusive).
-    func openSegments() -> [(index: Int, from: Int64, end: Int64)] {
-        locked {
-            (segments ?? []).enumerated().filter { !$0.element.isComplete }.map { ($0.offset, $0.element.next, $0.element.end) }
-        }
-    }
-
-    /// Bytes segment `index` still lacks (0 for an unknown segment).
-    func segmentRemaining(_ index: Int) -> Int64 {
-        locked {
-            guard let list = segments, list.indices.contains(index) else { return 0 }
-            return list[index].end - list[index].next
-        }
-    }
-
-    /// Writes bytes from the network at segment `index`'s next offset. Bytes that continue the
-    /// prefix queued for hashing are hashed from memory; the others wait in the file until the
-    /// prefix reaches them.
-    func append(_ bytes: UnsafeRawBufferPointer, segment index: Int) throws {
-        if let failure { throw failure }
-        lock.lock()
-        defer { lock.unlock() }
-        guard var segment = segments?[safe: index] else {
-            throw SystemError("write segment of", displayPath, code: EINVAL)
-        }
-        let n = Int64(bytes.count)
-        let offset = segment.next
-        try file.write(bytes, at: offset)
-        if offset == fedLength {
-            if let writer { writer.hash(self, bytes) } else { performHash(bytes) }
-            fedLength += n
-        }
-        segment.written += n
-        if segment.next - segment.writebackStarted >= 1 << 20 {
-            _ = mirror_start_writeback(file.fd, segment.writebackStarted, segment.next - segment.writebackStarted)
-            segment.writebackStarted = segment.next
-        }
-        segments?[index] = segment
-        acceptedLength += n
-        receivedThisRun += n
-        feedFromFile()
-        if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval { checkpointLocked() }
-    }
-
-    /// Extends the hashed prefix over bytes already in the file: once a segment is complete, the
-    /// next one's written part is read back (from the page cache) and hashed. Called with `lock` held.
-    private func feedFromFile() {
-        guard let list = segments else { return }
-        for segment in list where fedLength >= segment.start && fedLength < segment.end {
-            if segment.next > fedLength {
-                if let writer { writer.hashFile(self, from: fedLength, to: segment.next) } else { performHashFromFile(from: fedLength, to: segment.next) }
-                fedLength = segment.next
-            }
-            if !segment.isComplete { break }
-        }
-    }
-
-    /// Turns a segmented download into one stream that continues from its contiguous prefix (the
-    /// server refused a range, or its answers disagree). No transfer of this file may be running.
-    /// The journal first forgets the segments (their bytes past the prefix are about to be
-    /// overwritten), the file is cut to the prefix, then the prefix is checkpointed again.
-    func abandonSegments() {
-        writer?.drain(self)
-        guard isSegmented else { return }
-        cut(to: locked { fedLength })
-        checkpoint()
-    }
-
     // MARK: Checkpoints and restarts
 
     /// Makes the bytes so far durable, then records their length (per segment when segmented)
@@ -368,7 +263,7 @@ public final class PartialFile {
         locked { checkpointLocked() }
     }
 
-    private func checkpointLocked() {
+    func checkpointLocked() {
         guard acceptedLength != lastCheckpoint, let url = currentSourceURL else { return }
         lastCheckpoint = acceptedLength
         // Every byte in this snapshot was written before the checkpoint is queued, so the
@@ -401,7 +296,7 @@ public final class PartialFile {
 
     /// The journal forgets the file's record, durably, then the file is cut to `prefix` bytes,
     /// which become one stream of that length with nothing durable yet. The writer must be drained.
-    private func cut(to prefix: Int64) {
+    func cut(to prefix: Int64) {
         do {
             if let journal, durableLength > 0 || journal.records(for: identity.path)?.partial != nil {
                 try journal.append(.forget(path: identity.path), durable: true)
@@ -489,7 +384,7 @@ public final class PartialFile {
         }
     }
 
-    private func fail(_ error: SystemError) {
+    func fail(_ error: SystemError) {
         errorLock.lock()
         if storedError == nil { storedError = error }
         errorLock.unlock()

@@ -24,6 +24,9 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
     case network(code: Int32, message: String, transient: Bool)
     /// Writing the partial file failed.
     case writeFailed(SystemError)
+    /// The whole file arrived but its digest is not the manifest's (`detail`: expected and got).
+    /// Another copy may be right: the next source, or the same one again from zero.
+    case checksumMismatch(String)
     /// The run is stopping (deadline, signal); not a failure of the entry.
     case cancelled
 
@@ -34,7 +37,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         case .badContentRange, .shortBody, .validatorChanged, .rangeIgnored: return true
         case .tooMuchData(_, let ranged): return ranged
         case .lengthMismatch, .contentEncoding: return false
-        case .unreachable: return true
+        case .unreachable, .checksumMismatch: return true
         case .network(_, _, let transient): return transient
         case .writeFailed, .cancelled: return false
         }
@@ -68,6 +71,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         case .unreachable(let message): return "cannot reach the server: \(message)"
         case .network(_, let message, _): return message
         case .writeFailed(let error): return error.description
+        case .checksumMismatch(let detail): return "checksum mismatch (\(detail))"
         case .cancelled: return "stopped before completion"
         }
     }

@@ -1,0 +1,32 @@
+/// `mirror sync --dry-run`: the plan, one line per entry that is not up to date, from the disk and
+/// the journal as they are (read-only: nothing is created, locked, fetched or repaired).
+struct DryRun {
+    let manifest: Manifest
+    let report: ConsoleReport
+
+    func run(_ destPath: String, summary start: SyncSummary) -> SyncSummary {
+        var summary = start
+        let dest = try? Destination.openExisting(destPath)
+        let state = try? dest?.stateFolder(create: false)
+        let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
+        let partials = try? dest?.stateFolder("partial", create: false)
+        let planner = Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil)
+        for entry in manifest.entries {
+            let line: String
+            switch SyncRunner.action(for: entry, planner) {
+            case .upToDate:
+                summary.upToDate += 1
+                continue
+            case .check: line = "check \(entry.path) (present, not yet verified)"
+            case .resume(let offset, _): line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
+            case .download(let replacing):
+                line = "\(replacing ? "replace" : "download") \(entry.path) (\(Formatting.bytes(entry.size)))"
+            case .blocked(let why): line = "blocked \(entry.path): \(why)"
+            }
+            summary.plan.append(line)
+            summary.pending += 1
+            report.notice(line)
+        }
+        return summary
+    }
+}

@@ -1,0 +1,130 @@
+/// The last leg of a byte's way: a complete partial file is verified against the manifest, sealed
+/// (mode, mtime), made durable, renamed into place and only then journaled as verified
+/// (docs/journal.md, rule 1; ``InstallBatch`` explains the group commit). Also checks files that
+/// are already at their path but unknown to the journal.
+///
+/// It decides nothing about retries or reporting: each call returns what happened, and
+/// ``SyncRunner`` turns that into the next attempt, a failure or a line of output.
+final class Installer {
+    private let destination: Destination
+    private let partialFolder: FileDescriptor
+    private let journal: Journal
+    private let batch = InstallBatch()
+
+    init(destination: Destination, partialFolder: FileDescriptor, journal: Journal) {
+        self.destination = destination
+        self.partialFolder = partialFolder
+        self.journal = journal
+    }
+
+    enum Verdict {
+        /// The digests match; the file is sealed and waits in the batch.
+        case queued
+        /// The bytes are not the manifest's: `detail` says expected and got.
+        case mismatch(detail: String)
+        case failed(Error)
+    }
+
+    /// Waits for the file's digests, compares them with the manifest and queues a match.
+    func verify(_ partial: PartialFile, for task: EntryTask) -> Verdict {
+        let entry = task.entry
+        do {
+            let (sha256, sha512) = try partial.finishDigests()
+            guard FileHashing.matches(entry, sha256: sha256, sha512: sha512) else {
+                return .mismatch(detail: FileHashing.mismatchDescription(entry, sha256: sha256, sha512: sha512))
+            }
+            try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime, sync: false)
+            batch.add(task, partial)
+            return .queued
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    func isDue(now: Double) -> Bool { batch.isDue(now: now) }
+    func timeUntilDue(now: Double) -> Double? { batch.timeUntilDue(now: now) }
+
+    struct Committed {
+        var installed: [(task: EntryTask, partial: PartialFile)] = []
+        var failed: [(task: EntryTask, error: Error)] = []
+        /// The destination refused a write (full, read-only): the run stops (exit 73).
+        var fatal: SystemError?
+    }
+
+    /// Makes the waiting verified files durable, renames them into place and journals them.
+    func commit() -> Committed {
+        var out = Committed()
+        let items = batch.take()
+        guard !items.isEmpty else { return out }
+        let single = items.count == 1
+        do {
+            if single { try items[0].partial.file.sync() } else { try partialFolder.syncFilesystem() }
+        } catch {
+            for item in items { item.partial.close() }
+            if let error = error as? SystemError, error.isDestinationUnwritable { out.fatal = error } else {
+                out.failed = items.map { ($0.task, error) }
+            }
+            return out
+        }
+
+        var installed: [(InstallBatch.Item, FileStatus)] = []
+        for item in items {
+            defer { item.partial.close() }
+            do {
+                let status = try destination.install(partial: item.partial.name, from: partialFolder,
+                                                     to: item.task.entry.path, syncFolder: single,
+                                                     expected: item.partial.file)
+                installed.append((item, status))
+            } catch {
+                out.failed.append((item.task, error))
+            }
+        }
+        do {
+            if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
+            CrashPoint.hit("install-before-record")
+            for (item, status) in installed {
+                try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(item.task.entry), status: status)), durable: false)
+            }
+            try journal.sync()
+        } catch let error as SystemError {
+            // The files are in place and complete; without their records the next run hashes them.
+            if error.isDestinationUnwritable { out.fatal = error }
+        } catch {}
+        out.installed = installed.map { ($0.0.task, $0.0.partial) }
+        return out
+    }
+
+    enum CheckResult {
+        /// The file is the manifest's; journaled.
+        case verified
+        /// Other bytes (or bytes that changed while read): fetch the entry again.
+        case differs
+        /// The present file cannot be opened or read (permissions): that entry fails.
+        case unreadable(Error)
+        /// Journaling failed: with a destination that refuses writes, the run stops.
+        case failed(Error)
+    }
+
+    /// Hashes a file that is at its path but unknown to the journal. A match is journaled; a
+    /// mismatch is fetched again, and the present file stays until the new copy verifies.
+    func check(_ entry: ManifestEntry) -> CheckResult {
+        let status: FileStatus
+        do {
+            let file = try destination.openForReading(entry.path)
+            let before = try file.stat()
+            let (sha256, sha512) = try FileHashing.digests(of: file, for: entry)
+            status = try file.stat()
+            // A file written while it was read may hold bytes other than those hashed: it is
+            // vouched for only if its change time did not move (a later run checks it again).
+            guard FileHashing.matches(entry, sha256: sha256, sha512: sha512), status == before else { return .differs }
+        } catch {
+            return .unreadable(error)
+        }
+        do {
+            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)
+            return .verified
+        } catch {
+            return .failed(error)
+        }
+    }
+}

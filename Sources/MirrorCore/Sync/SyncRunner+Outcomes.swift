@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How an entry's attempt ends, the runner's side: a retry on the same source or the next one
+/// (``RetryPolicy`` decides), giving up, or a failure recorded for the summary, the journal and
+/// `mirror status`.
+extension SyncRunner {
+    /// Decides what follows a failed attempt: the same source after a back-off, the next source, or
+    /// giving up. Retries are bounded per source by attempts that made no progress, so a connection
+    /// that drops every few hundred megabytes still finishes, and a dead one does not loop.
+    func retry(_ task: EntryTask, after failure: TransferFailure) {
+        task.lastFailure = failure
+        if case .unreachable = failure {} else { task.onlyUnreachable = false }
+        if failure.distrustsRanges { task.fromZero = true }
+        let host = task.currentSource.map(hostKey(of:)) ?? ""
+        if case .unreachable = failure { unreachableCounts[host, default: 0] += 1 } else { unreachableCounts[host] = nil }
+        let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.lengthAtAttemptStart,
+                                      remainingAtStart: task.entry.size - task.lengthAtAttemptStart,
+                                      failuresWithoutProgress: task.failuresWithoutProgress, attempts: task.attempts,
+                                      jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: unreachableCounts[host] ?? 0)
+        let decision = retryPolicy.decide(facts)
+        task.failuresWithoutProgress = decision.failuresWithoutProgress
+        switch decision.action {
+        case .stop:
+            return giveUp(task)
+        case .nextSource(let markHost):
+            if markHost, case .unreachable(let why) = failure, let source = task.currentSource,
+               unreachableHosts.insert(hostKey(of: source)).inserted {
+                report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
+            }
+            guard task.advanceSource() else { return giveUp(task) }
+            task.notBefore = 0
+            ready.append(task)
+            return
+        case .retry(let delay):
+            task.notBefore = monotonicSeconds() + delay
+        }
+        releaseIfEmpty(task)
+        waiting.append(task)
+    }
+
+    /// A task that waits (back-off) or ends with no byte received gives its empty partial file
+    /// back: thousands of entries waiting for a dead server must not hold thousands of open files
+    /// (EMFILE) or leave empty files behind. It is created again when bytes can arrive.
+    func releaseIfEmpty(_ task: EntryTask) {
+        guard let partial = task.partial, partial.length == 0, !partial.isSegmented, task.downloads.isEmpty else { return }
+        partial.settle()
+        partial.remove()
+        task.partial = nil
+    }
+
+    func giveUp(_ task: EntryTask) {
+        let why = task.lastFailure.map { "\($0)" } ?? "no source to fetch it from"
+        let source = task.sources.last.map { " (last tried \(redactedURL($0)))" } ?? ""
+        releaseIfEmpty(task)
+        task.partial?.close()
+        if task.skippedUnreachable && task.onlyUnreachable {
+            // Never asked: its host stopped answering earlier in this run (said once, when it was
+            // marked). The entry is left for a later run, like one a deadline stopped.
+            notTried += 1
+            summary.pending += 1
+            return
+        }
+        fail(task.entry, why + source, unreachable: task.onlyUnreachable && task.lastFailure != nil)
+    }
+
+
+
+    /// A system error while handling `entry`: when the destination itself refuses writes (full,
+    /// read-only, permissions) the whole run stops with exit 73; otherwise only the entry fails.
+    func stopOrFail(_ entry: ManifestEntry, _ error: Error) {
+        if let error = error as? SystemError, error.isDestinationUnwritable {
+            fatal = error
+        } else {
+            fail(entry, "\(error)", unreachable: false)
+        }
+    }
+
+    func fail(_ entry: ManifestEntry, _ failure: String, unreachable: Bool) {
+        // Masked once here for every place it goes: console, --json, the log and the journal.
+        let message = redactingURLs(in: failure)
+        summary.failed += 1
+        if unreachable { unreachableFailures += 1 }
+        let result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
+        summary.results.append(result)
+        report.entryFinished(result)
+        try? journal?.append(.failed(FailedRecord(identity: EntryIdentity(entry), error: message, time: Int64(currentUnixTime()))), durable: false)
+    }
+}

@@ -1,0 +1,116 @@
+/// Segmented downloads, the runner's side: which ranges to request, when a file widens
+/// (``SegmentPolicy``), and what one segment's end means for the whole entry.
+extension SyncRunner {
+    /// Starts requests for the lowest open segments that have none running: up to the file's
+    /// current width (at most `--segments`), within the connection limit (at least one, so a large
+    /// file never waits for small ones to finish).
+    func startSegments(_ task: EntryTask, url: String, ifRange: String?) throws {
+        guard let partial = task.partial else { return }
+        // The first quarter second of the width is counted from the first request, not from the
+        // loop turn that prepared the file (preallocation can take a while).
+        if task.widthDecidedAt == nil, let writer { task.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds) }
+        let running = Set(task.downloads.compactMap(\.segment))
+        // At most --segments requests for this file, and (beyond its first) within the connection limit.
+        var room = min(min(task.segmentWidth, options.segments) - task.downloads.count, max(1, connectionLimit - active.count))
+        for open in partial.openSegments() where !running.contains(open.index) && room > 0 {
+            let download = try Download(url: url, offset: open.from, ifRange: ifRange, target: partial,
+                                        settings: options.transfer, segment: (open.index, open.end))
+            submit(download, for: task)
+            room -= 1
+        }
+    }
+
+    /// Widens the segmented files whose hash waited for bytes (``SegmentPolicy/widen(waited:running:width:)``).
+    ///
+    /// - Returns: seconds until the next decision is due, or nil when no file can widen.
+    func widenSegments(_ now: Double) -> Double? {
+        guard options.segments > 1, let writer, !stopping else { return nil }
+        var idle: Double?
+        var nextDue: Double?
+        var seen = Set<ObjectIdentifier>()
+        for task in active.values where seen.insert(ObjectIdentifier(task)).inserted
+            && task.segmentWidth < options.segments && task.segmentFailure == nil && task.downloads.first?.segment != nil {
+            let idleNow = idle ?? writer.idleSeconds
+            idle = idleNow
+            defer { nextDue = min(nextDue ?? .infinity, (task.widthDecidedAt?.time ?? now) + SegmentPolicy.widenInterval - now) }
+            // Set by the file's first startSegments.
+            guard let last = task.widthDecidedAt else { continue }
+            let span = now - last.time
+            // The sync loop wakes on time, give or take a millisecond.
+            guard span >= SegmentPolicy.widenInterval * 0.95 else { continue }
+            task.widthDecidedAt = (now, idleNow)
+            guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span, running: task.downloads.count,
+                                                  width: task.segmentWidth) else { continue }
+            task.segmentWidth = width
+            continueSegments(task)
+        }
+        return nextDue.map { max(0.001, $0) }
+    }
+
+    /// One segment's request ended. A segment that dropped after real progress is asked for again
+    /// at once, on its own; any other failure stops the entry's other segments and, once they are
+    /// all back, is handled like a failed attempt at the whole entry. A source that ignores or
+    /// garbles ranges turns the entry into one stream from its contiguous prefix.
+    func handleSegment(_ download: Download, of task: EntryTask) {
+        let outcome = download.outcome ?? .failed(.cancelled)
+        switch outcome {
+        case .complete:
+            // Segments the connection limit held back start as others finish.
+            if task.segmentFailure == nil && !isStopping, task.partial?.isComplete == false { continueSegments(task) }
+        case .failed(.cancelled):
+            break
+        case .rangeNotSatisfiable:
+            segmentFailed(task, .badContentRange("416 Range Not Satisfiable",
+                                                 expected: "bytes \(download.requestedOffset)-\(download.requestedEnd ?? 0)"))
+        case .failed(let failure):
+            let action = segmentPolicy.afterSegmentFailure(failure, received: download.bytesWritten,
+                                                           requested: download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1,
+                                                           entryFailing: task.segmentFailure != nil, stopping: isStopping)
+            if action == .retrySegment,
+               let url = task.currentSource, let partial = task.partial {
+                task.attempts += 1
+                task.failuresWithoutProgress = 0
+                do {
+                    try startSegments(task, url: url, ifRange: partial.validator)
+                } catch {
+                    segmentFailed(task, .network(code: 0, message: "\(error)", transient: true))
+                }
+            } else {
+                segmentFailed(task, failure)
+            }
+        }
+        guard task.downloads.isEmpty, let partial = task.partial else { return }
+        if let failure = task.segmentFailure {
+            task.segmentFailure = nil
+            if failure == .rangeIgnored || failure.distrustsRanges {
+                partial.abandonSegments()
+                task.noSegments = true
+            }
+            attemptFailed(task, failure)
+        } else if partial.isComplete {
+            verifyAndInstall(task)
+        } else if isStopping {
+            partial.checkpoint()
+            summary.pending += 1
+        } else if task.currentSource != nil {
+            // A segment ended cleanly short of its end (cancelled by nothing we know): continue.
+            continueSegments(task)
+        } else {
+            giveUp(task)
+        }
+    }
+
+    /// The run is ending (deadline, fatal error or signal): no segment starts any more.
+    var isStopping: Bool { stopping || StopSignal.received != 0 }
+
+    /// Starts what the file's width allows of its open segments, from its current source.
+    func continueSegments(_ task: EntryTask) {
+        guard let url = task.currentSource, let partial = task.partial else { return }
+        do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
+    }
+
+    func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {
+        if task.segmentFailure == nil { task.segmentFailure = failure }
+        engine?.cancel(task.downloads)
+    }
+}
