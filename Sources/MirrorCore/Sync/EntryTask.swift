@@ -31,8 +31,13 @@ final class EntryTask {
     var notBefore = 0.0
     var lengthAtAttemptStart: Int64 = 0
     var lastFailure: TransferFailure?
-    /// Whether every failure so far was "cannot reach the server" (exit 75 rather than 1).
+    /// Whether no failure so far said anything against the sources' content (a 404, a wrong
+    /// length, wrong bytes): with a last failure of "cannot reach the server", the entry stopped
+    /// only because the network or the server went away (exit 75 rather than 1).
     var onlyUnreachable = true
+    /// The digest each source gave when its bytes were not the manifest's, by source URL: the same
+    /// wrong digest twice from one source means it holds other content, not a damaged copy.
+    var wrongDigests: [String: String] = [:]
     /// A source was skipped because its host stopped answering earlier in this run.
     var skippedUnreachable = false
 

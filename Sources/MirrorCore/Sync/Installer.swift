@@ -20,8 +20,9 @@ final class Installer {
     enum Verdict {
         /// The digests match; the file is sealed and waits in the batch.
         case queued
-        /// The bytes are not the manifest's: `detail` says expected and got.
-        case mismatch(detail: String)
+        /// The bytes are not the manifest's: `detail` says expected and got; `got` is the digest
+        /// of the bytes received (the same twice from one source: it holds other content).
+        case mismatch(detail: String, got: String)
         case failed(Error)
     }
 
@@ -31,7 +32,8 @@ final class Installer {
         do {
             let (sha256, sha512) = try partial.finishDigests()
             guard FileHashing.matches(entry, sha256: sha256, sha512: sha512) else {
-                return .mismatch(detail: FileHashing.mismatchDescription(entry, sha256: sha256, sha512: sha512))
+                return .mismatch(detail: FileHashing.mismatchDescription(entry, sha256: sha256, sha512: sha512),
+                                 got: (sha256 ?? sha512)?.hex ?? "")
             }
             try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime, sync: false)
             batch.add(task, partial)

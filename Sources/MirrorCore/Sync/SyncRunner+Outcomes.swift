@@ -11,7 +11,9 @@ extension SyncRunner {
     /// that drops every few hundred megabytes still finishes, and a dead one does not loop.
     func retry(_ task: EntryTask, after failure: TransferFailure) {
         task.lastFailure = failure
-        if case .unreachable = failure {} else { task.onlyUnreachable = false }
+        // A reset or a timeout on the way to a dead server says nothing against the server's
+        // content; a 404, a wrong length or wrong bytes do (docs/faults.md, network lost mid-run).
+        if !failure.isTransient { task.onlyUnreachable = false }
         if failure.distrustsRanges { task.fromZero = true }
         let host = task.currentSource.map(hostKey(of:)) ?? ""
         if case .unreachable = failure { unreachableCounts[host, default: 0] += 1 } else { unreachableCounts[host] = nil }
@@ -55,14 +57,15 @@ extension SyncRunner {
         let source = task.sources.last.map { " (last tried \(redactedURL($0)))" } ?? ""
         releaseIfEmpty(task)
         task.partial?.close()
-        if task.skippedUnreachable && task.onlyUnreachable {
+        let unreachable = task.onlyUnreachable && task.lastFailure?.isUnreachable == true
+        if task.skippedUnreachable && unreachable {
             // Never asked: its host stopped answering earlier in this run (said once, when it was
             // marked). The entry is left for a later run, like one a deadline stopped.
             notTried += 1
             summary.pending += 1
             return
         }
-        fail(task.entry, why + source, unreachable: task.onlyUnreachable && task.lastFailure != nil)
+        fail(task.entry, why + source, unreachable: unreachable)
     }
 
 

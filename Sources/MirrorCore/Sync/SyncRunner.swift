@@ -333,19 +333,29 @@ public final class SyncRunner {
             if installer.isDue(now: monotonicSeconds()) { commitBatch() }
         case .failed(let error):
             stopOrFail(entry, error)
-        case .mismatch(let detail):
+        case .mismatch(let detail, let got):
             task.checksumFailures += 1
             task.onlyUnreachable = false
             partial.restartFromZero()
-            if task.checksumFailures >= options.checksumAttempts || entry.size == 0 {
+            let source = partial.sourceURL ?? task.currentSource ?? ""
+            // The same wrong bytes twice from one source are that source's content, not damage on
+            // the way: asking it again would only fetch them again (docs/faults.md).
+            let sameTwice = task.wrongDigests[source] == got
+            task.wrongDigests[source] = got
+            let otherSource = task.sources.indices.contains(task.sourceIndex + 1)
+            if task.checksumFailures >= options.checksumAttempts || entry.size == 0 || (sameTwice && !otherSource) {
                 partial.settle()
                 partial.remove()
                 let attempts = task.checksumFailures == 1 ? "1 attempt" : "\(task.checksumFailures) attempts"
-                fail(entry, "checksum mismatch after \(attempts) (\(detail))", unreachable: false)
+                let why = sameTwice
+                    ? "the server's file differs from the manifest (\(detail), the same twice from \(redactedURL(source))); "
+                        + "republish the manifest or the file"
+                    : "checksum mismatch after \(attempts) (\(detail))"
+                fail(entry, why, unreachable: false)
                 return
             }
             // A corrupt copy: try the next source if there is one, else the same again from zero.
-            if task.sourceIndex + 1 < task.sources.count { task.sourceIndex += 1 }
+            if otherSource { task.sourceIndex += 1 }
             task.lastFailure = .checksumMismatch(detail)
             task.fromZero = true
             ready.append(task)

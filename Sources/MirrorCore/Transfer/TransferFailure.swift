@@ -52,6 +52,12 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         }
     }
 
+    /// The server could not be reached (refused, no route, connect timed out).
+    public var isUnreachable: Bool {
+        if case .unreachable = self { return true }
+        return false
+    }
+
     public var retryAfter: Double? {
         if case .httpStatus(_, let seconds) = self { return seconds }
         return nil
