@@ -10,10 +10,12 @@ struct DryRun {
         let state = try? dest?.stateFolder(create: false)
         let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
         let partials = try? dest?.stateFolder("partial", create: false)
-        let planner = Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil)
-        for entry in manifest.entries {
+        let reconciler = Reconciler(planner: Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil),
+                                    journal: journal)
+        for item in reconciler.plan(manifest) {
+            let entry = item.entry
             let line: String
-            switch SyncRunner.action(for: entry, planner) {
+            switch item.action {
             case .upToDate:
                 summary.upToDate += 1
                 continue

@@ -83,10 +83,11 @@ public final class SyncRunner {
         }
         defer { lock.release() }
 
-        let planner = Planner(destination: destination, journal: journal, partialFolder: partialFolder)
+        let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partialFolder),
+                                    journal: journal)
         var checks: [ManifestEntry] = []
         for entry in manifest.entries {
-            switch SyncRunner.action(for: entry, planner) {
+            switch reconciler.action(for: entry) {
             case .upToDate: summary.upToDate += 1
             case .check: checks.append(entry)
             case .resume(let offset, let record): addTask(entry, replacing: false, resume: record, offset: offset)
@@ -103,16 +104,6 @@ public final class SyncRunner {
     }
 
     // MARK: - Planning helpers
-
-    /// The plan for one entry, for the run and the dry run alike: a path that cannot even be
-    /// inspected (a permission error on a folder) blocks that entry, not the whole run.
-    static func action(for entry: ManifestEntry, _ planner: Planner) -> PlannedAction {
-        do {
-            return try planner.action(for: entry)
-        } catch {
-            return .blocked("\(error)")
-        }
-    }
 
     func addTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) {
         let task = EntryTask(entry: entry, sources: manifest.sources(for: entry), replacing: replacing,

@@ -1,0 +1,41 @@
+/// The whole plan of a run, from the manifest, the destination and the journal, before any
+/// request: what to do for every entry (``Planner``), and which files an earlier run installed
+/// that the manifest no longer lists, which is what deleting (`--delete`) starts from.
+///
+/// The walk is apart from the decisions (as rclone's `fs/march` is apart from `fs/sync`): the
+/// ``Planner`` decides one entry from one `stat` and one journal line; this type goes over the set.
+public struct Reconciler {
+    public let planner: Planner
+    public let journal: Journal?
+
+    public init(planner: Planner, journal: Journal?) {
+        self.planner = planner
+        self.journal = journal
+    }
+
+    /// One item per manifest entry, in manifest order. A path that cannot even be inspected (a
+    /// permission error on a folder, a file where a folder should be) blocks that entry, not the
+    /// whole run.
+    public func plan(_ manifest: Manifest) -> [PlanItem] {
+        manifest.entries.map { PlanItem(entry: $0, action: action(for: $0)) }
+    }
+
+    public func action(for entry: ManifestEntry) -> PlannedAction {
+        do {
+            return try planner.action(for: entry)
+        } catch {
+            return .blocked("\(error)")
+        }
+    }
+
+    /// The journal's verified records whose paths the manifest does not list (compared as bytes),
+    /// sorted by path bytes. Decodes every verified record: asked for only when deleting.
+    public func unlisted(by manifest: Manifest) -> [VerifiedRecord] {
+        guard let journal else { return [] }
+        var listed = Set<PathKey>()
+        listed.reserveCapacity(manifest.entries.count)
+        for entry in manifest.entries { listed.insert(PathKey(entry.path)) }
+        return journal.entries.compactMap { key, records in listed.contains(key) ? nil : records.verified }
+            .sorted { PathKey($0.identity.path) < PathKey($1.identity.path) }
+    }
+}
