@@ -1,0 +1,90 @@
+import Testing
+@testable import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The installer on a real folder, without a server: verify, seal, commit (rename, journal), and
+/// the check of a file already present.
+@Suite struct InstallerTests {
+    let dir: TemporaryDirectory
+    let destination: Destination
+    let partials: FileDescriptor
+    let journal: Journal
+    let installer: Installer
+
+    init() throws {
+        dir = try TemporaryDirectory()
+        destination = try Destination.create(dir.path)
+        let state = try #require(try destination.stateFolder(create: true))
+        partials = try #require(try destination.stateFolder("partial", create: true))
+        journal = try Journal(folder: state, displayPath: "journal", readOnly: false)
+        installer = Installer(destination: destination, partialFolder: partials, journal: journal)
+    }
+
+    static let bytes = TestData.bytes(count: 100_000, seed: 3)
+
+    func task(_ path: String, sha256: String) throws -> (EntryTask, PartialFile) {
+        let entry = ManifestEntry(path: path, url: .relative(path), size: Int64(Self.bytes.count),
+                                  sha256: try #require(Digest(hex: sha256, byteCount: 32)))
+        let task = EntryTask(entry: entry, sources: ["http://127.0.0.1/" + path], replacing: false)
+        let partial = try PartialFile(identity: EntryIdentity(entry), folder: partials, folderDisplay: "partial", journal: journal)
+        try Self.bytes.withUnsafeBytes { try partial.append($0) }
+        task.partial = partial
+        return (task, partial)
+    }
+
+    @Test func aVerifiedFileIsInstalledAndJournaledOnlyAtCommit() throws {
+        let (task, partial) = try task("a/b.bin", sha256: TestData.sha256(of: Self.bytes))
+        guard case .queued = installer.verify(partial, for: task) else {
+            Issue.record("the digests match")
+            return
+        }
+        #expect(journal.records(for: "a/b.bin")?.verified == nil, "nothing is vouched for before the rename")
+        let done = installer.commit()
+        #expect(done.installed.count == 1 && done.failed.isEmpty && done.fatal == nil)
+        #expect(try TestData.sha256(ofFileAt: dir.path("a/b.bin")) == TestData.sha256(of: Self.bytes))
+        let status = try #require(try destination.status(of: "a/b.bin"))
+        #expect(status.permissions == 0o644)
+        #expect(journal.isVerified(task.entry, status: status))
+    }
+
+    @Test func otherBytesAreAMismatchWithTheDigestTheyHave() throws {
+        let wrong = String(repeating: "0", count: 64)
+        let (task, partial) = try task("c.bin", sha256: wrong)
+        guard case .mismatch(let detail, let got) = installer.verify(partial, for: task) else {
+            Issue.record("the digests differ")
+            return
+        }
+        #expect(got == TestData.sha256(of: Self.bytes))
+        #expect(detail.contains("expected sha256 \(wrong)"))
+        #expect(installer.commit().installed.isEmpty)
+    }
+
+    @Test func aPresentFileIsCheckedAndRecordedOrFetchedAgain() throws {
+        let good = ManifestEntry(path: "p.bin", url: .relative("p.bin"), size: Int64(Self.bytes.count),
+                                 sha256: try #require(Digest(hex: TestData.sha256(of: Self.bytes), byteCount: 32)))
+        try Self.bytes.withUnsafeBytes { raw in
+            let fd = open(dir.path("p.bin"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            try #require(fd >= 0)
+            try FileDescriptor(fd: fd, displayPath: "p.bin").write(raw, at: 0)
+        }
+        guard case .verified = installer.check(good) else {
+            Issue.record("the present file is the manifest's")
+            return
+        }
+        #expect(journal.records(for: "p.bin")?.verified != nil)
+        var other = good
+        other.sha256 = Digest(bytes: [UInt8](repeating: 1, count: 32))
+        guard case .differs = installer.check(other) else {
+            Issue.record("other bytes must be fetched again")
+            return
+        }
+        guard case .unreadable = installer.check(ManifestEntry(path: "missing.bin", url: .relative("missing.bin"), size: 1,
+                                                               sha256: good.sha256)) else {
+            Issue.record("a file that cannot be opened fails its entry")
+            return
+        }
+    }
+}
