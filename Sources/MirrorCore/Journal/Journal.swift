@@ -104,25 +104,22 @@ public final class Journal {
         // Verified records dominate and are ~200 bytes each: size the map once instead of
         // growing (and rehashing) it step by step over 100,000 records.
         verified.reserveCapacity(text.count / 192)
-        let prefix = Array(" verified path=".utf8)
         let valid = text.withUnsafeBufferPointer { buf -> Int in
             guard let base = buf.baseAddress else { return 0 }
             var offset = Journal.header.count
             while offset < buf.count {
                 guard let found = memchr(base + offset, 0x0a, buf.count - offset) else { break }
                 let newline = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
-                let bodyStart = offset + 9
-                if newline - offset > 9 + prefix.count, buf[offset + 8] == 0x20,
-                   memcmp(base + offset + 8, prefix, prefix.count) == 0 {
-                    // A verified line is only checked (CRC, kind, path) now and decoded when looked up.
-                    guard let crc = JournalRecord.parseHex32(UnsafeBufferPointer(rebasing: buf[offset..<offset + 8])),
-                          UInt32(truncatingIfNeeded: crc32(0, base + bodyStart, UInt32(newline - bodyStart))) == crc else { break }
-                    let pathStart = offset + 8 + prefix.count
-                    var pathEnd = pathStart
-                    while pathEnd < newline && buf[pathEnd] != 0x20 { pathEnd += 1 }
-                    noteVerified(encodedPath: UnsafeBufferPointer(rebasing: buf[pathStart..<pathEnd]), at: offset)
-                } else {
-                    guard let record = JournalRecord.decode(ArraySlice(UnsafeBufferPointer(rebasing: buf[offset..<newline]))) else { break }
+                // A verified line is only checked (CRC, kind, path) now and decoded when looked up.
+                switch JournalRecord.scanVerifiedLine(buf, from: offset, to: newline) {
+                case .verified(let path):
+                    noteVerified(encodedPath: UnsafeBufferPointer(rebasing: buf[path]), at: offset)
+                case .corrupt:
+                    return offset
+                case .other:
+                    guard let record = JournalRecord.decode(ArraySlice(UnsafeBufferPointer(rebasing: buf[offset..<newline]))) else {
+                        return offset
+                    }
                     apply(record)
                 }
                 lineCount += 1

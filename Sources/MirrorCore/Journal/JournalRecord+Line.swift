@@ -1,4 +1,7 @@
 import CZlib
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one place the journal's line format is written and read (docs/journal.md, "File format"):
 /// `CRC KIND key=value ...`, percent-encoded values, and the in-place compare of the no-op path.
@@ -184,6 +187,30 @@ extension JournalRecord {
     }
 
     private static let verifiedPrefix = Array(" verified path=".utf8)
+
+    enum VerifiedLineScan {
+        /// A `verified` record with a good checksum; the range of its encoded path in the buffer.
+        case verified(path: Range<Int>)
+        /// A `verified` record whose checksum fails: the torn or damaged tail starts here.
+        case corrupt
+        /// Another kind of record: ``decode(_:)`` it.
+        case other
+    }
+
+    /// Opening a journal of 100,000 entries checks each `verified` line's CRC and finds its path
+    /// without decoding it (the record is decoded when looked up): the line `[start, newline)`.
+    static func scanVerifiedLine(_ buf: UnsafeBufferPointer<UInt8>, from start: Int, to newline: Int) -> VerifiedLineScan {
+        let prefix = verifiedPrefix
+        guard let base = buf.baseAddress, newline - start > 9 + prefix.count, buf[start + 8] == 0x20,
+              memcmp(base + start + 8, prefix, prefix.count) == 0 else { return .other }
+        let bodyStart = start + 9
+        guard let crc = parseHex32(UnsafeBufferPointer(rebasing: buf[start..<start + 8])),
+              UInt32(truncatingIfNeeded: crc32(0, base + bodyStart, UInt32(newline - bodyStart))) == crc else { return .corrupt }
+        let pathStart = start + 8 + prefix.count
+        var pathEnd = pathStart
+        while pathEnd < newline && buf[pathEnd] != 0x20 { pathEnd += 1 }
+        return .verified(path: pathStart..<pathEnd)
+    }
     static let hexUpper = Array("0123456789ABCDEF".utf8)
     private static let hexLower = Array("0123456789abcdef".utf8)
 
