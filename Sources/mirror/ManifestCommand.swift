@@ -21,8 +21,9 @@ struct ManifestGroup: ParsableCommand {
 
                 Skipped, with a note on standard error: symbolic links (never followed), anything \
                 that is not a regular file or folder, and names a manifest cannot hold (not UTF-8, \
-                control characters, backslashes). DIR/.mirror (mirror's own state) and the -o file \
-                itself are left out; empty folders do not appear.
+                control characters, backslashes). Left out without a note: DIR/.mirror (mirror's own \
+                state), the -o file and its signature (FILE.sig), so that a folder can be republished \
+                in place, and whatever matches an --exclude pattern; empty folders do not appear.
 
                 Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
                 a file in it cannot be read (nothing is written then).
@@ -45,16 +46,22 @@ struct ManifestGroup: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Files hashed at once (default: one per core).", valueName: "N"))
         var jobs: Int?
 
+        @Option(name: .long, help: ArgumentHelp(
+            "Leave out files and folders matching GLOB (fnmatch): without a /, a name at any depth (.DS_Store, *.tmp); with a /, the path under DIR. Repeatable.",
+            valueName: "GLOB"))
+        var exclude: [String] = []
+
         func validate() throws {
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
         }
 
         func run() throws {
             let report = ConsoleReport(mode: .text)
-            var excluded: (device: UInt64, inode: UInt64)?
-            if let output {
+            // The output and its signature, as they are now (a rerun in place finds both).
+            var excluded = ManifestExclusions(patterns: exclude)
+            for path in output.map({ [$0, $0 + ".sig"] }) ?? [] {
                 var st = stat()
-                if lstat(output, &st) == 0 { excluded = (UInt64(st.st_dev), UInt64(st.st_ino)) }
+                if lstat(path, &st) == 0 { excluded.files.append((UInt64(st.st_dev), UInt64(st.st_ino))) }
             }
             do {
                 let result = try ManifestWriter.create(directory: directory, baseURL: baseURL, excluding: excluded,

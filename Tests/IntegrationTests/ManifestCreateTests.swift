@@ -64,6 +64,31 @@ import MirrorTestSupport
         #expect(manifest.entries.map(\.path) == ["a.bin"])
     }
 
+    /// Issue 16, item 1: create, sign, then both again in place. The second manifest must not
+    /// list the first or its signature (which re-signing changes: every client's sync failed on
+    /// `manifest.yaml.sig: checksum mismatch`); `--exclude` leaves out dotfiles and patterns.
+    @Test func republishingInPlaceListsNeitherTheManifestNorItsSignature() throws {
+        let dir = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path("www/sub"), withIntermediateDirectories: true)
+        try TestData.writeFile(at: dir.path("www/a.bin"), size: 10, seed: 1)
+        try TestData.writeFile(at: dir.path("www/.DS_Store"), size: 10, seed: 2)
+        try TestData.writeFile(at: dir.path("www/sub/.DS_Store"), size: 10, seed: 3)
+        try TestData.writeFile(at: dir.path("www/sub/b.tmp"), size: 10, seed: 4)
+        try TestData.writeFile(at: dir.path("www/sub/c.bin"), size: 10, seed: 5)
+        let out = dir.path("www/manifest.yaml")
+        let keys = try TestKeys()
+        let key = try keys.generateEd25519("publisher").privateKey
+        for round in 0..<2 {
+            let created = try run(["manifest", "create", dir.path("www"), "--base-url", "https://example.org/a/", "-o", out,
+                                   "--exclude", ".DS_Store", "--exclude", "sub/*.tmp"])
+            #expect(created.exitCode == 0, "round \(round): \(created)")
+            let signed = try run(["manifest", "sign", out, "--key", key])
+            #expect(signed.exitCode == 0, "round \(round): \(signed)")
+        }
+        let manifest = try ManifestLoader.load(path: out)
+        #expect(manifest.entries.map(\.path) == ["a.bin", "sub/c.bin"])
+    }
+
     @Test func aBadBaseURLIsAUsageError() throws {
         let dir = try TemporaryDirectory()
         let r = try run(["manifest", "create", dir.path, "--base-url", "ftp://example.org/"])

@@ -60,9 +60,9 @@ public enum ManifestWriter {
     ///
     /// - Parameters:
     ///   - baseURL: the `base_url`; a missing final `/` is added (a base is a folder).
-    ///   - excluding: a file not to list, by device and inode: the `-o` output when it lies inside
-    ///     `directory`, so a rerun does not list the previous manifest.
-    public static func create(directory: String, baseURL: String, excluding: (device: UInt64, inode: UInt64)? = nil,
+    ///   - excluding: what not to list (``ManifestExclusions``): the `-o` output and its
+    ///     signature, and `--exclude` patterns.
+    public static func create(directory: String, baseURL: String, excluding: ManifestExclusions = ManifestExclusions(),
                               threads: Int = WorkerPool.coreCount) throws -> Result {
         let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
         try checkBaseURL(base)
@@ -161,13 +161,14 @@ public enum ManifestWriter {
 
     /// Lists `folder` (open descriptor) recursively in `found`, relative paths as bytes.
     private static func walk(_ folder: FileDescriptor, relative: [UInt8], display: String,
-                             excluding: (device: UInt64, inode: UInt64)?,
+                             excluding: ManifestExclusions,
                              found: inout [(bytes: [UInt8], file: FoundFile)], skipped: inout [Skipped]) throws {
         for name in try names(in: folder, display: display) {
             let path = relative.isEmpty ? name : relative + [UInt8(ascii: "/")] + name
             // `shown` is the manifest's path (only names that pass `unusableName` are listed); a
             // name that is skipped or fails is reported escaped, invalid UTF-8 bytes included.
             let shown = String(decoding: path, as: UTF8.self)
+            if excluding.excludes(path: path, name: name) { continue }
             var escaped: String { Formatting.printable(bytes: path) }
             var st = stat()
             let cName = name.map { CChar(bitPattern: $0) } + [0]
@@ -197,7 +198,7 @@ public enum ManifestWriter {
                 let child = FileDescriptor(fd: fd, displayPath: display + "/" + shown)
                 try walk(child, relative: path, display: display, excluding: excluding, found: &found, skipped: &skipped)
             } else if status.isRegularFile {
-                if let excluding, excluding.device == status.device, excluding.inode == status.inode { continue }
+                if excluding.excludes(status) { continue }
                 found.append((path, FoundFile(path: shown, size: status.size, sha256: nil)))
             } else {
                 skipped.append(Skipped(path: escaped, reason: "not a regular file"))
