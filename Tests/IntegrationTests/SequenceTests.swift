@@ -16,9 +16,10 @@ import MirrorTestSupport
 /// Exit codes other than 0, 1 and 75 fail any run that was not killed.
 ///
 /// `MIRROR_SEQ_SEED` replays a walk (the choices are the seed's; the moments a kill or a deadline
-/// lands are the machine's, so a replay is close, not exact); `MIRROR_SEQ_STEPS` runs more steps.
+/// lands are the machine's, so a replay is close, not exact); `MIRROR_SEQ_STEPS` runs more steps;
+/// `MIRROR_SEQ_LOG=1` prints every step.
 @Suite(.serialized) struct SequenceTests {
-    static let defaultSteps = 200
+    static let defaultSteps = 250
 
     @Test func aRandomSequenceOfVersionsKillsAndDamageNeverLeavesWrongBytes() throws {
         let env = ProcessInfo.processInfo.environment
@@ -40,6 +41,7 @@ import MirrorTestSupport
                 break
             }
         }
+        if env["MIRROR_SEQ_LOG"] == "1" { print(walk.log.joined(separator: "\n")) }
         print("sequence: seed \(seed), \(done) of \(steps) steps in \(Int(Date().timeIntervalSince(started))) s; "
             + "steps \(walk.counts.sorted { $0.key < $1.key }); sync exits \(walk.exits.sorted { $0.key < $1.key })")
     }
@@ -52,6 +54,7 @@ struct SequenceWalk {
     var rng: SeededRandom
     let world: SequenceWorld
     var current = 0
+    var previous = 0
     var tampered: Set<String> = []
     var log: [String] = []
     var counts: [String: Int] = [:]
@@ -62,9 +65,9 @@ struct SequenceWalk {
     init(seed: UInt64) throws {
         self.seed = seed
         rng = SeededRandom(seed: seed)
-        // 4 MB/s per connection: a 6 MB file takes 1.5 s on one stream, so kills and deadlines
-        // land mid-transfer, and a whole version still takes only a few seconds.
-        world = try SequenceWorld(rng: &rng, limitRate: "4m")
+        // 2 MB/s per connection: a 6 MB file takes 3 s on one stream and under 1 s on four, so
+        // kills and deadlines land mid-transfer, and a whole version still takes only seconds.
+        world = try SequenceWorld(rng: &rng, limitRate: "2m")
     }
 
     /// Performs one random step and returns the invariants it broke.
@@ -75,10 +78,10 @@ struct SequenceWalk {
             note(step, "restore server " + restored.map { "v\($0.version)/\($0.path)" }.joined(separator: ", "), kind: "server-restore")
             return try world.strayBytes(exempt: tampered)
         }
-        switch rng.weighted([30, 17, 17, 8, 5, 10, 7]) {
+        switch rng.weighted([26, 20, 20, 8, 5, 10, 7]) {
         case 0: problems += try sync(step, .complete)
-        case 1: problems += try sync(step, .deadline(milliseconds: rng.inRange(300...3000)))
-        case 2: problems += try sync(step, .kill(milliseconds: rng.inRange(30...2500)))
+        case 1: problems += try sync(step, .deadline(milliseconds: rng.inRange(200...2000)))
+        case 2: problems += try sync(step, .kill(milliseconds: rng.inRange(30...1500)))
         case 3: try damageJournal(step)
         case 4: try damagePartial(step)
         case 5: try tamper(step)
@@ -95,7 +98,17 @@ struct SequenceWalk {
     // MARK: - Runs
 
     private mutating func sync(_ step: Int, _ ending: Ending) throws -> [String] {
-        if !rng.chance(0.65) { current = rng.below(SequenceWorld.versionCount) }
+        // Interrupted runs switch versions more often than complete ones, so that a partial of
+        // one version often meets a run of another before it is finished.
+        let interrupted: Bool
+        if case .complete = ending { interrupted = false } else { interrupted = true }
+        // A switch goes back to the version before more often than not: A, B, A is the shape of
+        // the sequences that meet a partial of the other version.
+        if rng.chance(interrupted ? 0.5 : 0.35) {
+            let other = rng.chance(0.6) && previous != current ? previous
+                : (current + 1 + rng.below(SequenceWorld.versionCount - 1)) % SequenceWorld.versionCount
+            (previous, current) = (current, other)
+        }
         let version = current
         var flags: [String] = []
         if rng.chance(0.5) { flags += ["--segments", "4", "--segments-above", "1M"] }

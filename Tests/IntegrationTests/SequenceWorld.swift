@@ -37,7 +37,7 @@ final class SequenceWorld {
                 files = [:]
                 for (path, large) in Self.paths {
                     if let old = versions.last?[path] {
-                        switch rng.weighted([10, 20, 35, 35]) {
+                        switch rng.weighted([10, 15, 35, 40]) {
                         case 0: continue                                                  // dropped
                         case 1: files[path] = old                                         // unchanged
                         case 2: files[path] = File(size: old.size, seed: rng.next(), sha256: "")  // same size, new bytes
@@ -150,7 +150,8 @@ final class SequenceWorld {
             var first = 0, last = 0
             while first < overlap && held[first] == bytes[first] { first += 1 }
             while last < overlap - first && held[overlap - 1 - last] == bytes[overlap - 1 - last] { last += 1 }
-            return "v\(v) (\(file.size) bytes): bytes 0..<\(first) and \(overlap - last)..<\(overlap) agree"
+            let agree = [first > 0 ? "0..<\(first)" : nil, last > 0 ? "\(overlap - last)..<\(overlap)" : nil].compactMap { $0 }
+            return "v\(v) (\(file.size) bytes) agrees on " + (agree.isEmpty ? "neither end" : agree.joined(separator: " and "))
         }
         return "held \(held.count) bytes; " + parts.joined(separator: ", ")
     }
