@@ -19,7 +19,7 @@ import MirrorTestSupport
 /// lands are the machine's, so a replay is close, not exact); `MIRROR_SEQ_STEPS` runs more steps;
 /// `MIRROR_SEQ_LOG=1` prints every step.
 @Suite(.serialized) struct SequenceTests {
-    static let defaultSteps = 250
+    static let defaultSteps = 300
 
     @Test func aRandomSequenceOfVersionsKillsAndDamageNeverLeavesWrongBytes() throws {
         let env = ProcessInfo.processInfo.environment
@@ -80,8 +80,8 @@ struct SequenceWalk {
         }
         switch rng.weighted([26, 20, 20, 8, 5, 10, 7]) {
         case 0: problems += try sync(step, .complete)
-        case 1: problems += try sync(step, .deadline(milliseconds: rng.inRange(200...2000)))
-        case 2: problems += try sync(step, .kill(milliseconds: rng.inRange(30...1500)))
+        case 1: problems += try sync(step, .deadline(milliseconds: rng.inRange(150...1500)))
+        case 2: problems += try sync(step, .kill(milliseconds: rng.inRange(30...1200)))
         case 3: try damageJournal(step)
         case 4: try damagePartial(step)
         case 5: try tamper(step)
@@ -98,13 +98,13 @@ struct SequenceWalk {
     // MARK: - Runs
 
     private mutating func sync(_ step: Int, _ ending: Ending) throws -> [String] {
-        // Interrupted runs switch versions more often than complete ones, so that a partial of
-        // one version often meets a run of another before it is finished.
+        // Interrupted runs mostly switch versions (a run of the version in place has nothing to
+        // do, so nothing to interrupt), and so a partial of one version meets runs of others.
         let interrupted: Bool
         if case .complete = ending { interrupted = false } else { interrupted = true }
         // A switch goes back to the version before more often than not: A, B, A is the shape of
         // the sequences that meet a partial of the other version.
-        if rng.chance(interrupted ? 0.5 : 0.35) {
+        if rng.chance(interrupted ? 0.85 : 0.35) {
             let other = rng.chance(0.6) && previous != current ? previous
                 : (current + 1 + rng.below(SequenceWorld.versionCount - 1)) % SequenceWorld.versionCount
             (previous, current) = (current, other)
