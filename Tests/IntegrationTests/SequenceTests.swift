@@ -32,8 +32,10 @@ import MirrorTestSupport
             let problems: [String]
             do {
                 problems = try walk.step(step)
+            } catch let error as ProcessTimeoutError {
+                problems = ["a run outlived its time limit (a hang of mirror): \(error)"]
             } catch {
-                problems = ["the test itself failed: \(error)"]
+                problems = ["the step failed (the test's own trouble, not an invariant): \(error)"]
             }
             done = step
             if !problems.isEmpty {
