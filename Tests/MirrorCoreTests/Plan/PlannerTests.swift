@@ -7,19 +7,14 @@ import Glibc
 
 /// Planning decides from the disk and the journal alone; these tests use a real folder.
 @Suite struct PlannerTests {
-    let dir: TemporaryDirectory
-    let destination: Destination
-    let state: FileDescriptor
-    let partials: FileDescriptor
-    let journal: Journal
+    let fx: DestinationState
+    var dir: TemporaryDirectory { fx.dir }
+    var destination: Destination { fx.destination }
+    var state: FileDescriptor { fx.state }
+    var partials: FileDescriptor { fx.partials }
+    var journal: Journal { fx.journal }
 
-    init() throws {
-        dir = try TemporaryDirectory()
-        destination = try Destination.create(dir.path)
-        state = try #require(try destination.stateFolder(create: true))
-        partials = try #require(try destination.stateFolder("partial", create: true))
-        journal = try Journal(folder: state, displayPath: "journal", readOnly: false)
-    }
+    init() throws { fx = try DestinationState() }
 
     func entry(_ path: String, size: Int64 = 10) -> ManifestEntry {
         ManifestEntry(path: path, url: .relative(path), size: size,
@@ -35,7 +30,7 @@ import Glibc
         }
     }
 
-    var planner: Planner { Planner(destination: destination, journal: journal, partialFolder: partials) }
+    var planner: Planner { fx.planner }
 
     /// The no-op fast path compares the journal line in place; any difference in the entry or the
     /// file sends the entry down the full path (a check or a download), never to "up to date".

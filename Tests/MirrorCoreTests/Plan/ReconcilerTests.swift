@@ -8,18 +8,11 @@ import Glibc
 /// The whole plan, on a real folder and journal: one item per entry, and the files an earlier
 /// run installed that the manifest no longer lists (compared as bytes).
 @Suite struct ReconcilerTests {
-    let dir: TemporaryDirectory
-    let destination: Destination
-    let journal: Journal
-    let partials: FileDescriptor
+    let fx: DestinationState
+    var dir: TemporaryDirectory { fx.dir }
+    var journal: Journal { fx.journal }
 
-    init() throws {
-        dir = try TemporaryDirectory()
-        destination = try Destination.create(dir.path)
-        let state = try #require(try destination.stateFolder(create: true))
-        partials = try #require(try destination.stateFolder("partial", create: true))
-        journal = try Journal(folder: state, displayPath: "journal", readOnly: false)
-    }
+    init() throws { fx = try DestinationState() }
 
     func entry(_ path: String) -> ManifestEntry {
         ManifestEntry(path: path, url: .relative(path), size: 10, sha256: Digest(bytes: [UInt8](repeating: 7, count: 32)))
@@ -36,7 +29,7 @@ import Glibc
             try journal.append(record(path, inode: UInt64(i + 1)), durable: false)
         }
         let manifest = Manifest(sourceName: "m.yaml", entries: [entry("kept.bin"), entry(nfc), entry("new.bin"), entry("b.bin")])
-        let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials), journal: journal)
+        let reconciler = Reconciler(planner: fx.planner, journal: journal)
         let unlisted = reconciler.unlisted(by: manifest).map(\.identity.path)
         #expect(unlisted.map { Array($0.utf8) } == [nfd, "gone/old.bin"].map { Array($0.utf8) },
                 "the NFD spelling is not the listed NFC one; sorted by bytes")
@@ -50,7 +43,7 @@ import Glibc
         let fd = open(dir.path("sub"), O_WRONLY | O_CREAT, 0o644)
         #expect(fd >= 0)
         close(fd)
-        let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials), journal: journal)
+        let reconciler = Reconciler(planner: fx.planner, journal: journal)
         guard case .blocked(let why) = reconciler.action(for: entry("sub/g.bin")) else {
             Issue.record("a file where a folder should be must block the entry")
             return

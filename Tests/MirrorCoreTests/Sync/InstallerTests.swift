@@ -8,19 +8,16 @@ import Glibc
 /// The installer on a real folder, without a server: verify, seal, commit (rename, journal), and
 /// the check of a file already present.
 @Suite struct InstallerTests {
-    let dir: TemporaryDirectory
-    let destination: Destination
-    let partials: FileDescriptor
-    let journal: Journal
+    let fx: DestinationState
     let installer: Installer
+    var dir: TemporaryDirectory { fx.dir }
+    var destination: Destination { fx.destination }
+    var partials: FileDescriptor { fx.partials }
+    var journal: Journal { fx.journal }
 
     init() throws {
-        dir = try TemporaryDirectory()
-        destination = try Destination.create(dir.path)
-        let state = try #require(try destination.stateFolder(create: true))
-        partials = try #require(try destination.stateFolder("partial", create: true))
-        journal = try Journal(folder: state, displayPath: "journal", readOnly: false)
-        installer = Installer(destination: destination, partialFolder: partials, journal: journal)
+        fx = try DestinationState()
+        installer = Installer(destination: fx.destination, partialFolder: fx.partials, journal: fx.journal)
     }
 
     static let bytes = TestData.bytes(count: 100_000, seed: 3)
