@@ -57,7 +57,7 @@ import MirrorTestSupport
         for line in lines { #expect(line.wholeMatch(of: pattern) != nil, "\(line)") }
         #expect(lines.filter { $0.contains(" info start sync ") }.count == 2)
         #expect(lines.filter { $0.contains(" info downloaded good.bin (300000 bytes) from \(fx.server.url("good.bin"))") }.count == 1)
-        #expect(lines.filter { $0.contains(" failed bad.bin: checksum mismatch") }.count == 2)
+        #expect(lines.filter { $0.contains(" failed bad.bin: the server's file differs from the manifest") }.count == 2)
         #expect(lines.filter { $0.contains(" end result=failed") }.count == 2)
     }
 

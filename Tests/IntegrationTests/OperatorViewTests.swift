@@ -21,4 +21,30 @@ import MirrorTestSupport
         let json = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any]
         #expect(json?["result"] as? String != "failed", "\(result.stdout)")
     }
+
+    /// Item 12: a run that finds the lock held (cron started it while a long run was going) leaves
+    /// the last real run's metrics as they were and counts itself in `mirror_locked_runs_total`
+    /// (before: `result="locked"`, `success 0`, and an alert on "no successful run" fired).
+    @Test func aRunThatFindsTheLockHeldKeepsTheLastRealOutcome() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "1m"))
+        try fx.addFile("a.bin", size: 1000, seed: 1)
+        try fx.writeManifest()
+        let metrics = fx.dir.path("mirror.prom")
+        let first = try fx.sync(["--metrics-file", metrics])
+        #expect(first.exitCode == 0, "\(first)")
+
+        try fx.addFile("big.bin", size: 20 << 20, seed: 2)
+        try fx.writeManifest()
+        let long = try fx.startSync(["--segments", "1"])
+        defer { long.signal(SIGKILL); _ = try? long.wait(timeout: 10) }
+        usleep(800_000)
+        for expected in 1...2 {
+            let locked = try fx.sync(["--metrics-file", metrics])
+            #expect(locked.exitCode == 75, "\(locked)")
+            let samples = try PrometheusText.parse(try String(contentsOfFile: metrics, encoding: .utf8))
+            #expect(PrometheusText.value(samples, "mirror_last_run_success") == 1, "the last real run succeeded")
+            #expect(PrometheusText.value(samples, "mirror_last_run_result", having: ["result=\"ok\""]) == 1)
+            #expect(PrometheusText.value(samples, "mirror_locked_runs_total") == Double(expected))
+        }
+    }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `--metrics-file PATH`: the last run in Prometheus text exposition format, for node_exporter's
 /// textfile collector (`--collector.textfile.directory`), so a fleet of machines can be watched
 /// and alerted on ("no successful run for 2 days", "files failing").
@@ -87,11 +91,52 @@ public enum MetricsFile {
         return out
     }
 
-    /// Renders `m` and replaces the file at `path` atomically.
+    /// Renders `m` and replaces the file at `path` atomically, carrying over the count of runs
+    /// that found the lock held. A run that found it held (`m.result == .locked`) changes only that
+    /// count and leaves the last real run's metrics as they were: an alert on "no successful run
+    /// for 2 h" must not fire because cron started a run while a long one was still going.
     public static func write(_ m: RunMetrics, to path: String) throws {
         let (folder, name) = try openParentFolder(of: path)
         defer { folder.close() }
-        try replaceFileAtomically(folder: folder, name: name, bytes: Array(render(m).utf8))
+        let previous = readExisting(folder, name)
+        var lockedRuns = previous.flatMap(lockedRunCount) ?? 0
+        var text: String
+        if m.result == .locked, let previous {
+            lockedRuns += 1
+            text = previous.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !$0.contains("mirror_\(lockedMetric)") }.joined(separator: "\n")
+            if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
+        } else {
+            if m.result == .locked { lockedRuns += 1 }
+            text = render(m)
+        }
+        var labels = "manifest=\(labelValue(redactedURL(m.manifest)))"
+        if let dest = m.destination { labels += ",dest=\(labelValue(dest))" }
+        text += "# HELP mirror_\(lockedMetric) Sync runs that ended at once because another run held the destination's lock.\n"
+            + "# TYPE mirror_\(lockedMetric) counter\nmirror_\(lockedMetric){\(labels)} \(lockedRuns)\n"
+        try replaceFileAtomically(folder: folder, name: name, bytes: Array(text.utf8))
+    }
+
+    static let lockedMetric = "locked_runs_total"
+
+    /// The metrics file as it is, if it is a regular file of reasonable size (read through the
+    /// folder's descriptor, never following a link).
+    private static func readExisting(_ folder: FileDescriptor, _ name: String) -> String? {
+        let fd = openat(folder.fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        let file = FileDescriptor(fd: fd, displayPath: name)
+        defer { file.close() }
+        guard let status = try? file.stat(), status.isRegularFile, status.size < 1 << 20,
+              let bytes = try? file.readAll() else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The value of the locked-runs counter in an earlier file.
+    static func lockedRunCount(_ text: String) -> Int? {
+        for line in text.split(separator: "\n") where line.hasPrefix("mirror_\(lockedMetric){") {
+            if let value = line.split(separator: " ").last, let n = Int(value) { return n }
+        }
+        return nil
     }
 
     /// A label value in double quotes with `\`, `"` and line feeds escaped (exposition format).

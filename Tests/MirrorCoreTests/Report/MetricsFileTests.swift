@@ -68,7 +68,9 @@ import MirrorTestSupport
         try "old".write(toFile: path, atomically: false, encoding: .utf8)
         let metrics = RunMetrics(manifest: "m.yaml", destination: "d", start: 1, end: 2, result: .ok, exitCode: 0, summary: summary())
         try MetricsFile.write(metrics, to: path)
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == MetricsFile.render(metrics))
+        let written = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(written.hasPrefix(MetricsFile.render(metrics)), "the run's metrics, then the locked-runs counter")
+        #expect(written.hasSuffix("mirror_locked_runs_total{manifest=\"m.yaml\",dest=\"d\"} 0\n"), "\(written)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["mirror.prom"], "no temporary file left")
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
         #expect(mode == 0o644)
