@@ -13,6 +13,10 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var replaced: Int
         public var failed: Int
         public var pending: Int
+
+        enum CodingKeys: String, CodingKey {
+            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, pending
+        }
     }
 
     public struct Changed: Codable, Equatable, Sendable {
@@ -42,6 +46,11 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var plan: [String]?
     /// Only for a run that ended before it could plan (``earlyEnd(_:temporary:exitCode:)``).
     public var exitCode: Int32?
+
+    enum CodingKeys: String, CodingKey {
+        case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
+        case exitCode = "exit_code"
+    }
 
     public init(_ s: SyncSummary) {
         result = s.result.name

@@ -20,6 +20,8 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         public var done: Int64
         /// Durable bytes of every partial download, of partial and failed entries alike.
         public var partialDownloaded: Int64
+
+        enum CodingKeys: String, CodingKey { case total, done, partialDownloaded = "partial_downloaded" }
     }
 
     public struct LastRun: Codable, Equatable, Sendable {
@@ -32,6 +34,10 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         public var downloaded: Int
         public var failed: Int
         public var bytes: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case start, end, startUnix = "start_unix", endUnix = "end_unix", result, downloaded, failed, bytes
+        }
     }
 
     /// An entry that is not done; a key whose value does not apply is left out.
@@ -45,6 +51,10 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         public var error: String?
         /// RFC 3339, UTC.
         public var failedAt: String?
+
+        enum CodingKeys: String, CodingKey {
+            case path, state, size, partialBytes = "partial_bytes", percent, error, failedAt = "failed_at"
+        }
     }
 
     public var destination: String
@@ -56,6 +66,11 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     public var lastRun: OrNull<LastRun>
     /// Every entry that is not done, in manifest order.
     public var entries: [Entry]
+
+    enum CodingKeys: String, CodingKey {
+        case destination, destinationExists = "destination_exists", syncRunning = "sync_running", syncPid = "sync_pid"
+        case files, bytes, lastRun = "last_run", entries
+    }
 
     public init(_ status: DestinationStatus) {
         destination = status.destination

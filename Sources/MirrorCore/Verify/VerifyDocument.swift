@@ -19,12 +19,17 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
         public var error: String
         public var expectedSize: Int64
         public var actualSize: OrNull<Int64>
-        /// Lowercase hex, as in the manifest. The property names are spelled `Sha` so that
-        /// `.convertToSnakeCase` writes `expected_sha256` and `.convertFromSnakeCase` reads it back.
-        public var expectedSha256: OrNull<String>
-        public var actualSha256: OrNull<String>
-        public var expectedSha512: OrNull<String>
-        public var actualSha512: OrNull<String>
+        /// Lowercase hex, as in the manifest.
+        public var expectedSHA256: OrNull<String>
+        public var actualSHA256: OrNull<String>
+        public var expectedSHA512: OrNull<String>
+        public var actualSHA512: OrNull<String>
+
+        enum CodingKeys: String, CodingKey {
+            case path, state, error, expectedSize = "expected_size", actualSize = "actual_size"
+            case expectedSHA256 = "expected_sha256", actualSHA256 = "actual_sha256"
+            case expectedSHA512 = "expected_sha512", actualSHA512 = "actual_sha512"
+        }
     }
 
     /// `ok` or `failed`.
@@ -37,6 +42,10 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
     /// In manifest order.
     public var problems: [Problem]
 
+    enum CodingKeys: String, CodingKey {
+        case result, destination, files, bytesRead = "bytes_read", seconds, problems
+    }
+
     public init(_ s: VerifySummary) {
         result = s.isGood ? "ok" : "failed"
         destination = s.destination
@@ -47,8 +56,8 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
         problems = s.problems.map { p in
             Problem(path: p.path, state: p.kind.rawValue, error: p.message, expectedSize: p.expectedSize,
                     actualSize: OrNull(p.actualSize),
-                    expectedSha256: OrNull(p.expectedSHA256), actualSha256: OrNull(p.actualSHA256),
-                    expectedSha512: OrNull(p.expectedSHA512), actualSha512: OrNull(p.actualSHA512))
+                    expectedSHA256: OrNull(p.expectedSHA256), actualSHA256: OrNull(p.actualSHA256),
+                    expectedSHA512: OrNull(p.expectedSHA512), actualSHA512: OrNull(p.actualSHA512))
         }
     }
 }
