@@ -46,7 +46,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         public var state: String
         public var size: Int64
         public var partialBytes: Int64?
-        /// Present exactly when `partial_bytes` is.
+        /// Present exactly when `partial_bytes` is (``EntryStatus/percent``).
         public var percent: Double?
         public var error: String?
         /// RFC 3339, UTC.
@@ -89,7 +89,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         })
         entries = status.entries.filter { $0.state != .done }.map { e in
             Entry(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
-                  percent: e.partialBytes == nil ? nil : e.percent ?? 0,
+                  percent: e.percent,
                   error: e.error.map { redactingURLs(in: $0) }, failedAt: e.failedAt.map(Formatting.utcTimestamp))
         }
     }
