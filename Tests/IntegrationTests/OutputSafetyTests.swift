@@ -199,6 +199,35 @@ import Glibc
         #expect(entries.first?["error"] as? String == Self.hostile, "JSON carries the text itself, escaped only by JSON")
     }
 
+    /// A destination whose name holds terminal controls is echoed by every `--json` document
+    /// (`destination` of status and verify, the `reason` of a sync that cannot create it), escaped
+    /// as JSON `\\uXXXX` and never raw, and each parses back to the name itself.
+    @Test func aHostileDestinationNameIsEscapedInEveryJSONDocument() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 100, seed: 32)
+        try fx.writeManifest()
+        let blocker = fx.dir.path("file\(Self.hostile)")
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: blocker))
+        let dest = blocker + "/dest"
+        let mirror = try MirrorBinary.path()
+
+        let sync = try ChildProcess.run(mirror, ["sync", fx.manifestPath, "--dest", dest, "--json"],
+                                        environment: SyncFixture.loopbackOnly, timeout: 60)
+        #expect(sync.exitCode != 0, "\(sync)")
+        #expect(Self.rawControls(in: sync.stdout).isEmpty, "\(sync.stdout.debugDescription)")
+        let syncObject = try #require(FaultFixture.json(sync), "\(sync.stdout)")
+        #expect((syncObject["reason"] as? String)?.contains(Self.hostile) == true, "\(sync.stdout.debugDescription)")
+        #expect(sync.stdout.contains("\\u009b31m\\u202etxt.exe"), "\(sync.stdout.debugDescription)")
+
+        let absent = fx.dir.path("absent\(Self.hostile)")  // status and verify need a DEST they can read, or none
+        for command in ["status", "verify"] {
+            let run = try ChildProcess.run(mirror, [command, fx.manifestPath, "--dest", absent, "--json"], timeout: 60)
+            #expect(Self.rawControls(in: run.stdout).isEmpty, "\(command): \(run.stdout.debugDescription)")
+            let object = try #require(FaultFixture.json(run), "\(command): \(run)")
+            #expect(object["destination"] as? String == absent, "\(command): \(run.stdout.debugDescription)")
+        }
+    }
+
     /// `mirror manifest create` over a tree with hostile names: the "skipped" notes name them
     /// escaped, invalid UTF-8 bytes included.
     @Test func hostileFileNamesAreEscapedWhenReported() throws {

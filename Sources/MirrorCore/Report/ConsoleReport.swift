@@ -64,7 +64,7 @@ public final class ConsoleReport {
         switch mode {
         case .json:
             progress?.erase()
-            fputs(JSONReport.render(summary) + "\n", stdout)  // already masked and escaped (RFC 8259 §7)
+            fputs(summary.json + "\n", stdout)  // masked by SyncDocument, escaped by JSONOutput
             fflush(stdout)
         case .quiet:
             break
@@ -104,68 +104,6 @@ public final class ConsoleReport {
         progress?.erase()
         fflush(stdout)
         fputs("mirror: " + Formatting.forPeople(line) + "\n", stderr)
-    }
-}
-
-/// The `--json` summary: `{"result", "files": {...}, "bytes_transferred", "failures": [...]}` and more.
-///
-/// Messages (`reason`, `error`) are masked with ``redactingURLs(in:)``; `source` is masked where it
-/// is made (``redactedURL(_:)``), and paths are left as they are (a path is data, not prose).
-public enum JSONReport {
-    public static func render(_ s: SyncSummary) -> String {
-        var out = "{"
-        out += "\"result\":\(quote(s.result.name))"
-        if case .incomplete(let why) = s.result { out += ",\"reason\":\(quote(redactingURLs(in: why)))" }
-        out += ",\"files\":{\"total\":\(s.total),\"up_to_date\":\(s.upToDate + s.checked),\"checked\":\(s.checked)"
-        out += ",\"downloaded\":\(s.downloaded),\"replaced\":\(s.replaced),\"failed\":\(s.failed),\"pending\":\(s.pending)}"
-        out += ",\"bytes_transferred\":\(s.bytesTransferred)"
-        out += ",\"seconds\":\((s.seconds * 1000).rounded() / 1000)"
-        let changed = s.results.filter { $0.outcome == .downloaded || $0.outcome == .replaced }
-        out += ",\"changed\":[" + changed.map { r in
-            "{\"path\":\(quote(r.path)),\"action\":\(quote(r.outcome == .replaced ? "replaced" : "downloaded")),\"size\":\(r.size),\"source\":\(r.source.map(quote) ?? "null")}"
-        }.joined(separator: ",") + "]"
-        out += ",\"failures\":[" + s.failures.map { r in
-            guard case .failed(let message) = r.outcome else { return "" }
-            return "{\"path\":\(quote(r.path)),\"error\":\(quote(redactingURLs(in: message)))}"
-        }.joined(separator: ",") + "]"
-        if !s.plan.isEmpty { out += ",\"plan\":[" + s.plan.map(quote).joined(separator: ",") + "]" }
-        return out + "}"
-    }
-
-    /// `--json` for a run that ended before it could plan (invalid or unreachable manifest, lock
-    /// held, destination unwritable): the same shape with zero counts, `result` "incomplete" when a
-    /// rerun may succeed (exit 75) else "failed", the message in `reason`, and the exit code.
-    public static func renderEarlyEnd(_ message: String, temporary: Bool, exitCode: Int32) -> String {
-        var s = SyncSummary()
-        s.result = temporary ? .incomplete(message) : .failed
-        var out = render(s)
-        out.removeLast()
-        if !temporary { out += ",\"reason\":\(quote(redactingURLs(in: message)))" }
-        return out + ",\"exit_code\":\(exitCode)}"
-    }
-
-    /// A JSON string literal (RFC 8259 §7), with every control escaped as `\uXXXX`.
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                // RFC 8259 §7 requires C0; what else Formatting.printable escapes (DEL, C1, line
-                // separators, bidi controls) is escaped too, for a consumer that prints a string to a terminal.
-                if Formatting.needsEscape(scalar) {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
     }
 }
 

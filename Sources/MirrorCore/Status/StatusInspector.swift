@@ -213,33 +213,9 @@ extension DestinationStatus {
         return lines.map(Formatting.forPeople).joined(separator: "\n")
     }
 
-    /// One JSON object (RFC 8259). `entries` lists every entry that is not done, in manifest order.
-    public var json: String {
-        let q = JSONReport.quote
-        var out = "{\"destination\":\(q(destination)),\"destination_exists\":\(destinationExists)"
-        out += ",\"sync_running\":\(runningPid != nil),\"sync_pid\":\(runningPid.map { String($0) } ?? "null")"
-        out += ",\"files\":{\"total\":\(entries.count)"
-        for state in [EntryStatus.State.done, .partial, .failed, .unverified, .blocked, .missing] {
-            out += ",\(q(state.rawValue)):\(count(state))"
-        }
-        out += "},\"bytes\":{\"total\":\(totalBytes),\"done\":\(bytes(.done))"
-        out += ",\"partial_downloaded\":\(entries.reduce(Int64(0)) { $0 + ($1.partialBytes ?? 0) })}"
-        if let run = lastRun {
-            out += ",\"last_run\":{\"start\":\(q(Formatting.utcTimestamp(run.start))),\"end\":\(q(Formatting.utcTimestamp(run.end)))"
-            out += ",\"start_unix\":\(run.start),\"end_unix\":\(run.end),\"result\":\(q(run.result))"
-            out += ",\"downloaded\":\(run.downloaded),\"failed\":\(run.failed),\"bytes\":\(run.bytes)}"
-        } else {
-            out += ",\"last_run\":null"
-        }
-        out += ",\"entries\":[" + entries.filter { $0.state != .done }.map { e in
-            var o = "{\"path\":\(q(e.path)),\"state\":\(q(e.state.rawValue)),\"size\":\(e.size)"
-            if let bytes = e.partialBytes { o += ",\"partial_bytes\":\(bytes),\"percent\":\(e.percent ?? 0)" }
-            if let error = e.error { o += ",\"error\":\(q(redactingURLs(in: error)))" }
-            if let at = e.failedAt { o += ",\"failed_at\":\(q(Formatting.utcTimestamp(at)))" }
-            return o + "}"
-        }.joined(separator: ",") + "]}"
-        return out
-    }
+    /// One JSON object (``StatusDocument``). `entries` lists every entry that is not done, in
+    /// manifest order.
+    public var json: String { JSONOutput.render(StatusDocument(self)) }
 }
 
 private extension String {

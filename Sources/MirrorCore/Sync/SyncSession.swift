@@ -121,7 +121,7 @@ public enum SyncSession {
         }
         report.progress?.erase()
         if request.json, summary == nil, let ended {
-            print(JSONReport.renderEarlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code))
+            print(JSONOutput.render(SyncDocument.earlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code)))
         }
         if !options.dryRun {
             if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }

@@ -231,23 +231,8 @@ extension VerifySummary {
             + " of \(total); \(Formatting.bytes(bytesRead)) read in \(Formatting.duration(seconds))"
     }
 
-    /// One JSON object (RFC 8259): `{"result": "ok"|"failed", "destination", "files": {...},
-    /// "bytes_read", "seconds", "problems": [{"path", "state", "error", ...}]}`.
-    public var json: String {
-        let q = JSONReport.quote
-        func optional(_ s: String?) -> String { s.map(q) ?? "null" }
-        var out = "{\"result\":\(q(isGood ? "ok" : "failed")),\"destination\":\(q(destination))"
-        out += ",\"files\":{\"total\":\(total),\"good\":\(good),\"corrupt\":\(count(.corrupt))"
-        out += ",\"missing\":\(count(.missing)),\"unreadable\":\(count(.unreadable))}"
-        out += ",\"bytes_read\":\(bytesRead),\"seconds\":\((seconds * 1000).rounded() / 1000)"
-        out += ",\"problems\":[" + problems.map { p in
-            "{\"path\":\(q(p.path)),\"state\":\(q(p.kind.rawValue)),\"error\":\(q(p.message))"
-                + ",\"expected_size\":\(p.expectedSize),\"actual_size\":\(p.actualSize.map { String($0) } ?? "null")"
-                + ",\"expected_sha256\":\(optional(p.expectedSHA256)),\"actual_sha256\":\(optional(p.actualSHA256))"
-                + ",\"expected_sha512\":\(optional(p.expectedSHA512)),\"actual_sha512\":\(optional(p.actualSHA512))}"
-        }.joined(separator: ",") + "]}"
-        return out
-    }
+    /// One JSON object (``VerifyDocument``).
+    public var json: String { JSONOutput.render(VerifyDocument(self)) }
 }
 
 extension VerifyProgress {

@@ -29,7 +29,7 @@ import Testing
         let hostile = "a\u{1B}[2J\u{9B}b\u{202E}"
         let line = RunLog.line(time: 0, level: "failed", "x: \(hostile)\nnext")
         #expect(line == "1970-01-01T00:00:00Z failed x: a\\x1b[2J\\u{9B}b\\u{202E} next")
-        #expect(JSONReport.quote(hostile) == "\"a\\u001b[2J\\u009bb\\u202e\"")
+        #expect(JSONOutput.render(hostile) == "\"a\\u001b[2J\\u009bb\\u202e\"")
         let progress = ProgressRenderer.lines(ProgressSnapshot(active: [.init(path: "v/\u{202E}gpj.exe", done: 1, size: 2)],
                                                                filesDone: 0, filesTotal: 1, bytesDone: 1, bytesTotal: 2, rate: nil),
                                               width: 80)

@@ -1,0 +1,99 @@
+import Foundation
+
+/// The one encoder behind `sync --json`, `status --json` and `verify --json` (docs/cli.md): each
+/// command builds an `Encodable` document (``SyncDocument``, ``StatusDocument``,
+/// ``VerifyDocument``) and prints ``render(_:)`` of it, so escaping, key order and number format
+/// are decided here once instead of in three emitters built by hand.
+///
+/// - Keys are sorted (`.sortedKeys`). Foundation's `JSONEncoder` on Linux keeps an object's keys
+///   in a hashed dictionary, whose order changes from one process to the next, so declaration
+///   order cannot be kept and sorting is the only order a consumer (or a diff of two runs) can
+///   rely on. Consumers read fields by name; docs/cli.md promises no order.
+/// - Field names are spelled out in each document's `CodingKeys` where they are not the property
+///   name (`bytes_transferred`), rather than derived by `.convertToSnakeCase`: the names are the
+///   contract, and the derivation cost a third more time on a summary of 10^6 changed files.
+/// - `/` is not escaped (`.withoutEscapingSlashes`): URLs stay as readable as in the text report.
+/// - A string carries no character a terminal acts on, raw (issue 17): see
+///   ``escapingTerminalControls(_:)``.
+public enum JSONOutput {
+    /// A fresh encoder per call: `JSONEncoder` is a class with mutable settings, and a shared
+    /// instance would be shared state across the threads that report.
+    static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // A duration or share that is not finite is a bug upstream, but must not cost the run its
+        // report: such a number is written as a string rather than failing the whole document.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return encoder
+    }
+
+    /// The decoder that reads back what ``makeEncoder()`` writes (for tests and for any Swift
+    /// consumer): the same strategy for numbers that are not finite.
+    public static func makeDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return decoder
+    }
+
+    /// One line of JSON (RFC 8259), without a final newline.
+    ///
+    /// The documents hold strings, integers, finite-or-stringified doubles, booleans, nulls,
+    /// arrays and objects, which `JSONEncoder` cannot fail on; should a future document make it
+    /// fail, the answer is still one JSON object, naming the failure, rather than a crash or
+    /// output that is not JSON.
+    public static func render<Document: Encodable>(_ document: Document) -> String {
+        do {
+            let data = try makeEncoder().encode(document)
+            return escapingTerminalControls(String(decoding: data, as: UTF8.self))
+        } catch {
+            let reason = escapingTerminalControls(String(describing: error))
+                .replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            return "{\"error\":\"cannot encode the report: \(reason)\"}"
+        }
+    }
+
+    /// Rewrites as `\uXXXX` every scalar of `json` that ``Formatting/needsEscape(_:)`` names and
+    /// the encoder left raw: DEL, the C1 controls (U+009B is a one-character CSI), U+2028/U+2029
+    /// and the bidi controls (U+202E, "Trojan Source"). `JSONEncoder` escapes only what RFC 8259
+    /// §7 requires (C0, `"`, `\`), so without this a consumer printing a field (`jq -r`) would
+    /// hand those characters to a terminal.
+    ///
+    /// Safe on the encoded text as a whole: outside string literals the encoder writes only ASCII
+    /// punctuation, digits and the letters of `true`, `false` and `null`, none of which is
+    /// escaped here, so every scalar replaced is inside a string, where `\uXXXX` means that scalar
+    /// (all of them are in the Basic Multilingual Plane, so one escape each, no surrogates).
+    static func escapingTerminalControls(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: Formatting.needsEscape) else { return json }
+        var out = String.UnicodeScalarView()
+        for scalar in json.unicodeScalars {
+            guard Formatting.needsEscape(scalar) else {
+                out.append(scalar)
+                continue
+            }
+            let hex = String(scalar.value, radix: 16)
+            out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+        }
+        return String(out)
+    }
+}
+
+/// An optional written as `null` when it is absent, where Swift's synthesized `Encodable` would
+/// leave the key out: for the fields docs/cli.md documents as "null where unknown" (`source`,
+/// `sync_pid`, `last_run`, the sizes and digests of a verify problem). A plain optional property
+/// is the other case: its key is left out when absent (`reason`, `plan`, `exit_code`,
+/// `partial_bytes`).
+public struct OrNull<Wrapped: Codable & Equatable & Sendable>: Codable, Equatable, Sendable {
+    public var value: Wrapped?
+
+    public init(_ value: Wrapped?) { self.value = value }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        value = container.decodeNil() ? nil : try container.decode(Wrapped.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let value { try container.encode(value) } else { try container.encodeNil() }
+    }
+}

@@ -1,0 +1,89 @@
+/// The `sync --json` object (docs/cli.md, "Output"), printed through ``JSONOutput``.
+///
+/// Messages (`reason`, `error`) are masked with ``redactingURLs(in:)`` here; `source` is masked
+/// where it is made (``redactedURL(_:)``), and paths are left as they are (a path is data, not
+/// prose). Terminal controls in any of them are escaped by ``JSONOutput/render(_:)``.
+public struct SyncDocument: Codable, Equatable, Sendable {
+    public struct Files: Codable, Equatable, Sendable {
+        public var total: Int
+        /// Includes `checked`.
+        public var upToDate: Int
+        public var checked: Int
+        public var downloaded: Int
+        public var replaced: Int
+        public var failed: Int
+        public var pending: Int
+
+        enum CodingKeys: String, CodingKey {
+            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, pending
+        }
+    }
+
+    public struct Changed: Codable, Equatable, Sendable {
+        public var path: String
+        /// `downloaded` or `replaced`.
+        public var action: String
+        public var size: Int64
+        /// Null for an empty file, which needs no source.
+        public var source: OrNull<String>
+    }
+
+    public struct Failure: Codable, Equatable, Sendable {
+        public var path: String
+        public var error: String
+    }
+
+    public var result: String
+    /// Why an incomplete run stopped, or what ended a run before it could plan; absent otherwise.
+    public var reason: String?
+    public var files: Files
+    public var bytesTransferred: Int64
+    /// The run's duration, to the millisecond.
+    public var seconds: Double
+    public var changed: [Changed]
+    public var failures: [Failure]
+    /// `--dry-run` only: absent when there is no plan line.
+    public var plan: [String]?
+    /// Only for a run that ended before it could plan (``earlyEnd(_:temporary:exitCode:)``).
+    public var exitCode: Int32?
+
+    enum CodingKeys: String, CodingKey {
+        case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
+        case exitCode = "exit_code"
+    }
+
+    public init(_ s: SyncSummary) {
+        result = s.result.name
+        if case .incomplete(let why) = s.result { reason = redactingURLs(in: why) }
+        files = Files(total: s.total, upToDate: s.upToDate + s.checked, checked: s.checked, downloaded: s.downloaded,
+                      replaced: s.replaced, failed: s.failed, pending: s.pending)
+        bytesTransferred = s.bytesTransferred
+        seconds = (s.seconds * 1000).rounded() / 1000
+        changed = s.results.compactMap { r in
+            guard r.outcome == .downloaded || r.outcome == .replaced else { return nil }
+            return Changed(path: r.path, action: r.outcome == .replaced ? "replaced" : "downloaded", size: r.size, source: OrNull(r.source))
+        }
+        failures = s.results.compactMap { r in
+            guard case .failed(let message) = r.outcome else { return nil }
+            return Failure(path: r.path, error: redactingURLs(in: message))
+        }
+        plan = s.plan.isEmpty ? nil : s.plan
+    }
+
+    /// A run that ended before it could plan (invalid or unreachable manifest, lock held,
+    /// destination unwritable): zero counts, `result` "incomplete" when a rerun may succeed
+    /// (exit 75) else "failed", the message in `reason`, and the exit code.
+    public static func earlyEnd(_ message: String, temporary: Bool, exitCode: Int32) -> SyncDocument {
+        var summary = SyncSummary()
+        summary.result = temporary ? .incomplete(message) : .failed
+        var document = SyncDocument(summary)
+        document.reason = redactingURLs(in: message)
+        document.exitCode = exitCode
+        return document
+    }
+}
+
+extension SyncSummary {
+    /// The `--json` line for this run.
+    public var json: String { JSONOutput.render(SyncDocument(self)) }
+}

@@ -1,0 +1,96 @@
+/// The `status --json` object (docs/cli.md, "mirror status"), printed through ``JSONOutput``.
+///
+/// Errors come from the journal, which may quote a URL: they are masked here with
+/// ``redactingURLs(in:)``. Paths and the destination are data and are left as they are; terminal
+/// controls in any string are escaped by ``JSONOutput/render(_:)``.
+public struct StatusDocument: Codable, Equatable, Sendable {
+    /// One count per state, each always present (zero included).
+    public struct Files: Codable, Equatable, Sendable {
+        public var total: Int
+        public var done: Int
+        public var partial: Int
+        public var failed: Int
+        public var unverified: Int
+        public var blocked: Int
+        public var missing: Int
+    }
+
+    public struct Bytes: Codable, Equatable, Sendable {
+        public var total: Int64
+        public var done: Int64
+        /// Durable bytes of every partial download, of partial and failed entries alike.
+        public var partialDownloaded: Int64
+
+        enum CodingKeys: String, CodingKey { case total, done, partialDownloaded = "partial_downloaded" }
+    }
+
+    public struct LastRun: Codable, Equatable, Sendable {
+        /// RFC 3339, UTC.
+        public var start: String
+        public var end: String
+        public var startUnix: Int64
+        public var endUnix: Int64
+        public var result: String
+        public var downloaded: Int
+        public var failed: Int
+        public var bytes: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case start, end, startUnix = "start_unix", endUnix = "end_unix", result, downloaded, failed, bytes
+        }
+    }
+
+    /// An entry that is not done; a key whose value does not apply is left out.
+    public struct Entry: Codable, Equatable, Sendable {
+        public var path: String
+        public var state: String
+        public var size: Int64
+        public var partialBytes: Int64?
+        /// Present exactly when `partial_bytes` is (``EntryStatus/percent``).
+        public var percent: Double?
+        public var error: String?
+        /// RFC 3339, UTC.
+        public var failedAt: String?
+
+        enum CodingKeys: String, CodingKey {
+            case path, state, size, partialBytes = "partial_bytes", percent, error, failedAt = "failed_at"
+        }
+    }
+
+    public var destination: String
+    public var destinationExists: Bool
+    public var syncRunning: Bool
+    public var syncPid: OrNull<Int>
+    public var files: Files
+    public var bytes: Bytes
+    public var lastRun: OrNull<LastRun>
+    /// Every entry that is not done, in manifest order.
+    public var entries: [Entry]
+
+    enum CodingKeys: String, CodingKey {
+        case destination, destinationExists = "destination_exists", syncRunning = "sync_running", syncPid = "sync_pid"
+        case files, bytes, lastRun = "last_run", entries
+    }
+
+    public init(_ status: DestinationStatus) {
+        destination = status.destination
+        destinationExists = status.destinationExists
+        syncRunning = status.runningPid != nil
+        syncPid = OrNull(status.runningPid)
+        files = Files(total: status.entries.count, done: status.count(.done), partial: status.count(.partial),
+                      failed: status.count(.failed), unverified: status.count(.unverified),
+                      blocked: status.count(.blocked), missing: status.count(.missing))
+        bytes = Bytes(total: status.totalBytes, done: status.bytes(.done),
+                      partialDownloaded: status.entries.reduce(Int64(0)) { $0 + ($1.partialBytes ?? 0) })
+        lastRun = OrNull(status.lastRun.map { run in
+            LastRun(start: Formatting.utcTimestamp(run.start), end: Formatting.utcTimestamp(run.end),
+                    startUnix: run.start, endUnix: run.end, result: run.result,
+                    downloaded: run.downloaded, failed: run.failed, bytes: run.bytes)
+        })
+        entries = status.entries.filter { $0.state != .done }.map { e in
+            Entry(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
+                  percent: e.percent,
+                  error: e.error.map { redactingURLs(in: $0) }, failedAt: e.failedAt.map(Formatting.utcTimestamp))
+        }
+    }
+}
