@@ -102,7 +102,7 @@ import MirrorTestSupport
         let bad = try #require(entry(object, "bad.bin"), "\(result.stdout)")
         #expect(bad["state"] as? String == "failed")
         let error = try #require(bad["error"] as? String)
-        #expect(error.contains("checksum mismatch"), "\(error)")
+        #expect(error.contains("the server's file differs from the manifest (expected sha256"), "\(error)")
         #expect(bad["failed_at"] as? String != nil)
         #expect(entry(object, "good.bin") == nil, "done entries are not listed")
         #expect((object["last_run"] as? [String: Any])?["result"] as? String == "failed")
