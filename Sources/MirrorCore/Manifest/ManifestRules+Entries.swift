@@ -65,9 +65,9 @@ extension ManifestRules {
             case .size:
                 size = try integer(value, "size must be a whole number of bytes ≥ 0")
             case .sha256:
-                digests[.sha256] = try digest(value, .sha256)
+                digests[.sha256] = try digest(value, key: "sha256", byteCount: DigestAlgorithm.sha256.byteCount)
             case .sha512:
-                digests[.sha512] = try digest(value, .sha512)
+                digests[.sha512] = try digest(value, key: "sha512", byteCount: DigestAlgorithm.sha512.byteCount)
             case .mtime:
                 mtime = try timestamp(value)
             case .mode:

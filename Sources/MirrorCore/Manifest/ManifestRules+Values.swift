@@ -37,8 +37,7 @@ extension ManifestRules {
     }
 
     /// Exactly `2 × byteCount` hex digits, either case (the spec: checksums are case-insensitive).
-    func digest(_ node: YAMLTree.Ref, _ algorithm: DigestAlgorithm) throws -> Digest {
-        let key = algorithm.name, byteCount = algorithm.byteCount
+    func digest(_ node: YAMLTree.Ref, key: String, byteCount: Int) throws -> Digest {
         var what: String { "\(key) must be \(byteCount * 2) hex digits" }  // built only for errors
         guard tree.kind(node) == .scalar, !tree.isNull(node) else {
             throw error(node, "\(what), got \(tree.describe(node))")
