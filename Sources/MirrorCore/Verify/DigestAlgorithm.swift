@@ -5,8 +5,10 @@ import COpenSSL
 ///
 /// Adding an algorithm means a case here (and a slot in ``PerAlgorithm``) and a key in the
 /// manifest rule (`ManifestRules.EntryKey`); hashing, verifying, the journal and the sync path
-/// handle every case generically. Cases are declared in the order digests are written to and
-/// compared in the journal (docs/journal.md): reordering them would change the journal's bytes.
+/// handle every case generically. (`mirror verify --json` names its fields per algorithm,
+/// `expected_sha256` and so on, in ``VerifyProblem``: an output contract, extended on purpose.)
+/// Cases are declared in the order digests are written to and compared in the journal
+/// (docs/journal.md): reordering them would change the journal's bytes.
 public enum DigestAlgorithm: Int, Sendable, CaseIterable {
     case sha256, sha512
 
