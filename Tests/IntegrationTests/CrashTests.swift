@@ -164,7 +164,7 @@ import MirrorTestSupport
         let fd = open(fx.destPath(".mirror"), O_RDONLY | O_DIRECTORY)
         guard fd >= 0 else { return 0 }
         let journal = try Journal(folder: FileDescriptor(fd: fd, displayPath: ".mirror"), displayPath: "journal", readOnly: true)
-        guard let record = journal.records(for: path)?.partial, record.identity.sha256 == sha256 else { return 0 }
+        guard let record = journal.records(for: path)?.partial, record.identity.digests[.sha256] == sha256 else { return 0 }
         let held = max(0, fx.size(of: fx.destPath(".mirror/partial/" + PartialFile.name(for: path))))
         guard let segments = record.segments else { return min(record.bytes, held) }
         return held == 0 ? 0 : segments.reduce(0) { $0 + max(0, min($1.done, held - $1.start)) }
@@ -199,7 +199,7 @@ import MirrorTestSupport
             try FileManager.default.createDirectory(atPath: fx.destPath(".mirror"), withIntermediateDirectories: true)
             var text = Array("mirror-journal 1\n".utf8)
             for i in 0..<500 {
-                let stale = EntryIdentity(path: "old/\(i)", size: 1, sha256: "00", sha512: nil)
+                let stale = EntryIdentity(path: "old/\(i)", size: 1, digests: [.sha256: "00"])
                 text += JournalRecord.failed(FailedRecord(identity: stale, error: "gone", time: 0)).encodedLine()
             }
             try Data(text).write(to: URL(fileURLWithPath: fx.destPath(".mirror/journal")))

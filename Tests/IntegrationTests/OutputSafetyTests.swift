@@ -178,7 +178,7 @@ import Glibc
         try fx.writeManifest()
         let first = try fx.sync(["--retries", "0"])
         #expect(first.exitCode == 1, "\(first)")
-        let planted = JournalRecord.failed(FailedRecord(identity: EntryIdentity(path: "gone.bin", size: 10, sha256: zero, sha512: nil),
+        let planted = JournalRecord.failed(FailedRecord(identity: EntryIdentity(path: "gone.bin", size: 10, digests: [.sha256: zero]),
                                                         error: Self.hostile, time: 1_800_000_000))
         let journal = try #require(FileHandle(forWritingAtPath: fx.destPath(".mirror/journal")))
         journal.seekToEndOfFile()

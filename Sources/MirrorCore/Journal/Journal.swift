@@ -176,7 +176,7 @@ public final class Journal {
         guard let offset = verified[Journal.pathKey(entry.path)] else { return false }
         return text.withUnsafeBufferPointer { buffer in
             JournalRecord.verifiedLineMatches(buffer, at: offset, path: entry.path, size: entry.size,
-                                              sha256: entry.sha256, sha512: entry.sha512, status: status)
+                                              digests: entry.digests, status: status)
         }
     }
 

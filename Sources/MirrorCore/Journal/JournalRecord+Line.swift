@@ -13,8 +13,7 @@ extension JournalRecord {
         func identity(_ id: EntryIdentity) {
             fields.append(("path", id.path))
             fields.append(("size", String(id.size)))
-            if let s = id.sha256 { fields.append(("sha256", s)) }
-            if let s = id.sha512 { fields.append(("sha512", s)) }
+            for (algorithm, hex) in id.digests { fields.append((algorithm.journalKey.description, hex)) }
         }
         switch self {
         case .verified(let r):
@@ -28,8 +27,7 @@ extension JournalRecord {
             fields.append(("url", r.url))
             if let v = r.validator { fields.append(("validator", v)) }
             fields.append(("bytes", String(r.bytes)))
-            if let s = r.sha256State { fields.append(("h256", s)) }
-            if let s = r.sha512State { fields.append(("h512", s)) }
+            for (algorithm, state) in r.hashStates { fields.append((algorithm.stateKey.description, state)) }
             if let segments = r.segments { fields.append(("segs", SegmentRecord.listText(segments))) }
             if let ino = r.fileInode, let ctime = r.fileChangeTime {
                 fields += [("ino", String(ino)), ("ctime", ctime.journalText)]
@@ -82,8 +80,8 @@ extension JournalRecord {
             i = fieldEnd
         }
         func identity() -> EntryIdentity? {
-            guard let path = f.string(f.path), let size = f.int(f.size), f.sha256 != nil || f.sha512 != nil else { return nil }
-            return EntryIdentity(path: path, size: size, sha256: f.string(f.sha256), sha512: f.string(f.sha512))
+            guard let path = f.string(f.path), let size = f.int(f.size), !f.digests.isEmpty else { return nil }
+            return EntryIdentity(path: path, size: size, digests: f.digests.compactMapValues(f.string))
         }
         switch kind.count {
         case 8 where kind.elementsEqual("verified".utf8):
@@ -98,7 +96,7 @@ extension JournalRecord {
                 segments = list
             }
             return .partial(PartialRecord(identity: id, url: url, validator: f.string(f.validator), bytes: bytes,
-                                          sha256State: f.string(f.h256), sha512State: f.string(f.h512), segments: segments,
+                                          hashStates: f.states.compactMapValues(f.string), segments: segments,
                                           fileInode: f.int(f.ino).map { UInt64(bitPattern: $0) }, fileChangeTime: f.time(f.ctime)))
         case 6 where kind.elementsEqual("forget".utf8):
             guard let path = f.string(f.path) else { return nil }
@@ -123,7 +121,7 @@ extension JournalRecord {
     /// ``encodedLine()`` writes them; a line of any other shape does not match, and the caller
     /// takes the full path.
     static func verifiedLineMatches(_ buf: UnsafeBufferPointer<UInt8>, at start: Int, path: String, size: Int64,
-                                    sha256: Digest?, sha512: Digest?, status: FileStatus) -> Bool {
+                                    digests: DigestSet, status: FileStatus) -> Bool {
         guard status.isRegularFile, status.size == size else { return false }
         let end = buf.count
         var i = start + 8
@@ -179,8 +177,8 @@ extension JournalRecord {
             return true
         }
         guard field("size"), number() == UInt64(size) else { return false }
-        if let sha256 { guard field("sha256"), hex(sha256) else { return false } }
-        if let sha512 { guard field("sha512"), hex(sha512) else { return false } }
+        // Each digest the entry lists, in the order encodedLine writes them.
+        for (algorithm, digest) in digests { guard field(algorithm.journalKey), hex(digest) else { return false } }
         guard field("ino"), number() == status.inode, field("dev"), number() == status.device,
               field("mtime"), time(status.mtime), field("ctime"), time(status.ctime) else { return false }
         return i == end || buf[i] == 0x0a
@@ -217,21 +215,24 @@ extension JournalRecord {
     /// The values of one line, as slices of it, by key.
     private struct Fields {
         typealias Value = ArraySlice<UInt8>
-        var path, size, sha256, sha512, ino, dev, mtime, ctime, url, validator, bytes, h256, h512: Value?
+        var path, size, ino, dev, mtime, ctime, url, validator, bytes: Value?
         var error, at, start, end, result, downloaded, failed, segs: Value?
+        /// `sha256=` and the like (``DigestAlgorithm/journalKey``), and `h256=` and the like (``DigestAlgorithm/stateKey``).
+        var digests = PerAlgorithm<Value>(), states = PerAlgorithm<Value>()
 
         mutating func set(_ key: Value, _ value: Value) {
             func k(_ s: StaticString) -> Bool {
                 s.utf8CodeUnitCount == key.count && key.elementsEqual(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
             }
-            if k("path") { path = value } else if k("size") { size = value } else if k("sha256") { sha256 = value }
-            else if k("sha512") { sha512 = value } else if k("ino") { ino = value } else if k("dev") { dev = value }
-            else if k("mtime") { mtime = value } else if k("ctime") { ctime = value } else if k("url") { url = value }
-            else if k("validator") { validator = value } else if k("bytes") { bytes = value } else if k("h256") { h256 = value }
-            else if k("h512") { h512 = value } else if k("error") { error = value } else if k("at") { at = value }
+            if k("path") { path = value } else if k("size") { size = value } else if k("ino") { ino = value }
+            else if k("dev") { dev = value } else if k("mtime") { mtime = value } else if k("ctime") { ctime = value }
+            else if k("url") { url = value } else if k("validator") { validator = value } else if k("bytes") { bytes = value }
+            else if k("error") { error = value } else if k("at") { at = value }
             else if k("start") { start = value } else if k("end") { end = value } else if k("result") { result = value }
             else if k("downloaded") { downloaded = value } else if k("failed") { failed = value }
             else if k("segs") { segs = value }
+            else if let algorithm = DigestAlgorithm.journal(key: key) { digests[algorithm] = value }
+            else if let algorithm = DigestAlgorithm.journal(key: key, state: true) { states[algorithm] = value }
         }
 
         func string(_ v: Value?) -> String? { v.flatMap { JournalRecord.percentDecode($0) } }

@@ -5,24 +5,24 @@ import CZlib
 public struct EntryIdentity: Hashable, Sendable {
     public var path: String
     public var size: Int64
-    public var sha256: String?
-    public var sha512: String?
+    /// The entry's digests in lowercase hex, as the journal writes them (`sha256=...`). Kept as
+    /// text, not parsed: a record compares equal only to the very digests it was written for.
+    public var digests: PerAlgorithm<String>
 
-    public init(path: String, size: Int64, sha256: String?, sha512: String?) {
+    public init(path: String, size: Int64, digests: PerAlgorithm<String>) {
         self.path = path
         self.size = size
-        self.sha256 = sha256
-        self.sha512 = sha512
+        self.digests = digests
     }
 
     public init(_ entry: ManifestEntry) {
-        self.init(path: entry.path, size: entry.size, sha256: entry.sha256?.hex, sha512: entry.sha512?.hex)
+        self.init(path: entry.path, size: entry.size, digests: entry.digests.mapValues(\.hex))
     }
 
     /// Paths compare as bytes: Swift's `String ==` is canonical equivalence, under which `café`
     /// spelled NFC and NFD are one path, though they are two files on Linux.
     public static func == (a: EntryIdentity, b: EntryIdentity) -> Bool {
-        a.size == b.size && a.sha256 == b.sha256 && a.sha512 == b.sha512 && a.path.utf8.elementsEqual(b.path.utf8)
+        a.size == b.size && a.digests == b.digests && a.path.utf8.elementsEqual(b.path.utf8)
     }
 
     public func hash(into hasher: inout Swift.Hasher) {
@@ -98,10 +98,9 @@ public struct PartialRecord: Equatable, Sendable {
     /// Bytes durable at the start of the partial file. For a segmented download: the prefix the
     /// hash states describe (every byte of it lies in a segment's durable part).
     public var bytes: Int64
-    /// The hash states after exactly `bytes` bytes (``Hasher/exportState()``, hex), so a resume
-    /// need not read the prefix again.
-    public var sha256State: String?
-    public var sha512State: String?
+    /// The hash states after exactly `bytes` bytes (``HasherSet/savedStates()``: ``Hasher/exportState()``
+    /// in hex, `h256=...`), so a resume need not read the prefix again.
+    public var hashStates: PerAlgorithm<String>
     /// A segmented download (docs/journal.md, rule 3: "bytes durable per segment when segmented"): each
     /// segment's range and how much of it, from its start, is durable. nil for one stream.
     public var segments: [SegmentRecord]?
@@ -114,14 +113,13 @@ public struct PartialRecord: Equatable, Sendable {
     public var fileChangeTime: FileTime?
 
     public init(identity: EntryIdentity, url: String, validator: String?, bytes: Int64,
-                sha256State: String? = nil, sha512State: String? = nil, segments: [SegmentRecord]? = nil,
+                hashStates: PerAlgorithm<String> = [:], segments: [SegmentRecord]? = nil,
                 fileInode: UInt64? = nil, fileChangeTime: FileTime? = nil) {
         self.identity = identity
         self.url = url
         self.validator = validator
         self.bytes = bytes
-        self.sha256State = sha256State
-        self.sha512State = sha512State
+        self.hashStates = hashStates
         self.segments = segments
         self.fileInode = fileInode
         self.fileChangeTime = fileChangeTime

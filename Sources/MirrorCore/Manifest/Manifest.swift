@@ -52,10 +52,9 @@ public struct ManifestEntry: Sendable, Hashable {
     public var path: String
     public var url: Location
     public var size: Int64
-    /// SHA-256 and/or SHA-512 of the whole file: at least one is present, and every one present
+    /// Digests of the whole file, by algorithm: at least one is present, and every one present
     /// is checked.
-    public var sha256: Digest?
-    public var sha512: Digest?
+    public var digests: DigestSet
     /// Modification time to set on the verified file.
     public var mtime: FileTime?
     /// Permission bits (0...0o777) to set on the verified file.
@@ -63,13 +62,12 @@ public struct ManifestEntry: Sendable, Hashable {
     /// Line of the entry in the manifest (1-based), for messages.
     public var line: Int
 
-    public init(path: String, url: Location, size: Int64, sha256: Digest?, sha512: Digest? = nil,
+    public init(path: String, url: Location, size: Int64, digests: DigestSet,
                 mtime: FileTime? = nil, mode: UInt32? = nil, line: Int = 0) {
         self.path = path
         self.url = url
         self.size = size
-        self.sha256 = sha256
-        self.sha512 = sha512
+        self.digests = digests
         self.mtime = mtime
         self.mode = mode
         self.line = line

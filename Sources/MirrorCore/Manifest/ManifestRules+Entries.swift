@@ -48,8 +48,7 @@ extension ManifestRules {
         var urlNode: YAMLTree.Ref?
         var location: ManifestEntry.Location?
         var size: Int64?
-        var sha256: Digest?
-        var sha512: Digest?
+        var digests = DigestSet()
         var mtime: FileTime?
         var mode: UInt32?
         for i in 0 ..< tree.count(node) {
@@ -66,9 +65,9 @@ extension ManifestRules {
             case .size:
                 size = try integer(value, "size must be a whole number of bytes ≥ 0")
             case .sha256:
-                sha256 = try digest(value, key: "sha256", byteCount: 32)
+                digests[.sha256] = try digest(value, key: "sha256", byteCount: DigestAlgorithm.sha256.byteCount)
             case .sha512:
-                sha512 = try digest(value, key: "sha512", byteCount: 64)
+                digests[.sha512] = try digest(value, key: "sha512", byteCount: DigestAlgorithm.sha512.byteCount)
             case .mtime:
                 mtime = try timestamp(value)
             case .mode:
@@ -85,7 +84,7 @@ extension ManifestRules {
         guard let size else {
             throw error(node, "entry \(quoted(path)) has no size; every entry needs path, size and sha256")
         }
-        guard sha256 != nil || sha512 != nil else {
+        guard !digests.isEmpty else {
             throw error(node, "entry \(quoted(path)) has no sha256; every entry needs path, size and sha256 (64 hex digits) or sha512 (128)")
         }
         let url = location ?? .relative(URLReference.encodePath(path))
@@ -93,7 +92,7 @@ extension ManifestRules {
             let hint = urlNode == nil ? " (an entry without url is fetched from base_url + its path)" : ""
             throw error(urlNode ?? node, "entry \(quoted(path)) has a relative url but the manifest has no base_url\(hint)")
         }
-        return ManifestEntry(path: path, url: url, size: size, sha256: sha256, sha512: sha512,
+        return ManifestEntry(path: path, url: url, size: size, digests: digests,
                              mtime: mtime, mode: mode, line: node.line)
     }
 

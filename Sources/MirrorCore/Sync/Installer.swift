@@ -30,10 +30,10 @@ final class Installer {
     func verify(_ partial: PartialFile, for task: EntryTask) -> Verdict {
         let entry = task.entry
         do {
-            let (sha256, sha512) = try partial.finishDigests()
-            guard FileHashing.matches(entry, sha256: sha256, sha512: sha512) else {
-                return .mismatch(detail: FileHashing.mismatchDescription(entry, sha256: sha256, sha512: sha512),
-                                 got: (sha256 ?? sha512)?.hex ?? "")
+            let digests = try partial.finishDigests()
+            guard FileHashing.matches(entry, digests) else {
+                return .mismatch(detail: FileHashing.mismatchDescription(entry, digests),
+                                 got: digests.first { _ in true }?.value.hex ?? "")
             }
             try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime, sync: false)
             batch.add(task, partial)
@@ -114,11 +114,11 @@ final class Installer {
         do {
             let file = try destination.openForReading(entry.path)
             let before = try file.stat()
-            let (sha256, sha512) = try FileHashing.digests(of: file, for: entry)
+            let digests = try FileHashing.digests(of: file, for: entry)
             status = try file.stat()
             // A file written while it was read may hold bytes other than those hashed: it is
             // vouched for only if its change time did not move (a later run checks it again).
-            guard FileHashing.matches(entry, sha256: sha256, sha512: sha512), status == before else { return .differs }
+            guard FileHashing.matches(entry, digests), status == before else { return .differs }
         } catch {
             return .unreadable(error)
         }

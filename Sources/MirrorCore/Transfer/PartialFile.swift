@@ -25,8 +25,8 @@ public final class PartialFile {
     let folder: FileDescriptor
     let journal: Journal?
     let writer: PartialWriter?
-    let sha256: Hasher?
-    let sha512: Hasher?
+    /// One hasher per digest the manifest lists: each costs a full pass over the bytes.
+    let hashers: HasherSet
 
     /// One range of a segmented download: bytes `[start, end)` of the file, of which
     /// `[start, start + written)` are written (into the page cache; durable at a checkpoint).
@@ -111,9 +111,7 @@ public final class PartialFile {
         self.writer = writer
         name = PartialFile.name(for: identity.path)
         displayPath = folderDisplay + "/" + name
-        // Only the digests the manifest lists are computed: each costs a full pass over the bytes.
-        sha256 = identity.sha256 != nil ? Hasher(.sha256) : nil
-        sha512 = identity.sha512 != nil ? Hasher(.sha512) : nil
+        hashers = HasherSet(for: identity.digests)
         let resuming = resumeFrom > 0 || saved != nil
         if !resuming, let journal, journal.records(for: identity.path)?.partial != nil {
             // A fresh file is about to take this name: the journal must stop vouching for the old
@@ -185,9 +183,8 @@ public final class PartialFile {
         let total = list.reduce(0) { $0 + $1.written }
         if trimmed || !trusted, let journal {
             // The journal must not vouch for bytes the file no longer holds.
-            let states = hashed > 0 ? (saved.sha256State, saved.sha512State) : (nil, nil)
             try journal.append(.partial(PartialRecord(identity: identity, url: saved.url, validator: saved.validator,
-                                                      bytes: hashed, sha256State: states.0, sha512State: states.1,
+                                                      bytes: hashed, hashStates: hashed > 0 ? saved.hashStates : [:],
                                                       segments: list.map(\.record))), durable: true)
         }
         segments = list
@@ -211,16 +208,7 @@ public final class PartialFile {
     }
 
     func restore(_ saved: PartialRecord) -> Bool {
-        let states = [(sha256, saved.sha256State), (sha512, saved.sha512State)]
-        for (hasher, state) in states where hasher != nil {
-            guard let state, let bytes = Digest(hex: state, byteCount: state.utf8.count / 2)?.bytes,
-                  hasher?.restore(bytes) == true else {
-                sha256?.reset()
-                sha512?.reset()
-                return false
-            }
-        }
-        return true
+        hashers.restore(saved.hashStates)
     }
 
     // MARK: - The attempt's side
@@ -285,8 +273,7 @@ public final class PartialFile {
     func restartFromZero() {
         writer?.drain(self)
         cut(to: 0)
-        sha256?.reset()
-        sha512?.reset()
+        hashers.reset()
         hashedLength = 0
         locked {
             fedLength = 0
@@ -316,13 +303,13 @@ public final class PartialFile {
 
     /// Waits for the writer, then returns the digests of the whole file. Call once, when
     /// ``isComplete``.
-    public func finishDigests() throws -> (sha256: Digest?, sha512: Digest?) {
+    public func finishDigests() throws -> DigestSet {
         writer?.drain(self)
         if let failure { throw failure }
         guard hashedLength == identity.size else {
             throw SystemError("hash", displayPath, code: EIO)
         }
-        return (sha256?.finalize(), sha512?.finalize())
+        return hashers.finalize()
     }
 
     /// Waits until everything queued for this file is done.
@@ -331,8 +318,7 @@ public final class PartialFile {
     // MARK: - The writer's side
 
     func performHash(_ bytes: UnsafeRawBufferPointer) {
-        sha256?.update(bytes)
-        sha512?.update(bytes)
+        hashers.update(bytes)
         hashedLength += Int64(bytes.count)
     }
 
@@ -372,8 +358,7 @@ public final class PartialFile {
             try file.syncData()
             CrashPoint.hit("checkpoint-before-record")
             let record = PartialRecord(identity: identity, url: redactedURL(url), validator: validator, bytes: hashedLength,
-                                       sha256State: sha256.map { Digest(bytes: $0.exportState()).hex },
-                                       sha512State: sha512.map { Digest(bytes: $0.exportState()).hex },
+                                       hashStates: hashers.savedStates(),
                                        segments: segments, fileInode: status.inode, fileChangeTime: status.ctime)
             try journal.append(.partial(record), durable: true)
             durableLength = durable

@@ -7,12 +7,10 @@ public enum FileHashing {
     /// The digests `entry` lists, of the whole file, read sequentially in 1 MiB blocks.
     /// `progress`, when given, is called with the size of each block read (for `mirror verify`'s display).
     public static func digests(of file: FileDescriptor, for entry: ManifestEntry,
-                               progress: (Int) -> Void = { _ in }) throws -> (sha256: Digest?, sha512: Digest?) {
-        // Each digest costs a full pass of the CPU over the bytes: only those the entry lists.
-        let h256 = entry.sha256 != nil ? Hasher(.sha256) : nil
-        let h512 = entry.sha512 != nil ? Hasher(.sha512) : nil
-        try read(file, into: [h256, h512].compactMap { $0 }, progress: progress)
-        return (h256?.finalize(), h512?.finalize())
+                               progress: (Int) -> Void = { _ in }) throws -> DigestSet {
+        let hashers = HasherSet(for: entry.digests)
+        try read(file, into: hashers.members, progress: progress)
+        return hashers.finalize()
     }
 
     /// Reads `file` from its start to its end in 1 MiB blocks (`POSIX_FADV_SEQUENTIAL`), feeding
@@ -35,15 +33,16 @@ public enum FileHashing {
     }
 
     /// Whether computed digests satisfy an entry: every digest the entry lists must match.
-    public static func matches(_ entry: ManifestEntry, sha256: Digest?, sha512: Digest?) -> Bool {
-        (entry.sha256 == nil || entry.sha256 == sha256) && (entry.sha512 == nil || entry.sha512 == sha512)
+    public static func matches(_ entry: ManifestEntry, _ computed: DigestSet) -> Bool {
+        entry.digests.allSatisfy { computed[$0.algorithm] == $0.value }
     }
 
-    /// `expected sha256 3b1f..., got 77aa...`, naming the algorithm that failed.
-    public static func mismatchDescription(_ entry: ManifestEntry, sha256: Digest?, sha512: Digest?) -> String {
-        if let expected = entry.sha256, expected != sha256 {
-            return "expected sha256 \(expected.hex), got \(sha256?.hex ?? "-")"
-        }
-        return "expected sha512 \(entry.sha512?.hex ?? "-"), got \(sha512?.hex ?? "-")"
+    /// `expected sha256 3b1f..., got 77aa...`, naming the first algorithm (in ``DigestAlgorithm``'s
+    /// order) whose digest does not match.
+    public static func mismatchDescription(_ entry: ManifestEntry, _ computed: DigestSet) -> String {
+        // With nothing wrong (callers ask only after a mismatch) it names the last algorithm, as it always has.
+        let failed = entry.digests.first { computed[$0.algorithm] != $0.value }?.algorithm
+            ?? DigestAlgorithm.allCases.last ?? .sha256
+        return "expected \(failed.name) \(entry.digests[failed]?.hex ?? "-"), got \(computed[failed]?.hex ?? "-")"
     }
 }

@@ -1,13 +1,7 @@
 import COpenSSL
 
-/// Which digest algorithm a ``Hasher`` computes.
-public enum HashAlgorithm: Sendable {
-    case sha256, sha512
-
-    var byteCount: Int { self == .sha256 ? 32 : 64 }
-}
-
-/// Incremental SHA-256/SHA-512 with OpenSSL's libcrypto (`SHA256_Init`/`_Update`/`_Final`).
+/// Incremental SHA-256/SHA-512 with OpenSSL's libcrypto (`SHA256_Init`/`_Update`/`_Final` and their
+/// SHA-512 twins, called through ``DigestAlgorithm``).
 ///
 /// OpenSSL rather than swift-crypto because hashing is the slowest stage of a verified download on
 /// machines without SHA-NI, and libcrypto's assembly is the fastest implementation available there.
@@ -15,14 +9,14 @@ public enum HashAlgorithm: Sendable {
 /// saved (``exportState()``) and restored, which lets a resumed download skip re-hashing its prefix.
 /// The class owns the context's memory; it is not thread-safe.
 public final class Hasher {
-    public let algorithm: HashAlgorithm
+    public let algorithm: DigestAlgorithm
     private let context: UnsafeMutableRawPointer
     private let contextSize: Int
     private var finished = false
 
-    public init(_ algorithm: HashAlgorithm) {
+    public init(_ algorithm: DigestAlgorithm) {
         self.algorithm = algorithm
-        contextSize = algorithm == .sha256 ? MemoryLayout<SHA256_CTX>.size : MemoryLayout<SHA512_CTX>.size
+        contextSize = algorithm.contextSize
         context = .allocate(byteCount: contextSize, alignment: 16)
         reset()
     }
@@ -31,20 +25,14 @@ public final class Hasher {
 
     /// Starts over, as if newly created.
     public func reset() {
-        switch algorithm {
-        case .sha256: SHA256_Init(context.assumingMemoryBound(to: SHA256_CTX.self))
-        case .sha512: SHA512_Init(context.assumingMemoryBound(to: SHA512_CTX.self))
-        }
+        algorithm.initialize(context)
         finished = false
     }
 
     public func update(_ buffer: UnsafeRawBufferPointer) {
         precondition(!finished, "Hasher.update after finalize")
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        switch algorithm {
-        case .sha256: SHA256_Update(context.assumingMemoryBound(to: SHA256_CTX.self), base, buffer.count)
-        case .sha512: SHA512_Update(context.assumingMemoryBound(to: SHA512_CTX.self), base, buffer.count)
-        }
+        algorithm.update(context, base, buffer.count)
     }
 
     public func update(_ bytes: [UInt8]) {
@@ -56,9 +44,8 @@ public final class Hasher {
         precondition(!finished, "Hasher.finalize called twice")
         finished = true
         var out = [UInt8](repeating: 0, count: algorithm.byteCount)
-        switch algorithm {
-        case .sha256: SHA256_Final(&out, context.assumingMemoryBound(to: SHA256_CTX.self))
-        case .sha512: SHA512_Final(&out, context.assumingMemoryBound(to: SHA512_CTX.self))
+        out.withUnsafeMutableBufferPointer { buffer in
+            if let base = buffer.baseAddress { algorithm.finish(context, into: base) }
         }
         return Digest(bytes: out)
     }
@@ -90,13 +77,13 @@ public final class Hasher {
 
     private var stateTag: [UInt8] {
         let version = UInt64(OpenSSL_version_num())
-        var tag: [UInt8] = [algorithm == .sha256 ? 1 : 2, UInt8(contextSize & 0xff), UInt8(contextSize >> 8)]
+        var tag: [UInt8] = [algorithm.stateTag, UInt8(contextSize & 0xff), UInt8(contextSize >> 8)]
         for shift in stride(from: 0, to: 64, by: 8) { tag.append(UInt8((version >> UInt64(shift)) & 0xff)) }
         return tag
     }
 
     /// One-shot convenience for small inputs.
-    public static func digest(_ algorithm: HashAlgorithm, of bytes: [UInt8]) -> Digest {
+    public static func digest(_ algorithm: DigestAlgorithm, of bytes: [UInt8]) -> Digest {
         let h = Hasher(algorithm)
         h.update(bytes)
         return h.finalize()

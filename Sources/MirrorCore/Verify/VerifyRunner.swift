@@ -166,14 +166,14 @@ public final class VerifyRunner {
                 p.actualSize = opened.size
                 return p
             }
-            let (sha256, sha512) = try FileHashing.digests(of: file, for: entry, progress: read)
-            if FileHashing.matches(entry, sha256: sha256, sha512: sha512) { return nil }
-            var p = problem(.corrupt, "checksum mismatch (" + FileHashing.mismatchDescription(entry, sha256: sha256, sha512: sha512) + ")")
+            let digests = try FileHashing.digests(of: file, for: entry, progress: read)
+            if FileHashing.matches(entry, digests) { return nil }
+            var p = problem(.corrupt, "checksum mismatch (" + FileHashing.mismatchDescription(entry, digests) + ")")
             p.actualSize = opened.size
-            p.expectedSHA256 = entry.sha256?.hex
-            p.actualSHA256 = sha256?.hex
-            p.expectedSHA512 = entry.sha512?.hex
-            p.actualSHA512 = sha512?.hex
+            p.expectedSHA256 = entry.digests[.sha256]?.hex
+            p.actualSHA256 = digests[.sha256]?.hex
+            p.expectedSHA512 = entry.digests[.sha512]?.hex
+            p.actualSHA512 = digests[.sha512]?.hex
             return p
         } catch let error as SystemError where error.code == ENOENT {
             return problem(.missing, "missing")

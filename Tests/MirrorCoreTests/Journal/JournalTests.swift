@@ -8,7 +8,7 @@ import Glibc
 /// Journal recovery: what a crash can leave behind (a torn last line, garbage, a flipped byte)
 /// must be detected, ignored and cut off, never trusted.
 @Suite struct JournalTests {
-    let identity = EntryIdentity(path: "videos/intro.mp4", size: 1000, sha256: String(repeating: "ab", count: 32), sha512: nil)
+    let identity = EntryIdentity(path: "videos/intro.mp4", size: 1000, digests: [.sha256: String(repeating: "ab", count: 32)])
 
     func openFolder(_ dir: TemporaryDirectory) throws -> FileDescriptor {
         let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
@@ -59,7 +59,7 @@ import Glibc
             FileStatus(size: 1, mode: 0o100644, inode: inode, device: 1,
                        mtime: FileTime(seconds: 1, nanoseconds: 0), ctime: FileTime(seconds: 1, nanoseconds: 0))
         }
-        func id(_ path: String) -> EntryIdentity { EntryIdentity(path: path, size: 1, sha256: "00", sha512: nil) }
+        func id(_ path: String) -> EntryIdentity { EntryIdentity(path: path, size: 1, digests: [.sha256: "00"]) }
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
             for (i, path) in paths.enumerated() {
@@ -79,7 +79,7 @@ import Glibc
 
     @Test func spacesEqualsAndPercentInValuesSurvive() throws {
         let dir = try TemporaryDirectory()
-        let odd = EntryIdentity(path: "run 7/a=b%c\tд.tar", size: 1, sha256: "00", sha512: nil)
+        let odd = EntryIdentity(path: "run 7/a=b%c\tд.tar", size: 1, digests: [.sha256: "00"])
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
             try journal.append(.failed(FailedRecord(identity: odd, error: "HTTP 404 = gone", time: 1)), durable: true)
@@ -156,7 +156,7 @@ import Glibc
 
     @Test func compactionKeepsOnlyCurrentEntriesAndShrinks() throws {
         let dir = try TemporaryDirectory()
-        let other = EntryIdentity(path: "old.bin", size: 5, sha256: "cd", sha512: nil)
+        let other = EntryIdentity(path: "old.bin", size: 5, digests: [.sha256: "cd"])
         let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
         for i in 1...400 { try journal.append(partial(Int64(i)), durable: false) }
         try journal.append(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 3)), durable: false)
@@ -185,7 +185,7 @@ import Glibc
         changed.size += 1
         #expect(changed != identity)
         var resummed = identity
-        resummed.sha256 = String(repeating: "cd", count: 32)
+        resummed.digests[.sha256] = String(repeating: "cd", count: 32)
         #expect(resummed != identity)
     }
 }

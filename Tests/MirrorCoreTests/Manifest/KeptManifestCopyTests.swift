@@ -118,7 +118,7 @@ import MirrorTestSupport
     @Test func credentialsInAManifestAreFound() throws {
         func manifest(base: String?, mirrors: [String] = [], entry: ManifestEntry.Location) -> Manifest {
             Manifest(sourceName: "m", baseURL: base, mirrors: mirrors,
-                     entries: [ManifestEntry(path: "a", url: entry, size: 1, sha256: nil)])
+                     entries: [ManifestEntry(path: "a", url: entry, size: 1, digests: [:])])
         }
         #expect(RemoteManifest.credentialURL(in: manifest(base: "https://u:p@x/", entry: .relative("a"))) == "https://u:p@x/")
         #expect(RemoteManifest.credentialURL(in: manifest(base: "https://x/", mirrors: ["http://u@y/"], entry: .relative("a"))) == "http://u@y/")

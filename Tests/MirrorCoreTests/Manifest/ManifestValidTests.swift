@@ -32,8 +32,8 @@ private let sha = ManifestFixture.sha256
     #expect(intro.path == "videos/intro.mp4")
     #expect(intro.url == .relative("videos/intro.mp4"))
     #expect(intro.size == 734_003_200)
-    #expect(intro.sha256?.hex == "3b1fd0c54c4a" + String(repeating: "0", count: 52))
-    #expect(intro.sha512 == nil && intro.mtime == nil && intro.mode == nil)
+    #expect(intro.digests[.sha256]?.hex == "3b1fd0c54c4a" + String(repeating: "0", count: 52))
+    #expect(intro.digests[.sha512] == nil && intro.mtime == nil && intro.mode == nil)
     #expect(intro.line == 7)
     #expect(m.sources(for: intro) == ["https://media.example.org/lab/videos/intro.mp4",
                                       "https://mirror2.example.org/lab/videos/intro.mp4"])
@@ -64,8 +64,8 @@ private let sha = ManifestFixture.sha256
         "    mode: 0755"))
     #expect(m.destination == "/data/media")
     let e = try #require(m.entries.first)
-    #expect(e.sha256?.hex == sha)
-    #expect(e.sha512?.hex == F.sha512)
+    #expect(e.digests[.sha256]?.hex == sha)
+    #expect(e.digests[.sha512]?.hex == F.sha512)
     #expect(e.size == 0)
     #expect(e.mtime == FileTime(seconds: 1_793_534_400 - 7200, nanoseconds: 500_000_000))
     #expect(e.mode == 0o755)
@@ -128,7 +128,7 @@ private let sha = ManifestFixture.sha256
         "  - {path: b, size: *n, sha256: *h, mtime: *t, mode: *m}"))
     #expect(m.mirrors == ["https://x.example/lab/"])
     #expect(m.entries.count == 2)
-    #expect(m.entries[0].sha256 == m.entries[1].sha256)
+    #expect(m.entries[0].digests[.sha256] == m.entries[1].digests[.sha256])
     #expect(m.entries[1].size == 10 && m.entries[1].mode == 0o600)
     #expect(m.entries[1].mtime == FileTime(seconds: 1_793_534_400))
 }
@@ -205,6 +205,6 @@ private let sha = ManifestFixture.sha256
     let m = try F.parse(F.yaml("version: 1", "base_url: https://x/", "files:",
                                "  - path: a", "    size: 1", "    sha512: \(F.sha512)"))
     let e = try #require(m.entries.first)
-    #expect(e.sha256 == nil)
-    #expect(e.sha512?.hex == F.sha512)
+    #expect(e.digests[.sha256] == nil)
+    #expect(e.digests[.sha512]?.hex == F.sha512)
 }

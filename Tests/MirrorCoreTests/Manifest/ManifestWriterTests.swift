@@ -41,7 +41,7 @@ import Glibc
         #expect(loaded.baseURL == "http://127.0.0.1:8080/pub/")
         #expect(loaded.entries.map { Array($0.path.utf8) } == expectedOrder)
         for entry in loaded.entries {
-            #expect(entry.sha256?.hex == shas[Array(entry.path.utf8)], "\(entry.path)")
+            #expect(entry.digests[.sha256]?.hex == shas[Array(entry.path.utf8)], "\(entry.path)")
             #expect(entry.size == FileManager.default.sizeOfFile(root + "/" + entry.path), "\(entry.path)")
         }
         // The default URL is the path under base_url, as a web server serving the folder publishes it.

@@ -18,7 +18,7 @@ import Glibc
 
     func entry(_ path: String, size: Int64 = 10) -> ManifestEntry {
         ManifestEntry(path: path, url: .relative(path), size: size,
-                      sha256: Digest(bytes: [UInt8](repeating: 7, count: 32)))
+                      digests: [.sha256: Digest(bytes: [UInt8](repeating: 7, count: 32))])
     }
 
     func write(_ relative: String, bytes: Int) throws {
@@ -54,7 +54,7 @@ import Glibc
         let resized = entry("a b=%.bin", size: 11)
         #expect(!journal.isVerified(resized, status: status), "another size in the manifest")
         let rehashed = ManifestEntry(path: e.path, url: .relative(e.path), size: 10,
-                                     sha256: Digest(bytes: [UInt8](repeating: 8, count: 32)))
+                                     digests: [.sha256: Digest(bytes: [UInt8](repeating: 8, count: 32))])
         #expect(!journal.isVerified(rehashed, status: status), "another checksum in the manifest")
         #expect(try planner.action(for: rehashed) == .check)
         #expect(!journal.isVerified(entry("a b=%.bi"), status: status), "a path that is a prefix")
@@ -91,7 +91,7 @@ import Glibc
         let status = try #require(try destination.status(of: "a.bin"))
         try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
         var changed = old
-        changed.sha256 = Digest(bytes: [UInt8](repeating: 8, count: 32))
+        changed.digests[.sha256] = Digest(bytes: [UInt8](repeating: 8, count: 32))
         #expect(try planner.action(for: changed) == .check, "same size, new checksum: must be hashed, not trusted")
     }
 

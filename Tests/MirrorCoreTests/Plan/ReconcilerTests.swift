@@ -15,7 +15,7 @@ import Glibc
     init() throws { fx = try DestinationState() }
 
     func entry(_ path: String) -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: 10, sha256: Digest(bytes: [UInt8](repeating: 7, count: 32)))
+        ManifestEntry(path: path, url: .relative(path), size: 10, digests: [.sha256: Digest(bytes: [UInt8](repeating: 7, count: 32))])
     }
 
     func record(_ path: String, inode: UInt64) -> JournalRecord {

@@ -19,9 +19,9 @@ import Testing
 
     /// A segmented file is one line, however many requests it runs; the line says how many.
     @Test func aSegmentedFileIsOneLineWithItsConnections() {
-        let task = EntryTask(entry: ManifestEntry(path: "big.iso", url: .relative("big.iso"), size: 100 * Self.mib, sha256: nil),
+        let task = EntryTask(entry: ManifestEntry(path: "big.iso", url: .relative("big.iso"), size: 100 * Self.mib, digests: [:]),
                              sources: [], replacing: false)
-        let other = EntryTask(entry: ManifestEntry(path: "a.bin", url: .relative("a.bin"), size: 10, sha256: nil),
+        let other = EntryTask(entry: ManifestEntry(path: "a.bin", url: .relative("a.bin"), size: 10, digests: [:]),
                               sources: [], replacing: false)
         let files = ConsoleReport.progressFiles([task, other, task, task])
         #expect(files.map(\.path) == ["a.bin", "big.iso"])

@@ -19,7 +19,7 @@ import Glibc
     }
 
     func entry(_ path: String, size: Int64, sha: String) -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: size, sha256: Digest(hex: sha, byteCount: 32))
+        ManifestEntry(path: path, url: .relative(path), size: size, digests: DigestSet(.sha256, Digest(hex: sha, byteCount: 32)))
     }
 
     /// A manifest of five entries, with a journal that says: a.bin verified, b.bin 40% partial,
@@ -102,7 +102,7 @@ import Glibc
         // The manifest now lists another version of b.bin: its partial record is obsolete.
         var changed = manifest
         let b = try #require(entries["b.bin"])
-        changed.entries[1] = entry("b.bin", size: 2000, sha: b.sha256?.hex ?? "")
+        changed.entries[1] = entry("b.bin", size: 2000, sha: b.digests[.sha256]?.hex ?? "")
         let status = try StatusInspector.inspect(manifest: changed, destinationPath: dest)
         #expect(status.entries[0].state == .unverified)
         #expect(status.entries[1].state == .missing)

@@ -24,7 +24,7 @@ import Glibc
 
     func task(_ path: String, sha256: String) throws -> (EntryTask, PartialFile) {
         let entry = ManifestEntry(path: path, url: .relative(path), size: Int64(Self.bytes.count),
-                                  sha256: try #require(Digest(hex: sha256, byteCount: 32)))
+                                  digests: [.sha256: try #require(Digest(hex: sha256, byteCount: 32))])
         let task = EntryTask(entry: entry, sources: ["http://127.0.0.1/" + path], replacing: false)
         let partial = try PartialFile(identity: EntryIdentity(entry), folder: partials, folderDisplay: "partial", journal: journal)
         try Self.bytes.withUnsafeBytes { try partial.append($0) }
@@ -61,7 +61,7 @@ import Glibc
 
     @Test func aPresentFileIsCheckedAndRecordedOrFetchedAgain() throws {
         let good = ManifestEntry(path: "p.bin", url: .relative("p.bin"), size: Int64(Self.bytes.count),
-                                 sha256: try #require(Digest(hex: TestData.sha256(of: Self.bytes), byteCount: 32)))
+                                 digests: [.sha256: try #require(Digest(hex: TestData.sha256(of: Self.bytes), byteCount: 32))])
         try Self.bytes.withUnsafeBytes { raw in
             let fd = open(dir.path("p.bin"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             try #require(fd >= 0)
@@ -73,13 +73,13 @@ import Glibc
         }
         #expect(journal.records(for: "p.bin")?.verified != nil)
         var other = good
-        other.sha256 = Digest(bytes: [UInt8](repeating: 1, count: 32))
+        other.digests = [.sha256: Digest(bytes: [UInt8](repeating: 1, count: 32))]
         guard case .differs = installer.check(other) else {
             Issue.record("other bytes must be fetched again")
             return
         }
         guard case .unreadable = installer.check(ManifestEntry(path: "missing.bin", url: .relative("missing.bin"), size: 1,
-                                                               sha256: good.sha256)) else {
+                                                               digests: good.digests)) else {
             Issue.record("a file that cannot be opened fails its entry")
             return
         }

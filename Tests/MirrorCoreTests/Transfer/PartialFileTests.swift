@@ -22,8 +22,8 @@ import Glibc
 
     static let content = TestData.bytes(count: 12 << 20, seed: 77)
     static let identity = EntryIdentity(path: "big.bin", size: Int64(content.count),
-                                        sha256: TestData.sha256(of: content),
-                                        sha512: Hasher.digest(.sha512, of: content).hex)
+                                        digests: [.sha256: TestData.sha256(of: content),
+                                                  .sha512: Hasher.digest(.sha512, of: content).hex])
 
     /// Appends in 1 MiB pieces, as a transfer would (checkpoints fall at the first piece that
     /// crosses each 8 MiB).
@@ -60,7 +60,7 @@ import Glibc
         first.checkpoint()  // as a clean stop does: nothing is written after it
         let record = try #require(journal.records(for: "big.bin")?.partial)
         #expect(record.bytes == 10 << 20)
-        #expect(record.sha256State != nil && record.sha512State != nil)
+        #expect(record.hashStates[.sha256] != nil && record.hashStates[.sha512] != nil)
         first.close()
 
         let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
@@ -68,9 +68,9 @@ import Glibc
         #expect(resumed.resumedFromSavedState)
         #expect(resumed.length == record.bytes)
         try append(resumed, Int(record.bytes)..<Self.content.count)
-        let (sha256, sha512) = try resumed.finishDigests()
-        #expect(sha256?.hex == Self.identity.sha256)
-        #expect(sha512?.hex == Self.identity.sha512)
+        let digests = try resumed.finishDigests()
+        #expect(digests[.sha256]?.hex == Self.identity.digests[.sha256])
+        #expect(digests[.sha512]?.hex == Self.identity.digests[.sha512])
     }
 
     /// A write after the checkpoint (ours before a kill, or anyone's) moves the file's change
@@ -90,7 +90,7 @@ import Glibc
                                       resumeFrom: record.bytes, saved: record)
         #expect(!resumed.resumedFromSavedState)
         try append(resumed, Int(record.bytes)..<Self.content.count)
-        #expect(try resumed.finishDigests().sha256?.hex != Self.identity.sha256, "the tampered bytes are hashed, not vouched for")
+        #expect(try resumed.finishDigests()[.sha256]?.hex != Self.identity.digests[.sha256], "the tampered bytes are hashed, not vouched for")
     }
 
     /// A partial file that is not this process's own, mode 0600, is never resumed: a new file
@@ -120,7 +120,7 @@ import Glibc
                                       resumeFrom: 5 << 20, saved: record)
         #expect(!resumed.resumedFromSavedState)
         try append(resumed, (5 << 20)..<Self.content.count)
-        #expect(try resumed.finishDigests().sha256?.hex == Self.identity.sha256)
+        #expect(try resumed.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256])
     }
 
     @Test func theWriterThreadProducesTheSameFileAndDigests() throws {
@@ -131,9 +131,9 @@ import Glibc
         try append(file, 0..<3_000_000, piece: 100_003)
         file.restartFromZero()  // a 200 to a range request: the body starts over mid-stream
         try append(file, 0..<Self.content.count, piece: 77_777)
-        let (sha256, _) = try file.finishDigests()
-        #expect(sha256?.hex == Self.identity.sha256)
-        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.sha256)
+        let digests = try file.finishDigests()
+        #expect(digests[.sha256]?.hex == Self.identity.digests[.sha256])
+        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.digests[.sha256])
         let durable = journal.records(for: "big.bin")?.partial?.bytes ?? 0
         #expect(durable >= 8 << 20 && durable < (8 << 20) + 77_777, "checkpointed at \(durable)")
     }
@@ -151,7 +151,7 @@ import Glibc
                             resumeFrom: 3 << 20, saved: record)
         let now = try #require(journal.records(for: "big.bin")?.partial)
         #expect(now.bytes == 3 << 20)
-        #expect(now.sha256State == nil, "no state for the shorter prefix: a later resume re-reads it")
+        #expect(now.hashStates[.sha256] == nil, "no state for the shorter prefix: a later resume re-reads it")
     }
 
     @Test func restartingFromZeroForgetsTheCheckpointBeforeTruncating() throws {

@@ -22,8 +22,8 @@ import Glibc
 
     static let content = TestData.bytes(count: 12 << 20, seed: 91)
     static let identity = EntryIdentity(path: "big.bin", size: Int64(content.count),
-                                        sha256: TestData.sha256(of: content),
-                                        sha512: Hasher.digest(.sha512, of: content).hex)
+                                        digests: [.sha256: TestData.sha256(of: content),
+                                                  .sha512: Hasher.digest(.sha512, of: content).hex])
 
     func partial(writer: PartialWriter? = nil, saved: PartialRecord? = nil) throws -> PartialFile {
         let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
@@ -60,10 +60,10 @@ import Glibc
         try feed(file, segment: 0, count: 4 << 20)
         try feed(file, segment: 1, count: 3 << 20)
         #expect(file.isComplete)
-        let (sha256, sha512) = try file.finishDigests()
-        #expect(sha256?.hex == Self.identity.sha256)
-        #expect(sha512?.hex == Self.identity.sha512)
-        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.sha256)
+        let digests = try file.finishDigests()
+        #expect(digests[.sha256]?.hex == Self.identity.digests[.sha256])
+        #expect(digests[.sha512]?.hex == Self.identity.digests[.sha512])
+        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.digests[.sha256])
     }
 
     @Test func theWriterThreadHashesInterleavedSegmentsCorrectly() throws {
@@ -75,8 +75,8 @@ import Glibc
         while !file.isComplete {
             for index in 0..<4 { try feed(file, segment: index, count: 65_536, piece: 16_411) }
         }
-        #expect(try file.finishDigests().sha256?.hex == Self.identity.sha256)
-        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.sha256)
+        #expect(try file.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256])
+        #expect(TestData.sha256(of: Array(try file.file.readAll())) == Self.identity.digests[.sha256])
     }
 
     @Test func aCheckpointRecordsEverySegmentAndAResumeContinuesEach() throws {
@@ -102,7 +102,7 @@ import Glibc
         #expect(resumed.openSegments().map(\.from) == expected)
         for index in [2, 1, 0] { try feed(resumed, segment: index, count: 4 << 20) }
         #expect(resumed.isComplete)
-        #expect(try resumed.finishDigests().sha256?.hex == Self.identity.sha256)
+        #expect(try resumed.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256])
     }
 
     @Test func aResumeTrimsSegmentsTheFileNoLongerHoldsAndRecordsThat() throws {
@@ -120,7 +120,7 @@ import Glibc
         let now = try #require(journal.records(for: "big.bin")?.partial?.segments)
         #expect(now.map(\.done) == [3 << 20, 1 << 20, 0], "the journal no longer vouches for the lost bytes")
         for index in 0..<3 { try feed(resumed, segment: index, count: 4 << 20) }
-        #expect(try resumed.finishDigests().sha256?.hex == Self.identity.sha256)
+        #expect(try resumed.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256])
     }
 
     @Test func abandoningSegmentsContinuesAsOneStreamFromTheContiguousPrefix() throws {
@@ -136,7 +136,7 @@ import Glibc
         let record = try #require(journal.records(for: "big.bin")?.partial)
         #expect(record.segments == nil && record.bytes == 5 << 20, "re-recorded as one stream")
         try Self.content[(5 << 20)...].withUnsafeBytes { try file.append($0) }
-        #expect(try file.finishDigests().sha256?.hex == Self.identity.sha256)
+        #expect(try file.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256])
     }
 
     @Test func aSegmentTakesNoMoreThanItsRange() throws {
@@ -150,7 +150,7 @@ import Glibc
     }
 
     @Test func malformedSegmentListsAreTornRecords() {
-        let id = EntryIdentity(path: "a", size: 100, sha256: String(repeating: "0", count: 64), sha512: nil)
+        let id = EntryIdentity(path: "a", size: 100, digests: [.sha256: String(repeating: "0", count: 64)])
         func line(_ segs: String) -> JournalRecord? {
             var record = PartialRecord(identity: id, url: "u", validator: nil, bytes: 0,
                                        segments: [SegmentRecord(start: 0, end: 100, done: 0)])

@@ -19,7 +19,7 @@ import Glibc
         for (i, path) in ["a.bin", "deep/b.bin", "c.bin", "d.bin", "e.bin", "f.bin"].enumerated() {
             let size = Int64(100_000 + i * 1000)
             let sha = try TestData.writeFile(at: dest + "/" + path, size: size, seed: UInt64(i))
-            entries.append(ManifestEntry(path: path, url: .relative(path), size: size, sha256: Digest(hex: sha, byteCount: 32)))
+            entries.append(ManifestEntry(path: path, url: .relative(path), size: size, digests: DigestSet(.sha256, Digest(hex: sha, byteCount: 32))))
         }
     }
 
@@ -61,10 +61,10 @@ import Glibc
 
         let flipped = try #require(byPath["c.bin"])
         #expect(flipped.kind == .corrupt)
-        #expect(flipped.expectedSHA256 == entries[2].sha256?.hex)
+        #expect(flipped.expectedSHA256 == entries[2].digests[.sha256]?.hex)
         #expect(flipped.actualSHA256 == (try TestData.sha256(ofFileAt: c)))
         #expect(flipped.expectedSHA256 != flipped.actualSHA256)
-        #expect(flipped.message.contains("expected sha256 \(entries[2].sha256?.hex ?? "")"))
+        #expect(flipped.message.contains("expected sha256 \(entries[2].digests[.sha256]?.hex ?? "")"))
         #expect(flipped.message.contains("got \(flipped.actualSHA256 ?? "")"))
 
         #expect(byPath["d.bin"]?.kind == .missing)
@@ -87,7 +87,7 @@ import Glibc
         let problems = try #require(object["problems"] as? [[String: Any]])
         let c2 = try #require(problems.first { $0["path"] as? String == "c.bin" })
         #expect(c2["state"] as? String == "corrupt")
-        #expect(c2["expected_sha256"] as? String == entries[2].sha256?.hex)
+        #expect(c2["expected_sha256"] as? String == entries[2].digests[.sha256]?.hex)
         #expect(c2["actual_sha256"] as? String == flipped.actualSHA256)
     }
 

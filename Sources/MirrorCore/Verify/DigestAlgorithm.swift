@@ -1,0 +1,189 @@
+import COpenSSL
+
+/// A digest algorithm a manifest entry may list, with everything the rest of the program needs
+/// to know about it: its name, its length, its keys in the journal and its libcrypto calls.
+///
+/// Adding an algorithm means a case here (and a slot in ``PerAlgorithm``) and a key in the
+/// manifest rule (`ManifestRules.EntryKey`); hashing, verifying, the journal and the sync path
+/// handle every case generically. (`mirror verify --json` names its fields per algorithm,
+/// `expected_sha256` and so on, in ``VerifyProblem``: an output contract, extended on purpose.)
+/// Cases are declared in the order digests are written to and compared in the journal
+/// (docs/journal.md): reordering them would change the journal's bytes.
+public enum DigestAlgorithm: Int, Sendable, CaseIterable {
+    case sha256, sha512
+
+    /// The name in the manifest, in messages (`expected sha256 ..., got ...`) and in `mirror verify`'s output.
+    public var name: String {
+        switch self {
+        case .sha256: "sha256"
+        case .sha512: "sha512"
+        }
+    }
+
+    /// Length of a digest in bytes (twice that in hex digits).
+    public var byteCount: Int {
+        switch self {
+        case .sha256: 32
+        case .sha512: 64
+        }
+    }
+
+    /// Key of the expected digest (hex) in a journal record's identity: `sha256=...`.
+    /// A `StaticString` so the no-op path compares it with a line's bytes without making a String.
+    var journalKey: StaticString {
+        switch self {
+        case .sha256: "sha256"
+        case .sha512: "sha512"
+        }
+    }
+
+    /// Key of the saved hash state (``Hasher/exportState()``, hex) in a partial record: `h256=...`.
+    var stateKey: StaticString {
+        switch self {
+        case .sha256: "h256"
+        case .sha512: "h512"
+        }
+    }
+
+    /// First byte of a saved hash state, so a state is never restored into another algorithm's context.
+    var stateTag: UInt8 {
+        switch self {
+        case .sha256: 1
+        case .sha512: 2
+        }
+    }
+
+    /// The algorithm whose ``journalKey`` (or, with `state`, ``stateKey``) is exactly `key`.
+    static func journal<C: Collection>(key: C, state: Bool = false) -> DigestAlgorithm? where C.Element == UInt8 {
+        var raw = 0
+        while let algorithm = DigestAlgorithm(rawValue: raw) {
+            let name = state ? algorithm.stateKey : algorithm.journalKey
+            let bytes = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+            if key.count == bytes.count && key.elementsEqual(bytes) { return algorithm }
+            raw += 1
+        }
+        return nil
+    }
+
+    // MARK: - libcrypto's low-level interface (used by ``Hasher``)
+
+    /// Size of the algorithm's context struct (`SHA256_CTX`, `SHA512_CTX`), which ``Hasher`` owns
+    /// and saves byte for byte.
+    var contextSize: Int {
+        switch self {
+        case .sha256: MemoryLayout<SHA256_CTX>.size
+        case .sha512: MemoryLayout<SHA512_CTX>.size
+        }
+    }
+
+    /// `SHA256_Init` / `SHA512_Init` on a context of ``contextSize`` bytes.
+    func initialize(_ context: UnsafeMutableRawPointer) {
+        switch self {
+        case .sha256: SHA256_Init(context.assumingMemoryBound(to: SHA256_CTX.self))
+        case .sha512: SHA512_Init(context.assumingMemoryBound(to: SHA512_CTX.self))
+        }
+    }
+
+    /// `SHA256_Update` / `SHA512_Update`.
+    func update(_ context: UnsafeMutableRawPointer, _ bytes: UnsafeRawPointer, _ count: Int) {
+        switch self {
+        case .sha256: SHA256_Update(context.assumingMemoryBound(to: SHA256_CTX.self), bytes, count)
+        case .sha512: SHA512_Update(context.assumingMemoryBound(to: SHA512_CTX.self), bytes, count)
+        }
+    }
+
+    /// `SHA256_Final` / `SHA512_Final` into `out`, which holds ``byteCount`` bytes.
+    func finish(_ context: UnsafeMutableRawPointer, into out: UnsafeMutablePointer<UInt8>) {
+        switch self {
+        case .sha256: SHA256_Final(out, context.assumingMemoryBound(to: SHA256_CTX.self))
+        case .sha512: SHA512_Final(out, context.assumingMemoryBound(to: SHA512_CTX.self))
+        }
+    }
+}
+
+/// One optional value per ``DigestAlgorithm``, in the algorithms' fixed order: the digests a
+/// manifest entry lists (``DigestSet``), their hex as a journal record holds them, or a partial
+/// download's saved hash states.
+///
+/// A struct with one stored slot per algorithm rather than a dictionary: reading and iterating
+/// allocate nothing, which the no-op path (``JournalRecord/verifiedLineMatches``, once per manifest
+/// entry) relies on, and the iteration order is the journal's field order.
+public struct PerAlgorithm<Value> {
+    private var sha256: Value?
+    private var sha512: Value?
+
+    public init() {}
+
+    /// A set holding one value (or none, when `value` is nil).
+    public init(_ algorithm: DigestAlgorithm, _ value: Value?) {
+        self[algorithm] = value
+    }
+
+    public subscript(algorithm: DigestAlgorithm) -> Value? {
+        get {
+            switch algorithm {
+            case .sha256: sha256
+            case .sha512: sha512
+            }
+        }
+        set {
+            switch algorithm {
+            case .sha256: sha256 = newValue
+            case .sha512: sha512 = newValue
+            }
+        }
+    }
+
+    public var isEmpty: Bool { first { _ in true } == nil }
+
+    /// The algorithms that have a value, in order.
+    public var algorithms: [DigestAlgorithm] { map(\.algorithm) }
+
+    /// The values transformed; a nil result leaves that algorithm without a value.
+    public func compactMapValues<T>(_ transform: (Value) throws -> T?) rethrows -> PerAlgorithm<T> {
+        var out = PerAlgorithm<T>()
+        for (algorithm, value) in self { out[algorithm] = try transform(value) }
+        return out
+    }
+
+    public func mapValues<T>(_ transform: (Value) throws -> T) rethrows -> PerAlgorithm<T> {
+        try compactMapValues(transform)
+    }
+}
+
+/// The expected (or computed) digests of one file.
+public typealias DigestSet = PerAlgorithm<Digest>
+
+extension PerAlgorithm: Sequence {
+    /// Each algorithm that has a value, with it, in ``DigestAlgorithm``'s order.
+    public struct Iterator: IteratorProtocol {
+        let values: PerAlgorithm
+        var raw = 0
+
+        public mutating func next() -> (algorithm: DigestAlgorithm, value: Value)? {
+            while let algorithm = DigestAlgorithm(rawValue: raw) {
+                raw += 1
+                if let value = values[algorithm] { return (algorithm, value) }
+            }
+            return nil
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(values: self) }
+}
+
+extension PerAlgorithm: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (DigestAlgorithm, Value)...) {
+        for (algorithm, value) in elements { self[algorithm] = value }
+    }
+}
+
+extension PerAlgorithm: Equatable where Value: Equatable {}
+extension PerAlgorithm: Hashable where Value: Hashable {}
+extension PerAlgorithm: Sendable where Value: Sendable {}
+
+extension PerAlgorithm: CustomStringConvertible {
+    public var description: String {
+        "[" + map { "\($0.algorithm.name): \($0.value)" }.joined(separator: ", ") + "]"
+    }
+}
