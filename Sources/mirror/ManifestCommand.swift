@@ -46,6 +46,7 @@ struct ManifestGroup: ParsableCommand {
         var jobs: Int?
 
         func validate() throws {
+            guard ParseOrder.checksMeaning else { return }
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
         }
 

@@ -106,6 +106,7 @@ struct Sync: ParsableCommand {
     static let minimumStallTimeout = TimeSpan(seconds: 1)
 
     func validate() throws {
+        guard ParseOrder.checksMeaning else { return }
         if signature != nil && trust == nil { throw ValidationError("--signature needs --trust PUB.pem") }
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
