@@ -17,12 +17,9 @@ struct ManifestAndDestination: ParsableArguments {
             var options = SyncOptions(manifestPath: manifest)
             options.destination = dest
             return (loaded, try SyncRunner.destinationPath(manifest: loaded, options: options))
-        } catch let error as ManifestError {
+        } catch let error as ExitCoded {
             ConsoleReport(mode: .text).fatal(error.description)
-            throw ExitCode(ExitStatus.invalidManifest)
-        } catch let error as SyncError {
-            ConsoleReport(mode: .text).fatal(error.description)
-            throw ExitCode(ExitStatus.code(for: error))
+            throw ExitCode(error.exitStatus)
         }
     }
 }

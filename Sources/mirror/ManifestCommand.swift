@@ -52,6 +52,7 @@ struct ManifestGroup: ParsableCommand {
         var exclude: [String] = []
 
         func validate() throws {
+            guard ParseOrder.checksMeaning else { return }
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
         }
 
@@ -72,10 +73,11 @@ struct ManifestGroup: ParsableCommand {
                 } else {
                     FileHandle.standardOutput.write(Data(result.yaml.utf8))
                 }
-            } catch let error as ManifestWriterError {
+            } catch let error as ExitCoded {
                 report.fatal(error.description)
-                throw ExitCode(error.isUsage ? ExitStatus.usage : ExitStatus.entriesFailed)
+                throw ExitCode(error.exitStatus)
             } catch let error as SystemError {
+                // A file that cannot be read or written: the command's "cannot read" (1).
                 report.fatal(error.description)
                 throw ExitCode(ExitStatus.entriesFailed)
             }

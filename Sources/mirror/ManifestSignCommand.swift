@@ -32,13 +32,12 @@ struct ManifestSign: ParsableCommand {
             let signingKey = try SigningKey.load(path: key)
             let written = try ManifestSignature.signFile(manifestPath: file, key: signingKey, outputPath: output)
             print(Formatting.forPeople("signed \(file): \(written)"))
-        } catch let error as SignatureKeyError {
+        } catch let error as ExitCoded {
+            // An unusable key (64), an unreadable or invalid manifest (65).
             report.fatal(error.description)
-            throw ExitCode(ExitStatus.usage)
-        } catch let error as ManifestError {
-            report.fatal(error.description)
-            throw ExitCode(ExitStatus.invalidManifest)
+            throw ExitCode(error.exitStatus)
         } catch let error as SystemError {
+            // The manifest was read and the key loaded: what failed is writing the signature.
             report.fatal(error.description)
             throw ExitCode(ExitStatus.cannotWrite)
         }

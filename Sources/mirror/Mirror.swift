@@ -23,4 +23,22 @@ struct Mirror: ParsableCommand {
         version: "0.1.0",
         subcommands: [Sync.self, Status.self, Verify.self, ManifestGroup.self]
     )
+
+    /// As ArgumentParser's own `main()`, except that a failed parse reports the first mistake in
+    /// the words (an unknown option or command, with "did you mean") before any message of a
+    /// `validate()`, which the typo may have caused (``ParseOrder``).
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        var command: ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            exit(withError: ParseOrder.firstError(of: arguments, after: error))
+        }
+        do {
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -22,6 +22,10 @@ struct Sync: ParsableCommand {
             For cron and monitoring: --jitter spreads the start of many machines, --limit-rate \
             caps the bandwidth, --deadline bounds the run, --metrics-file feeds node_exporter's \
             textfile collector, --log-file keeps a timestamped history.
+
+            A DURATION is numbers with units ms, s, m, h or d: 90s, 45m, 2h, 1h30m; a number \
+            without a unit is refused (only 0 needs none). A SIZE or RATE is a number of bytes \
+            with an optional unit K, M, G or T, powers of 1024: 64M, 1.5G, 500K.
             """
     )
 
@@ -37,14 +41,19 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: "Connections for one large file, at most: it starts on one and adds more while the hash waits for bytes (1: never split).")
     var segments: Int = 4
 
-    @Option(name: .long, help: ArgumentHelp("Files at least this large are downloaded in segments (64M, 1G).", valueName: "SIZE"))
-    var segmentsAbove: String = "64M"
+    // Sizes, durations and rates are parsed here, once, by their types (ArgumentValues.swift); the
+    // help states the defaults itself because an option with a `transform` does not.
+    @Option(name: .long, help: ArgumentHelp("Files at least this large are downloaded in segments (64M, 1.5G). (default: \(Sync.defaultSegmentsAbove))", valueName: "SIZE"),
+            transform: ByteCount.parse)
+    var segmentsAbove = Sync.defaultSegmentsAbove
 
-    @Option(name: .long, help: ArgumentHelp("Stop cleanly after this long (45m, 2h), state saved; exit 75.", valueName: "DURATION"))
-    var deadline: String?
+    @Option(name: .long, help: ArgumentHelp("Stop cleanly after this long (45m, 2h, 1h30m), state saved; exit 75.", valueName: "DURATION"),
+            transform: TimeSpan.parse)
+    var deadline: TimeSpan?
 
-    @Option(name: .long, help: ArgumentHelp("Abort a transfer that stays below 1 KiB/s this long, then retry.", valueName: "DURATION"))
-    var stallTimeout: String = "30s"
+    @Option(name: .long, help: ArgumentHelp("Abort a transfer that stays below 1 KiB/s this long (at least \(Sync.minimumStallTimeout)), then retry. (default: \(Sync.defaultStallTimeout))", valueName: "DURATION"),
+            transform: { try TimeSpan(parsing: $0, atLeast: Sync.minimumStallTimeout) })
+    var stallTimeout = Sync.defaultStallTimeout
 
     @Option(name: .long, help: "Retries of a source after failures that made no progress, before the next source.")
     var retries: Int = 5
@@ -70,11 +79,13 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON summary on standard output at the end.")
     var json = false
 
-    @Option(name: .long, help: ArgumentHelp("Cap the download rate of the whole run, in bytes per second (500K, 20M).", valueName: "RATE"))
-    var limitRate: String?
+    @Option(name: .long, help: ArgumentHelp("Cap the download rate of the whole run, in bytes per second (500K, 20M).", valueName: "RATE"),
+            transform: ByteRate.parse)
+    var limitRate: ByteRate?
 
-    @Option(name: .long, help: ArgumentHelp("Wait a random time in [0, DURATION) before starting (10m), so machines spread out.", valueName: "DURATION"))
-    var jitter: String?
+    @Option(name: .long, help: ArgumentHelp("Wait a random time in [0, DURATION) before starting (10m), so machines spread out.", valueName: "DURATION"),
+            transform: TimeSpan.parse)
+    var jitter: TimeSpan?
 
     @Option(name: .long, help: ArgumentHelp("Write the run's outcome in Prometheus textfile format to PATH, atomically.", valueName: "PATH"))
     var metricsFile: String?
@@ -88,20 +99,18 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The manifest's signature file (default: MANIFEST.sig); needs --trust.", valueName: "PATH"))
     var signature: String?
 
+    /// The defaults of SyncOptions and TransferSettings, as the options show them.
+    static let defaultSegmentsAbove = ByteCount(bytes: SyncOptions(manifestPath: "").segmentThreshold)
+    static let defaultStallTimeout = TimeSpan(seconds: Double(TransferSettings().stallTimeout))
+    /// libcurl counts the low-speed time in whole seconds; below one, every transfer would abort.
+    static let minimumStallTimeout = TimeSpan(seconds: 1)
+
     func validate() throws {
+        guard ParseOrder.checksMeaning else { return }
         if signature != nil && trust == nil { throw ValidationError("--signature needs --trust PUB.pem") }
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
-        guard Formatting.parseByteCount(segmentsAbove) != nil else {
-            throw ValidationError("--segments-above takes a size such as 64M or 1G, got \"\(segmentsAbove)\"")
-        }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
-        if let deadline, Formatting.parseDuration(deadline) == nil {
-            throw ValidationError("--deadline takes a duration such as 45m, 2h or 90s, got \"\(deadline)\"")
-        }
-        guard let stall = Formatting.parseDuration(stallTimeout), stall >= 1 else {
-            throw ValidationError("--stall-timeout takes a duration of at least 1s, got \"\(stallTimeout)\"")
-        }
         if let caFile, access(caFile, R_OK) != 0 {
             throw ValidationError("--ca-file \(caFile): cannot read it: \(String(cString: strerror(errno)))")
         }
@@ -110,12 +119,6 @@ struct Sync: ParsableCommand {
         }
         if let authHeaderEnv {
             do { _ = try RequestSecurity.authorization(fromEnvironment: authHeaderEnv) } catch { throw ValidationError("\(error)") }
-        }
-        if let jitter, Formatting.parseDuration(jitter) == nil {
-            throw ValidationError("--jitter takes a duration such as 10m, 90s or 0, got \"\(jitter)\"")
-        }
-        if let limitRate, Formatting.parseRate(limitRate) == nil {
-            throw ValidationError("--limit-rate takes bytes per second such as 500K, 20M or 1G, got \"\(limitRate)\"")
         }
         if RemoteManifest.isURL(manifest) && dest == nil {
             throw ValidationError("a manifest URL needs --dest DIR: the last good copy of the manifest is kept in DIR/.mirror/manifest")
@@ -130,13 +133,13 @@ struct Sync: ParsableCommand {
         options.destination = dest
         options.jobs = jobs
         options.segments = segments
-        options.segmentThreshold = Formatting.parseByteCount(segmentsAbove) ?? options.segmentThreshold
+        options.segmentThreshold = segmentsAbove.bytes
         options.dryRun = dryRun
         options.waitForLock = wait
         options.retries = retries
-        options.deadline = deadline.flatMap(Formatting.parseDuration)
-        options.limitRate = limitRate.flatMap(Formatting.parseRate)
-        options.transfer.stallTimeout = Int(Formatting.parseDuration(stallTimeout) ?? 30)
+        options.deadline = deadline?.seconds
+        options.limitRate = limitRate?.bytesPerSecond
+        options.transfer.stallTimeout = Int(stallTimeout.seconds)
         options.transfer.security.caFile = caFile
         options.transfer.security.netrc = try netrcFile.map(Netrc.load(path:))
         options.transfer.security.authorization = try authHeaderEnv.map(RequestSecurity.authorization(fromEnvironment:))
@@ -149,7 +152,7 @@ struct Sync: ParsableCommand {
             options.transfer.lowSpeedLimit = Int(max(1, min(Int64(options.transfer.lowSpeedLimit), rate / Int64(jobs) / 2)))
         }
         let request = SyncRequest(manifest: manifest, options: options,
-                                  jitter: jitter.flatMap(Formatting.parseDuration),
+                                  jitter: jitter?.seconds,
                                   trustKey: trust, signature: signature, metricsFile: metricsFile, logFile: logFile,
                                   json: json, started: started)
         throw ExitCode(SyncSession.run(request, report: report))

@@ -28,6 +28,7 @@ struct Verify: ParsableCommand {
     var json = false
 
     func validate() throws {
+        guard ParseOrder.checksMeaning else { return }
         if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
     }
 

@@ -3,27 +3,6 @@ import Glibc
 #endif
 
 extension Formatting {
-    /// Parses a `--limit-rate` value in bytes per second: `500K`, `20M`, `1G`, `1.5m`, or plain
-    /// bytes (`65536`). K, M and G are powers of 1024, as in curl's own `--limit-rate`; an optional
-    /// trailing `B`, `/s` or `iB` is accepted. nil for anything else, zero or negative.
-    public static func parseRate(_ text: String) -> Int64? {
-        var t = text.trimmingSpaces.lowercased()
-        if t.hasSuffix("/s") { t.removeLast(2) }
-        if t.hasSuffix("ib") { t.removeLast(2) } else if t.hasSuffix("b") { t.removeLast() }
-        var multiplier = 1.0
-        switch t.last {
-        case "k": multiplier = 1024
-        case "m": multiplier = 1024 * 1024
-        case "g": multiplier = 1024 * 1024 * 1024
-        default: break
-        }
-        if multiplier != 1 { t.removeLast() }
-        guard let value = Double(t), value.isFinite, value > 0 else { return nil }
-        let bytes = (value * multiplier).rounded()
-        guard bytes >= 1, bytes < 1e15 else { return nil }
-        return Int64(bytes)
-    }
-
     /// `2026-11-22T03:04:05Z` (RFC 3339, UTC, whole seconds): ``utcTimestamp(_:)`` of the second.
     public static func rfc3339(_ unixTime: Double) -> String {
         utcTimestamp(Int64(unixTime.rounded(.down)))

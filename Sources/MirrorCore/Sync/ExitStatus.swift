@@ -14,14 +14,12 @@ public enum ExitStatus {
         case .incomplete: return tryLater
         }
     }
+}
 
-    public static func code(for error: SyncError) -> Int32 {
-        switch error {
-        case .manifest: return invalidManifest
-        case .noDestination: return usage
-        case .destination: return cannotWrite
-        case .locked: return tryLater
-        case .setup: return entriesFailed
-        }
-    }
+/// An error that knows the exit code (docs/cli.md) of a command it ends, so that the executable
+/// and ``SyncSession`` map an error to its code by its type and case, never by its message: a
+/// reworded message cannot change an exit code that cron wrappers and monitoring rely on.
+/// The codes of every such error are in ErrorExitStatus.swift, side by side.
+public protocol ExitCoded: Error, CustomStringConvertible {
+    var exitStatus: Int32 { get }
 }

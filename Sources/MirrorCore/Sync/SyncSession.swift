@@ -80,40 +80,11 @@ public enum SyncSession {
             case .failed: result = .failed
             case .incomplete: result = .incomplete
             }
-        } catch let error as ManifestError {
+        } catch let error as ExitCoded {
             report.fatal(error.description)
             ended = error.description
-            (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
-        } catch let error as SignatureKeyError {
-            report.fatal(error.description)
-            ended = error.description
-            (result, code) = (.error, ExitStatus.usage)
-        } catch let error as SignatureError {
-            report.fatal(error.description)
-            ended = error.description
-            (result, code) = (.invalidManifest, ExitStatus.invalidManifest)
-        } catch let error as SyncError {
-            report.fatal(error.description)
-            ended = error.description
-            code = ExitStatus.code(for: error)
-            switch error {
-            case .manifest: result = .invalidManifest
-            case .locked: result = .locked
-            case .destination: result = .unwritable
-            case .noDestination, .setup: result = .error
-            }
-        } catch let failure as RemoteManifest.Failure {
-            report.fatal(failure.description)
-            ended = failure.description
-            switch failure {
-            case .unreachable: (result, code) = (.unreachable, ExitStatus.tryLater)
-            case .interrupted: (result, code) = (.incomplete, ExitStatus.tryLater)
-            case .cache: (result, code) = (.unwritable, ExitStatus.cannotWrite)
-            }
-        } catch let stop as SyncCommandStop {
-            report.fatal(stop.description)
-            ended = stop.description
-            (result, code) = (.incomplete, ExitStatus.tryLater)
+            code = error.exitStatus
+            result = runResult(for: error)
         } catch {
             report.fatal("\(error)")
             ended = "\(error)"
@@ -137,6 +108,28 @@ public enum SyncSession {
         }
         report.log?.close()
         return code
+    }
+
+    /// What the metrics file says of a run that `error` ended before it had a summary.
+    private static func runResult(for error: ExitCoded) -> RunMetrics.Result {
+        switch error {
+        case is ManifestError, is SignatureError: return .invalidManifest
+        case let error as SyncError:
+            switch error {
+            case .manifest: return .invalidManifest
+            case .locked: return .locked
+            case .destination: return .unwritable
+            case .noDestination, .setup: return .error
+            }
+        case let failure as RemoteManifest.Failure:
+            switch failure {
+            case .unreachable: return .unreachable
+            case .interrupted: return .incomplete
+            case .cache: return .unwritable
+            }
+        case is SyncCommandStop: return .incomplete
+        default: return .error
+        }
     }
 
     /// The manifest from its path, or from its URL with the last good copy as fallback. A manifest

@@ -44,15 +44,7 @@ import MirrorTestSupport
         #expect(redactingURLs(in: "\"http://h/p@x\"") == "\"http://h/p@x\"")
     }
 
-    @Test func rates() {
-        #expect(Formatting.parseRate("500K") == 512_000)
-        #expect(Formatting.parseRate("20M") == 20 << 20)
-        #expect(Formatting.parseRate("1g") == 1 << 30)
-        #expect(Formatting.parseRate("2MiB/s") == 2 << 20)
-        #expect(Formatting.parseRate("65536") == 65536)
-        #expect(Formatting.parseRate("0") == nil)
-        #expect(Formatting.parseRate("-1M") == nil)
-        #expect(Formatting.parseRate("fast") == nil)
+    @Test func rfc3339() {
         #expect(Formatting.rfc3339(0) == "1970-01-01T00:00:00Z")
     }
 

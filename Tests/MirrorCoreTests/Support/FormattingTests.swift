@@ -2,17 +2,6 @@ import Testing
 import MirrorCore
 
 @Suite struct FormattingTests {
-    @Test func durations() {
-        #expect(Formatting.parseDuration("45m") == 2700)
-        #expect(Formatting.parseDuration("2h") == 7200)
-        #expect(Formatting.parseDuration("1h30m") == 5400)
-        #expect(Formatting.parseDuration("500ms") == 0.5)
-        #expect(Formatting.parseDuration("90") == 90)
-        #expect(Formatting.parseDuration("5x") == nil)
-        #expect(Formatting.parseDuration("m") == nil)
-        #expect(Formatting.parseDuration("") == nil)
-    }
-
     @Test func bytes() {
         #expect(Formatting.bytes(0) == "0 B")
         #expect(Formatting.bytes(1023) == "1023 B")

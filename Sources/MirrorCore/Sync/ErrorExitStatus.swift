@@ -1,0 +1,53 @@
+/// The exit code of each error that can end a command (``ExitCoded``), in one place, as the
+/// table of docs/cli.md lists them. ``SystemError`` is not here: the same failed system call is
+/// "cannot read" (1) for `status` and "cannot write" (73) for `manifest sign`, so each command
+/// gives it the code of what it was doing.
+
+extension ManifestError: ExitCoded {
+    /// Unreadable or invalid manifest: 65 (`EX_DATAERR`).
+    public var exitStatus: Int32 { ExitStatus.invalidManifest }
+}
+
+extension SignatureError: ExitCoded {
+    /// A signature that does not verify makes the manifest unusable, as an invalid one: 65.
+    public var exitStatus: Int32 { ExitStatus.invalidManifest }
+}
+
+extension SignatureKeyError: ExitCoded {
+    /// The key file is named on the command line (`--trust`, `--key`): a usage error, 64.
+    public var exitStatus: Int32 { ExitStatus.usage }
+}
+
+extension ManifestWriterError: ExitCoded {
+    /// 64 when the command line is wrong (`--base-url`, `-o`); 1 when DIR or a file in it
+    /// cannot be read.
+    public var exitStatus: Int32 { isUsage ? ExitStatus.usage : ExitStatus.entriesFailed }
+}
+
+extension SyncError: ExitCoded {
+    public var exitStatus: Int32 {
+        switch self {
+        case .manifest: return ExitStatus.invalidManifest
+        case .noDestination: return ExitStatus.usage
+        case .destination: return ExitStatus.cannotWrite
+        case .locked: return ExitStatus.tryLater
+        case .setup: return ExitStatus.entriesFailed
+        }
+    }
+}
+
+extension RemoteManifest.Failure: ExitCoded {
+    /// An unreachable server or an interrupted fetch is worth another try later (75); a kept
+    /// copy that cannot be written is the destination's fault (73).
+    public var exitStatus: Int32 {
+        switch self {
+        case .unreachable, .interrupted: return ExitStatus.tryLater
+        case .cache: return ExitStatus.cannotWrite
+        }
+    }
+}
+
+extension SyncCommandStop: ExitCoded {
+    /// Stopped by a signal before any work: nothing is lost, a rerun does it all (75).
+    public var exitStatus: Int32 { ExitStatus.tryLater }
+}

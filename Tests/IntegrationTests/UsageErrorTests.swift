@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+import MirrorTestSupport
+
+/// Usage errors as an admin meets them at a shell or in cron mail (issue 16 items 7 and 8, issue
+/// 12 item 4): exit 64, the parser's message naming the mistake and the form expected, and
+/// nothing done. Each runs the binary with no server: a usage error must not need one.
+@Suite struct UsageErrorTests {
+    /// Runs `mirror ARGS` in a fresh folder (relative paths land there) and returns the result.
+    private func mirror(_ arguments: [String]) throws -> (result: ProcessResult, dir: TemporaryDirectory) {
+        let dir = try TemporaryDirectory()
+        let result = try ChildProcess.run(try MirrorBinary.path(), arguments, cwd: dir.path(""), timeout: 30)
+        return (result, dir)
+    }
+
+    /// Item 7: the typo is named (with "did you mean"), not the missing --dest it caused.
+    @Test func anUnknownOptionIsReportedBeforeTheMissingDestItCaused() throws {
+        let (result, dir) = try mirror(["sync", "https://127.0.0.1:9/m.yaml", "--dets", "DEST"])
+        #expect(result.exitCode == 64, "\(result)")
+        #expect(result.stderr.contains("Unknown option '--dets'. Did you mean '--dest'?"), "\(result.stderr)")
+        #expect(!result.stderr.contains("needs --dest"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path("DEST")))
+    }
+
+    /// Item 7, any validate() check: an unknown option comes first whatever else is wrong.
+    @Test func anUnknownOptionComesBeforeEveryCheckOfTheOthers() throws {
+        let (result, _) = try mirror(["sync", "m.yaml", "--jobs", "0", "--quite"])
+        #expect(result.exitCode == 64, "\(result)")
+        #expect(result.stderr.contains("Unknown option '--quite'. Did you mean '--quiet'?"), "\(result.stderr)")
+        #expect(!result.stderr.contains("--jobs must be"), "\(result.stderr)")
+    }
+
+    /// Item 7: a mistyped command gets the nearest one.
+    @Test func aMistypedCommandGetsTheNearestOne() throws {
+        for (typed, meant) in [(["synk"], "mirror sync"), (["stauts", "m.yaml"], "mirror status"),
+                               (["manifest", "craete", "dir"], "mirror manifest create")] {
+            let (result, _) = try mirror(typed)
+            #expect(result.exitCode == 64, "\(typed): \(result)")
+            #expect(result.stderr.contains("Did you mean '\(meant)'?"), "\(typed): \(result.stderr)")
+        }
+    }
+
+    /// Item 8: `--deadline 45`, meant as minutes, once stopped the run after 45 s.
+    @Test func aDurationWithoutAUnitIsRefusedWithTheUnitsToAdd() throws {
+        for option in ["--deadline", "--stall-timeout", "--jitter"] {
+            let (result, _) = try mirror(["sync", "m.yaml", "--dest", "DEST", option, "45"])
+            #expect(result.exitCode == 64, "\(option): \(result)")
+            #expect(result.stderr.contains("The value '45' is invalid for '\(option) <DURATION>'"), "\(result.stderr)")
+            #expect(result.stderr.contains("add a unit to the duration, such as 45s, 45m or 45h"), "\(result.stderr)")
+        }
+    }
+
+    /// Issue 12 item 4: a bad size, duration or rate is the parser's usage error and says what
+    /// form is expected.
+    @Test func aBadValueSaysWhatFormIsExpected() throws {
+        let cases: [(String, String, String)] = [
+            ("--segments-above", "lots", "such as 64M, 1.5G or 4096"),
+            ("--deadline", "soon", "such as 90s, 45m, 2h or 1h30m"),
+            ("--jitter", "-5s", "such as 90s, 45m, 2h or 1h30m"),
+            ("--stall-timeout", "500ms", "the duration must be at least 1s"),
+            ("--limit-rate", "fast", "such as 500K, 20M or 1G"),
+            ("--limit-rate", "0", "leave the option out for no limit"),
+        ]
+        for (option, value, expected) in cases {
+            // With `=`, as a negative value needs: alone, `-5s` would read as an option.
+            let (result, _) = try mirror(["sync", "m.yaml", "--dest", "DEST", "\(option)=\(value)"])
+            #expect(result.exitCode == 64, "\(option) \(value): \(result)")
+            #expect(result.stderr.contains("The value '\(value)' is invalid for '\(option) <"), "\(result.stderr)")
+            #expect(result.stderr.contains(expected), "\(option) \(value): \(result.stderr)")
+            #expect(result.stderr.contains("Usage: mirror sync"), "\(result.stderr)")
+        }
+    }
+
+    /// The help states each form and default, from the same definitions as the man page.
+    @Test func theHelpStatesTheFormsAndDefaults() throws {
+        let (result, _) = try mirror(["sync", "--help"])
+        #expect(result.exitCode == 0, "\(result)")
+        let help = result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(help.contains("a number without a unit is refused"), "\(help)")
+        #expect(help.contains("(default: 64M)"), "\(help)")
+        #expect(help.contains("(default: 30s)"), "\(help)")
+    }
+}
