@@ -17,7 +17,15 @@ struct Sync: ParsableCommand {
             MANIFEST may be an https://, http:// or file:// URL (then --dest is required): it is \
             fetched conditionally (ETag, Last-Modified) and the last good copy is kept in \
             DEST/.mirror/manifest; when the server cannot be reached the run uses that copy and \
-            says so on standard error, and exits 75 when there is none.
+            says so on standard error, and exits 75 when there is none. The copy is used only \
+            while it is the one this user kept; any other is discarded and fetched again.
+
+            DEST/.mirror must belong to the user who runs mirror and be writable by nobody else \
+            (exit 73 otherwise, with the fix): what is in it is trusted only that far.
+
+            Exit codes: 0 every file verified; 1 some files failed; 64 usage; 65 invalid \
+            manifest or signature; 73 the destination cannot be written; 75 try again later \
+            (stopped by --deadline or a signal, a server that cannot be reached, the lock held).
 
             For cron and monitoring: --jitter spreads the start of many machines, --limit-rate \
             caps the bandwidth, --deadline bounds the run, --metrics-file feeds node_exporter's \
