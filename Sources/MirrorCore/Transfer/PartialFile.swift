@@ -58,6 +58,9 @@ public final class PartialFile {
     /// is in file order, so bytes a later segment wrote before the prefix reached them are hashed when
     /// it does, read back from the page cache (``PartialWriter`` job `hashFile`).
     var fedLength: Int64 = 0
+    /// One stream resumed over a prefix that is being hashed again: new bytes are hashed from the
+    /// file (up to ``fedLength`` queued so far) instead of from memory.
+    var hashingFromFile = false
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
     public private(set) var resumedFromSavedState = false
@@ -157,9 +160,17 @@ public final class PartialFile {
         } else if keep > 0 {
             // Hash the kept prefix again, from the file, before the bytes that follow it: queued
             // on the writer, so the first new byte is asked for now rather than after the read.
+            // Until the hash has caught up, new bytes are hashed from the file too (``append(_:)``),
+            // so the transfer never waits for the writer's buffers behind that read.
             durableLength = 0
             lastCheckpoint = 0
-            if let writer { writer.hashFile(self, from: 0, to: keep) } else { performHashFromFile(from: 0, to: keep) }
+            if let writer {
+                writer.hashFile(self, from: 0, to: keep)
+                fedLength = keep
+                hashingFromFile = true
+            } else {
+                performHashFromFile(from: 0, to: keep)
+            }
         }
     }
 
@@ -227,7 +238,10 @@ public final class PartialFile {
         lock.lock()
         defer { lock.unlock() }
         try file.write(bytes, at: acceptedLength)
-        if let writer {
+        if hashingFromFile {
+            // Fed from the page cache in 4 MiB steps, after the re-hashed prefix.
+            if acceptedLength + Int64(bytes.count) - fedLength >= 4 << 20 { feedStreamFromFile(to: acceptedLength + Int64(bytes.count)) }
+        } else if let writer {
             writer.hash(self, bytes)
         } else {
             performHash(bytes)
@@ -253,6 +267,7 @@ public final class PartialFile {
 
     func checkpointLocked() {
         guard acceptedLength != lastCheckpoint, let url = currentSourceURL else { return }
+        if hashingFromFile { feedStreamFromFile(to: acceptedLength) }
         lastCheckpoint = acceptedLength
         // Every byte in this snapshot was written before the checkpoint is queued, so the
         // writer's fdatasync covers it.
@@ -277,8 +292,17 @@ public final class PartialFile {
         hashedLength = 0
         locked {
             fedLength = 0
+            hashingFromFile = false
             currentValidator = nil
         }
+    }
+
+    /// One stream whose prefix is being hashed again from the file: queues `[fedLength, end)` to
+    /// be hashed from the file after it. Called with `lock` held; the writer must exist.
+    private func feedStreamFromFile(to end: Int64) {
+        guard let writer, end > fedLength else { return }
+        writer.hashFile(self, from: fedLength, to: end)
+        fedLength = end
     }
 
     /// The journal forgets the file's record, durably, then the file is cut to `prefix` bytes,
@@ -304,6 +328,7 @@ public final class PartialFile {
     /// Waits for the writer, then returns the digests of the whole file. Call once, when
     /// ``isComplete``.
     public func finishDigests() throws -> DigestSet {
+        locked { if hashingFromFile { feedStreamFromFile(to: acceptedLength) } }
         writer?.drain(self)
         if let failure { throw failure }
         guard hashedLength == identity.size else {

@@ -93,6 +93,39 @@ import Glibc
         #expect(try resumed.finishDigests()[.sha256]?.hex != Self.identity.digests[.sha256], "the tampered bytes are hashed, not vouched for")
     }
 
+    /// With the writer thread, a prefix hashed again is read from the file while new bytes are
+    /// hashed from the file after it (the transfer does not wait behind the read): same digests,
+    /// and checkpoints still record a hash state of exactly their length.
+    @Test func aPrefixHashedAgainOnTheWriterThreadGivesTheRightDigests() throws {
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        first.sourceURL = "http://127.0.0.1/big.bin"
+        try append(first, 0..<(9 << 20))
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        first.close()
+        usleep(20_000)
+        // A write after the checkpoint (as before a kill): the state is not trusted.
+        let fd = open(dir.path + "/" + PartialFile.name(for: "big.bin"), O_WRONLY)
+        try #require(fd >= 0)
+        #expect(futimens(fd, nil) == 0)
+        close(fd)
+
+        let writer = PartialWriter()
+        defer { writer.shutdown() }
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+                                      writer: writer, resumeFrom: record.bytes, saved: record)
+        resumed.sourceURL = "http://127.0.0.1/big.bin"
+        #expect(!resumed.resumedFromSavedState)
+        try append(resumed, Int(record.bytes)..<(11 << 20), piece: 300_007)
+        resumed.checkpoint()
+        resumed.settle()
+        let mid = try #require(journal.records(for: "big.bin")?.partial)
+        #expect(mid.bytes == 11 << 20 && mid.hashStates[.sha256] != nil, "\(mid.bytes)")
+        try append(resumed, (11 << 20)..<Self.content.count, piece: 300_007)
+        let digests = try resumed.finishDigests()
+        #expect(digests[.sha256]?.hex == Self.identity.digests[.sha256])
+        #expect(digests[.sha512]?.hex == Self.identity.digests[.sha512])
+    }
+
     /// A partial file that is not this process's own, mode 0600, is never resumed: a new file
     /// takes its name.
     @Test func aPartialWithAnotherModeIsReplacedNotResumed() throws {
