@@ -42,7 +42,11 @@ struct Verify: ParsableCommand {
             print(summary.json)
         } else {
             let report = ConsoleReport(mode: .text)
-            for problem in summary.problems { report.fatal("\(problem.path): \(problem.message)") }
+            if let whole = summary.destinationProblem {
+                report.fatal("\(whole) (so none of the \(summary.total) files could be checked)")
+            } else {
+                for problem in summary.problems { report.fatal("\(problem.path): \(problem.message)") }
+            }
             if !quiet { print(summary.summaryLine) }
         }
         throw ExitCode(summary.isGood ? ExitStatus.ok : ExitStatus.entriesFailed)

@@ -47,4 +47,36 @@ import MirrorTestSupport
             #expect(PrometheusText.value(samples, "mirror_locked_runs_total") == Double(expected))
         }
     }
+
+    /// Items 9 and 10: a file given as DEST, or a folder given as the manifest, is said in one line
+    /// that names it, by sync (URL or path), its dry run, verify (once, not once per entry) and
+    /// manifest create; the dry run stops as the run does (before: it listed every download, exit 0).
+    @Test func aFileAsTheDestinationOrAFolderAsTheManifestIsSaidOnce() throws {
+        let dir = try TemporaryDirectory(prefix: "mirror-messages")
+        let file = dir.path("afile")
+        try TestData.writeFile(at: file, size: 3, seed: 1)
+        var manifest = ManifestBuilder(baseURL: "http://127.0.0.1:1/")
+        for i in 0..<20 { manifest.add(path: "f\(i).bin", size: 1, sha256: String(repeating: "ab", count: 32)) }
+        try manifest.write(to: dir.path("m.yaml"))
+        let mirror = try MirrorBinary.path()
+        func run(_ args: [String]) throws -> ProcessResult {
+            try ChildProcess.run(mirror, args, environment: SyncFixture.loopbackOnly, timeout: 60)
+        }
+        let said = "cannot use \(file) as the destination (it is a file, not a folder)"
+        for args in [["sync", "http://127.0.0.1:1/m.yaml", "--dest", file], ["sync", dir.path("m.yaml"), "--dest", file],
+                     ["sync", dir.path("m.yaml"), "--dest", file, "--dry-run"]] {
+            let result = try run(args)
+            #expect(result.exitCode == 73, "\(args): \(result)")
+            #expect(result.stderr.hasPrefix("mirror: " + said), "\(args): \(result.stderr)")
+            #expect(!result.stdout.contains("download"), "\(args): \(result.stdout)")
+        }
+        let verify = try run(["verify", dir.path("m.yaml"), "--dest", file])
+        #expect(verify.exitCode == 1)
+        #expect(verify.stderr.components(separatedBy: said).count == 2, "said once: \(verify.stderr)")
+        let create = try run(["manifest", "create", file, "--base-url", "http://x/"])
+        #expect(create.stderr.contains("cannot use \(file) as the folder to describe (it is a file, not a folder)"), "\(create.stderr)")
+        let folder = try run(["sync", dir.path, "--dest", dir.path("d")])
+        #expect(folder.exitCode == 65)
+        #expect(folder.stderr.contains("\(dir.path): this is a folder, not a manifest file"), "\(folder.stderr)")
+    }
 }

@@ -20,12 +20,14 @@ public final class Destination {
     public let path: String
     let root: FileDescriptor
 
-    /// Opens an existing DEST. Returns nil when it does not exist.
-    public static func openExisting(_ path: String) throws -> Destination? {
+    /// Opens an existing DEST. Returns nil when it does not exist. A file at the path is said to
+    /// be one (`role` names what the folder is for, in the message).
+    public static func openExisting(_ path: String, role: String = "the destination") throws -> Destination? {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw SystemError("open destination", path)
+            if errno == ENOTDIR { throw SystemError("use", "\(path) as \(role) (it is a file, not a folder)", code: ENOTDIR) }
+            throw SystemError("open \(role)", path)
         }
         return Destination(path: path, root: FileDescriptor(fd: fd, displayPath: path))
     }

@@ -16,6 +16,9 @@ public enum ManifestLoader {
         do {
             bytes = try readWholeFile(path)
         } catch let code as ReadFailure {
+            if code.errno == EISDIR {
+                throw ManifestError(file: name, message: "this is a folder, not a manifest file: give the manifest's path (FOLDER/manifest.yaml, say)")
+            }
             throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
         }
         // The file's bytes are released once the tree holds what it needs, before the entries are built.

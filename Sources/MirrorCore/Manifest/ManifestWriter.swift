@@ -66,7 +66,7 @@ public enum ManifestWriter {
                               threads: Int = WorkerPool.coreCount) throws -> Result {
         let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
         try checkBaseURL(base)
-        guard let root = try Destination.openExisting(directory) else {
+        guard let root = try Destination.openExisting(directory, role: "the folder to describe") else {
             throw ManifestWriterError("\(directory): no such folder")
         }
         var found: [(bytes: [UInt8], file: FoundFile)] = []

@@ -4,9 +4,11 @@ struct DryRun {
     let manifest: Manifest
     let report: ConsoleReport
 
-    func run(_ destPath: String, summary start: SyncSummary) -> SyncSummary {
+    /// Throws what the run would stop on before planning: a destination that cannot be a folder.
+    func run(_ destPath: String, summary start: SyncSummary) throws -> SyncSummary {
         var summary = start
-        let dest = try? Destination.openExisting(destPath)
+        let dest: Destination?
+        do { dest = try Destination.openExisting(destPath) } catch let error as SystemError { throw SyncError.destination(error) }
         let state = try? dest?.stateFolder(create: false)
         let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
         let partials = try? dest?.stateFolder("partial", create: false)

@@ -59,7 +59,7 @@ public final class SyncRunner {
     public func run() throws -> SyncSummary {
         let destPath = try SyncRunner.destinationPath(manifest: manifest, options: options)
         summary.total = manifest.entries.count
-        if options.dryRun { return DryRun(manifest: manifest, report: report).run(destPath, summary: summary) }
+        if options.dryRun { return try DryRun(manifest: manifest, report: report).run(destPath, summary: summary) }
 
         let lock: DestinationLock
         do {

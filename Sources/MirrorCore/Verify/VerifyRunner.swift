@@ -46,6 +46,9 @@ public struct VerifySummary: Sendable {
     public var seconds = 0.0
 
     public var isGood: Bool { problems.isEmpty }
+    /// The destination itself could not be opened (a file, not a folder; no permission): every
+    /// entry's problem is this one, which a person needs to read once.
+    public var destinationProblem: String?
 
     public func count(_ kind: VerifyProblem.Kind) -> Int { problems.filter { $0.kind == kind }.count }
 }
@@ -104,6 +107,7 @@ public final class VerifyRunner {
             destination = nil
             openFailure = "\(error)"
         }
+        summary.destinationProblem = openFailure
 
         let report = {
             let (files, bytes) = counters.progress
