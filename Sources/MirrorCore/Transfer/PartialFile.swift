@@ -354,17 +354,8 @@ public final class PartialFile {
             if failure == nil { fail(SystemError("hash", displayPath, code: EIO)) }
             return
         }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-        defer { buffer.deallocate() }
-        var offset = from
         do {
-            while offset < to {
-                let want = Int(min(Int64(buffer.count), to - offset))
-                let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
-                if n == 0 { throw SystemError("read partial file", displayPath, code: EIO) }
-                performHash(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                offset += Int64(n)
-            }
+            try FileHashing.read(file, from: from, to: to) { performHash($0) }
         } catch let error as SystemError {
             fail(error)
         } catch {

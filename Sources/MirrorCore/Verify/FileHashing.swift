@@ -18,16 +18,31 @@ public enum FileHashing {
     @discardableResult
     static func read(_ file: FileDescriptor, into hashers: [Hasher], progress: (Int) -> Void = { _ in }) throws -> Int64 {
         posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        return try read(file, from: 0, to: nil) { chunk in
+            for hasher in hashers { hasher.update(chunk) }
+            progress(chunk.count)
+        }
+    }
+
+    /// The one read-and-hash loop, for files on disk and for the bytes of a partial download read
+    /// back from the page cache: `[from, to)` in 1 MiB blocks, each handed to `consume`; with `to`
+    /// nil, up to the end of the file. A file that ends before `to` is an error (`EIO`): the bytes
+    /// to hash are not there. Returns the offset reached.
+    @discardableResult
+    static func read(_ file: FileDescriptor, from: Int64, to end: Int64?,
+                     _ consume: (UnsafeRawBufferPointer) -> Void) throws -> Int64 {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while true {
-            let n = try file.read(into: buffer, at: offset)
-            if n == 0 { break }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-            for hasher in hashers { hasher.update(chunk) }
+        var offset = from
+        while end.map({ offset < $0 }) ?? true {
+            let want = Int(min(Int64(buffer.count), (end ?? Int64.max) - offset))
+            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
+            if n == 0 {
+                guard end == nil else { throw SystemError("read", file.displayPath + " (it ended early)", code: EIO) }
+                break
+            }
+            consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             offset += Int64(n)
-            progress(n)
         }
         return offset
     }

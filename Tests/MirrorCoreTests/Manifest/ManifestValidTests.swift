@@ -195,7 +195,7 @@ private let sha = ManifestFixture.sha256
                                   message: "cannot read manifest: No such file or directory")) {
         try ManifestLoader.load(path: dir.path + "/missing.yaml")
     }
-    #expect(throws: ManifestError(file: "d", message: "cannot read manifest: Is a directory")) {
+    #expect(throws: ManifestError(file: "d", message: "this is a folder, not a manifest file: give the manifest's path (FOLDER/manifest.yaml, say)")) {
         try ManifestLoader.load(path: dir.path, displayName: "d")
     }
 }
