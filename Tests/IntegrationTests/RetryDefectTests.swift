@@ -84,4 +84,20 @@ import MirrorTestSupport
         let journal = try String(contentsOfFile: fx.dest + "/.mirror/journal", encoding: .utf8)
         #expect(journal.contains(" run "), "the run was recorded")
     }
+
+    /// D3 for large files: a segmented partial is preallocated to the file's size before its first
+    /// request; against a server that never answers, none may stay behind, holding the space.
+    @Test func aRefusedLargeFileLeavesNoPreallocatedPartial() throws {
+        let dir = try TemporaryDirectory(prefix: "mirror-refused-large")
+        let port = try Loopback.freePort()
+        var manifest = ManifestBuilder(baseURL: "http://127.0.0.1:\(port)/")
+        for i in 0..<3 { manifest.add(path: "big\(i).bin", size: 64 << 20, sha256: String(repeating: "ab", count: 32)) }
+        try manifest.write(to: dir.path("m.yaml"))
+        let result = try ChildProcess.run(try MirrorBinary.path(), ["sync", dir.path("m.yaml"), "--dest", dir.path("dest"),
+                                                                   "--segments", "4", "--segments-above", "1M"],
+                                          environment: SyncFixture.loopbackOnly, timeout: 60)
+        #expect(result.exitCode == 75, "\(result)")
+        let partials = (try? FileManager.default.contentsOfDirectory(atPath: dir.path("dest/.mirror/partial"))) ?? []
+        #expect(partials.isEmpty, "\(partials.count) partial files left")
+    }
 }

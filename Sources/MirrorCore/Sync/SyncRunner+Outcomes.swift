@@ -44,9 +44,10 @@ extension SyncRunner {
 
     /// A task that waits (back-off) or ends with no byte received gives its empty partial file
     /// back: thousands of entries waiting for a dead server must not hold thousands of open files
-    /// (EMFILE) or leave empty files behind. It is created again when bytes can arrive.
+    /// (EMFILE) or leave empty files behind, nor a segmented one preallocated to the file's size.
+    /// It is created again when bytes can arrive.
     func releaseIfEmpty(_ task: EntryTask) {
-        guard let partial = task.partial, partial.length == 0, !partial.isSegmented, task.downloads.isEmpty else { return }
+        guard let partial = task.partial, partial.length == 0, task.downloads.isEmpty else { return }
         partial.settle()
         partial.remove()
         task.partial = nil
