@@ -12,17 +12,33 @@ import Glibc
 /// A user who can write DEST itself can still rename `.mirror` away and put their own in its
 /// place; that one then belongs to them, and this check refuses it.
 public enum StateOwnership {
-    /// Throws (`EPERM`, so the run stops with exit 73) unless `fd` (`fstat`) belongs to this
-    /// process's effective uid and has no group or other write bit.
+    /// Why a file or folder may have been written by someone other than this user.
+    public enum Problem: Equatable, Sendable {
+        /// It belongs to this uid, not to the effective uid.
+        case owner(UInt32)
+        /// Group or others may write it (these are its permission bits).
+        case writableByOthers(mode: UInt32)
+    }
+
+    /// The one rule, for `.mirror`, its journal and partial folder, and the kept manifest copy:
+    /// owned by this process's effective uid, no group or other write bit.
+    public static func problem(_ status: FileStatus) -> Problem? {
+        if status.owner != geteuid() { return .owner(status.owner) }
+        if status.permissions & 0o022 != 0 { return .writableByOthers(mode: status.permissions) }
+        return nil
+    }
+
+    /// Throws (`EPERM`, so the run stops with exit 73) unless `fd` (`fstat`) passes ``problem(_:)``.
     public static func require(_ fd: FileDescriptor, _ displayPath: String) throws {
-        let status = try fd.stat()
         let me = geteuid()
-        if status.owner != me {
-            throw SystemError("trust", "\(displayPath) (it belongs to uid \(status.owner), not to uid \(me) who runs mirror; "
+        switch problem(try fd.stat()) {
+        case nil:
+            return
+        case .owner(let owner):
+            throw SystemError("trust", "\(displayPath) (it belongs to uid \(owner), not to uid \(me) who runs mirror; "
                 + "remove it, or chown it to uid \(me), and run again)", code: EPERM)
-        }
-        if status.permissions & 0o022 != 0 {
-            throw SystemError("trust", "\(displayPath) (others may write it: mode \(String(status.permissions, radix: 8)); "
+        case .writableByOthers(let mode):
+            throw SystemError("trust", "\(displayPath) (others may write it: mode \(String(mode, radix: 8)); "
                 + "chmod go-w it, or remove it, and run again)", code: EPERM)
         }
     }

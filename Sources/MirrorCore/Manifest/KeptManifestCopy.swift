@@ -162,23 +162,25 @@ extension RemoteManifest {
                 return .failed("\(shown) cannot be opened: \(String(cString: strerror(errno)))")
             }
             let file = FileDescriptor(fd: fd, displayPath: shown)
-            if let problem = ownershipProblem(file, directory: false) { return .failed("\(shown) \(problem)") }
-            var info = stat()
-            guard fstat(fd, &info) == 0 else { return .failed("\(shown) cannot be inspected") }
-            return .opened(file, size: Int(info.st_size))
+            guard let status = try? file.stat() else { return .failed("\(shown) cannot be inspected: \(String(cString: strerror(errno)))") }
+            if let problem = ownershipProblem(status, directory: false) { return .failed("\(shown) \(problem)") }
+            return .opened(file, size: Int(status.size))
         }
 
         /// Why the file or folder open at `file` may have been written by someone else, or nil.
         static func ownershipProblem(_ file: FileDescriptor, directory: Bool) -> String? {
-            var info = stat()
-            guard fstat(file.fd, &info) == 0 else { return "cannot be inspected: \(String(cString: strerror(errno)))" }
-            let kind = info.st_mode & S_IFMT
-            if directory ? kind != S_IFDIR : kind != S_IFREG { return directory ? "is not a folder" : "is not a regular file" }
-            if info.st_uid != geteuid() { return "belongs to uid \(info.st_uid), not to uid \(geteuid()) that runs mirror" }
-            if info.st_mode & (S_IWGRP | S_IWOTH) != 0 {
-                return "may be written by others (mode \(String(info.st_mode & 0o7777, radix: 8)))"
+            guard let status = try? file.stat() else { return "cannot be inspected: \(String(cString: strerror(errno)))" }
+            return ownershipProblem(status, directory: directory)
+        }
+
+        /// The kind this copy needs, then ``StateOwnership/problem(_:)``, worded for a warning.
+        static func ownershipProblem(_ status: FileStatus, directory: Bool) -> String? {
+            if directory ? !status.isDirectory : !status.isRegularFile { return directory ? "is not a folder" : "is not a regular file" }
+            switch StateOwnership.problem(status) {
+            case nil: return nil
+            case .owner(let owner): return "belongs to uid \(owner), not to uid \(geteuid()) that runs mirror"
+            case .writableByOthers(let mode): return "may be written by others (mode \(String(mode, radix: 8)))"
             }
-            return nil
         }
 
         static func remove(_ folder: FileDescriptor, _ name: String) throws {
