@@ -114,6 +114,28 @@ public final class FileDescriptor {
     }
 }
 
+extension FileDescriptor {
+    /// The entry names of this open folder, as bytes, without `.` and `..` (`fdopendir`/`readdir`
+    /// on a duplicate descriptor, since `closedir` closes the one it was given).
+    func entryNames() throws -> [[UInt8]] {
+        let fd = dup(self.fd)
+        if fd < 0 { throw SystemError("read folder", displayPath) }
+        guard let dir = fdopendir(fd) else {
+            let code = errno
+            Glibc.close(fd)
+            throw SystemError("read folder", displayPath, code: code)
+        }
+        defer { closedir(dir) }
+        var out: [[UInt8]] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
+            if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
+            out.append(name)
+        }
+        return out
+    }
+}
+
 /// The parts of `struct stat` that decide whether a file is the one the journal recorded.
 public struct FileStatus: Sendable, Equatable {
     public var size: Int64

@@ -163,7 +163,7 @@ public enum ManifestWriter {
     private static func walk(_ folder: FileDescriptor, relative: [UInt8], display: String,
                              excluding: ManifestExclusions,
                              found: inout [(bytes: [UInt8], file: FoundFile)], skipped: inout [Skipped]) throws {
-        for name in try names(in: folder, display: display) {
+        for name in try folder.entryNames() {
             let path = relative.isEmpty ? name : relative + [UInt8(ascii: "/")] + name
             // `shown` is the manifest's path (only names that pass `unusableName` are listed); a
             // name that is skipped or fails is reported escaped, invalid UTF-8 bytes included.
@@ -204,26 +204,6 @@ public enum ManifestWriter {
                 skipped.append(Skipped(path: escaped, reason: "not a regular file"))
             }
         }
-    }
-
-    /// The entry names of an open folder (`fdopendir`/`readdir` on a duplicate descriptor, since
-    /// `closedir` closes the one it was given), without `.` and `..`.
-    private static func names(in folder: FileDescriptor, display: String) throws -> [[UInt8]] {
-        let fd = dup(folder.fd)
-        if fd < 0 { throw SystemError("read folder", display) }
-        guard let dir = fdopendir(fd) else {
-            let code = errno
-            close(fd)
-            throw SystemError("read folder", display, code: code)
-        }
-        defer { closedir(dir) }
-        var out: [[UInt8]] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
-            if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
-            out.append(name)
-        }
-        return out
     }
 
     /// Why a manifest cannot hold this path (docs/manifest.md: UTF-8, no control character, no

@@ -386,9 +386,7 @@ public final class SyncRunner {
         if let partialFolder {
             // A partial that no task of this run owns belongs to no entry of the manifest (an
             // up-to-date entry needs none): nothing will ever resume it.
-            var keep = Set<String>()
-            for task in allTasks { keep.insert(PartialFile.name(for: task.entry.path)) }
-            PartialSweep.removeOrphans(in: partialFolder, keeping: keep)
+            PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map { PartialFile.name(for: $0.entry.path) }) }
         }
         summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) }
         summary.seconds = monotonicSeconds() - startTime
