@@ -142,11 +142,9 @@ public enum SyncSession {
             if let trust { return try ManifestLoader.load(path: manifest, trust: trust) }
             return try ManifestLoader.load(path: manifest)
         }
-        // The kept copy lives in DEST: a file there is the first thing to say, not a failure to keep it.
-        var st = stat()
-        if stat(dest, &st) == 0 && (st.st_mode & S_IFMT) != S_IFDIR {
-            throw SyncError.destination(SystemError("use", "\(dest) as the destination (it is a file, not a folder)", code: ENOTDIR))
-        }
+        // The kept copy lives in DEST: a file there is the first thing to say, not a failure to
+        // keep it (Destination.openExisting says so, as it does for the run itself).
+        do { _ = try Destination.openExisting(dest) } catch let error as SystemError { throw SyncError.destination(error) }
         let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: options.transfer, saveCopy: !options.dryRun,
                                               verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) })
         for warning in fetched.warnings { report.warning(warning) }
