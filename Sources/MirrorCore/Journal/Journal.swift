@@ -205,6 +205,13 @@ public final class Journal {
         }
     }
 
+    /// The partial record for `path`, without decoding its verified record (``records(for:)`` does).
+    public func partialRecord(for path: String) -> PartialRecord? {
+        lock.lock()
+        defer { lock.unlock() }
+        return partials[PathKey(path)]
+    }
+
     public func records(for path: String) -> EntryRecords? {
         lock.lock()
         defer { lock.unlock() }

@@ -30,7 +30,7 @@ extension PartialFile {
                 throw SystemError("open partial file", displayPath)
             }
             // Not ours to resume: the journal forgets it before a new file takes the name.
-            if let journal, journal.records(for: path)?.partial != nil {
+            if let journal, journal.partialRecord(for: path) != nil {
                 try journal.append(.forget(path: path), durable: true)
             }
         }

@@ -116,7 +116,7 @@ public final class PartialFile {
         displayPath = folderDisplay + "/" + name
         hashers = HasherSet(for: identity.digests)
         let resuming = resumeFrom > 0 || saved != nil
-        if !resuming, let journal, journal.records(for: identity.path)?.partial != nil {
+        if !resuming, let journal, journal.partialRecord(for: identity.path) != nil {
             // A fresh file is about to take this name: the journal must stop vouching for the old
             // one first, durably, or a later run would restore its hash state over these bytes.
             try journal.append(.forget(path: identity.path), durable: true)
@@ -309,7 +309,7 @@ public final class PartialFile {
     /// which become one stream of that length with nothing durable yet. The writer must be drained.
     func cut(to prefix: Int64) {
         do {
-            if let journal, durableLength > 0 || journal.records(for: identity.path)?.partial != nil {
+            if let journal, durableLength > 0 || journal.partialRecord(for: identity.path) != nil {
                 try journal.append(.forget(path: identity.path), durable: true)
             }
             try file.truncate(to: prefix)
