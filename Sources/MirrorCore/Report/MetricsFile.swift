@@ -54,13 +54,12 @@ public enum MetricsFile {
     /// The exposition text (version 0.0.4): `# HELP` and `# TYPE` for each metric, then its samples,
     /// every sample labelled with the manifest (and the destination when known).
     public static func render(_ m: RunMetrics) -> String {
-        var labels = "manifest=\(labelValue(redactedURL(m.manifest)))"
-        if let dest = m.destination { labels += ",dest=\(labelValue(dest))" }
+        let common = labels(m)
         var out = ""
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {
             out += "# HELP mirror_\(name) \(help)\n# TYPE mirror_\(name) \(type)\n"
             for (extra, value) in samples {
-                out += "mirror_\(name){\(labels)\(extra.isEmpty ? "" : "," + extra)} \(value)\n"
+                out += "mirror_\(name){\(common)\(extra.isEmpty ? "" : "," + extra)} \(value)\n"
             }
         }
         metric("last_run_start_timestamp_seconds", "gauge", "Unix time at which the last sync run started.",
@@ -110,14 +109,19 @@ public enum MetricsFile {
             if m.result == .locked { lockedRuns += 1 }
             text = render(m)
         }
-        var labels = "manifest=\(labelValue(redactedURL(m.manifest)))"
-        if let dest = m.destination { labels += ",dest=\(labelValue(dest))" }
         text += "# HELP mirror_\(lockedMetric) Sync runs that ended at once because another run held the destination's lock.\n"
-            + "# TYPE mirror_\(lockedMetric) counter\nmirror_\(lockedMetric){\(labels)} \(lockedRuns)\n"
+            + "# TYPE mirror_\(lockedMetric) counter\nmirror_\(lockedMetric){\(labels(m))} \(lockedRuns)\n"
         try replaceFileAtomically(folder: folder, name: name, bytes: Array(text.utf8))
     }
 
     static let lockedMetric = "locked_runs_total"
+
+    /// Every sample's labels: the manifest (user-info masked) and the destination when known.
+    static func labels(_ m: RunMetrics) -> String {
+        var labels = "manifest=\(labelValue(redactedURL(m.manifest)))"
+        if let dest = m.destination { labels += ",dest=\(labelValue(dest))" }
+        return labels
+    }
 
     /// The metrics file as it is, if it is a regular file of reasonable size (read through the
     /// folder's descriptor, never following a link).
