@@ -30,3 +30,4 @@ extension ReasonedArgument {
 extension ByteCount: ReasonedArgument {}
 extension TimeSpan: ReasonedArgument {}
 extension ByteRate: ReasonedArgument {}
+extension DeleteLimit: ReasonedArgument {}

@@ -6,12 +6,18 @@ import Glibc
 
 struct Sync: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Make a folder hold exactly the manifest's files, verified.",
+        abstract: "Make a folder hold the manifest's files, verified (with --delete: exactly those).",
         discussion: """
             Compares the manifest with the destination and the journal in DEST/.mirror, resumes \
             partial downloads with HTTP range requests, checks every byte against the manifest's \
             checksums and renames each verified file into place. Files the manifest does not name \
-            are left alone. Without a terminal, prints nothing unless a file changed or failed; \
+            are left alone, unless --delete is given: then, once every listed file is verified, the \
+            files an earlier run installed that the manifest no longer lists are deleted, with the \
+            folders this empties; a file changed since mirror installed it is kept, with a warning. \
+            --delete-unlisted deletes everything else in DEST too (not .mirror), for a folder only \
+            mirror writes. Nothing is deleted for a manifest with no files, or when more files \
+            would go than --max-delete allows (default 50% of the files mirror knows): then the \
+            run deletes nothing and exits 1. Without a terminal, prints nothing unless a file changed or failed; \
             on a terminal, shows the files in flight and the total (bytes, rate, ETA).
 
             MANIFEST may be an https://, http:// or file:// URL (then --dest is required): it is \
@@ -69,6 +75,16 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print the plan; change nothing and send no download request.")
     var dryRun = false
 
+    @Flag(name: .long, help: "Once every listed file is verified, delete the files an earlier run installed that the manifest no longer lists.")
+    var delete = false
+
+    @Flag(name: .long, help: "Like --delete, and also delete what mirror never installed: everything in DEST the manifest does not list, but .mirror.")
+    var deleteUnlisted = false
+
+    @Option(name: .long, help: ArgumentHelp("Delete nothing if more files than this would go: a count (100) or a share of the files mirror knows in DEST (10%). (default: \(DeleteLimit.default))", valueName: "N|N%"),
+            transform: DeleteLimit.parse)
+    var maxDelete: DeleteLimit?
+
     @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75.")
     var wait = false
 
@@ -119,6 +135,9 @@ struct Sync: ParsableCommand {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
+        if maxDelete != nil && !delete && !deleteUnlisted {
+            throw ValidationError("--max-delete limits --delete or --delete-unlisted; add one of them")
+        }
         if let caFile, access(caFile, R_OK) != 0 {
             throw ValidationError("--ca-file \(caFile): cannot read it: \(String(cString: strerror(errno)))")
         }
@@ -143,6 +162,8 @@ struct Sync: ParsableCommand {
         options.segments = segments
         options.segmentThreshold = segmentsAbove.bytes
         options.dryRun = dryRun
+        options.deletion = deleteUnlisted ? .unlisted : delete ? .installed : nil
+        if let maxDelete { options.deletionPolicy = DeletionPolicy(limit: maxDelete) }
         options.waitForLock = wait
         options.retries = retries
         options.deadline = deadline?.seconds

@@ -179,3 +179,26 @@ public struct FileStatus: Sendable, Equatable {
     public var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
     public var isSymlink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
 }
+
+extension FileDescriptor {
+    public struct Space: Sendable, Equatable {
+        /// Bytes an unprivileged writer may still use (`f_bavail × f_frsize`).
+        public var available: Int64
+        public var blockSize: Int64
+    }
+
+    /// The free space of this folder's file system (`fstatvfs(3)`).
+    func space() throws -> Space {
+        var vfs = statvfs()
+        guard fstatvfs(fd, &vfs) == 0 else { throw SystemError("measure the free space of", displayPath) }
+        let block = Int64(vfs.f_frsize)
+        return Space(available: Int64(vfs.f_bavail) * block, blockSize: block)
+    }
+
+    /// The bytes allocated to the file `name` in this folder (`st_blocks × 512`); 0 when absent.
+    func allocatedBytes(of name: String) -> Int64 {
+        var st = Glibc.stat()
+        guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFREG else { return 0 }
+        return Int64(st.st_blocks) * 512
+    }
+}

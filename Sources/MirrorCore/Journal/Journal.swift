@@ -49,6 +49,13 @@ public final class Journal {
         for (path, r) in failures { out[path, default: EntryRecords()].failed = r }
         return out
     }
+    /// Paths with a verified record: the files mirror knows in DEST (``DeletionPolicy`` counts
+    /// its percentage from them).
+    public var verifiedCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return verified.count
+    }
     public private(set) var lastRun: RunRecord?
     /// Bytes of a torn or corrupt tail that opening the journal found and dropped.
     public private(set) var droppedTailBytes = 0
@@ -198,6 +205,11 @@ public final class Journal {
             partials[PathKey(r.identity.path)] = r
         case .forget(let path):
             partials.removeValue(forKey: PathKey(path))
+        case .removed(let path):
+            partials.removeValue(forKey: PathKey(path))
+            failures.removeValue(forKey: PathKey(path))
+            // Only this path's line: another path may share the hash (a lookup compares paths too).
+            if verifiedRecord(for: path) != nil { verified.removeValue(forKey: Journal.pathKey(path)) }
         case .failed(let r):
             failures[PathKey(r.identity.path)] = r
         case .run(let r):
@@ -244,18 +256,22 @@ public final class Journal {
 
     /// True when rewriting would shrink the journal noticeably: more lines than live records
     /// warrant. Keeps the journal's size proportional to the manifest (docs/journal.md, rule 5).
+    /// Paths the journal still knows but the manifest no longer lists are live too: their verified
+    /// records are kept for `--delete` (``compact(isCurrent:isListed:)``).
     public func needsCompaction(liveEntries: Int) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        return lineCount > 4 * liveEntries + 256
+        return lineCount > 4 * max(liveEntries, verified.count + partials.count) + 256
     }
 
     /// Rewrites the journal with only the records still relevant: those whose identity matches
-    /// `isCurrent` (an entry of the current manifest), and the last run.
+    /// `isCurrent` (an entry of the current manifest), the verified records of paths the manifest
+    /// no longer lists (`isListed` false: files an earlier run installed, which `--delete` may
+    /// remove later; docs/journal.md, "Compaction"), and the last run.
     ///
     /// Atomic replacement: write `journal.tmp`, `fsync` it, `renameat` over `journal`, `fsync` the
     /// folder. A crash at any point leaves either the old or the new journal, both complete.
-    public func compact(isCurrent: (EntryIdentity) -> Bool) throws {
+    public func compact(isCurrent: (EntryIdentity) -> Bool, isListed: (PathKey) -> Bool) throws {
         lock.lock()
         defer { lock.unlock() }
         guard file != nil else { return }
@@ -265,7 +281,7 @@ public final class Journal {
         }
         var out = Journal.header
         for path in Set(latestVerified.keys).union(partials.keys).union(failures.keys).sorted() {
-            if let v = latestVerified[path], isCurrent(v.identity) { out += JournalRecord.verified(v).encodedLine() }
+            if let v = latestVerified[path], isCurrent(v.identity) || !isListed(path) { out += JournalRecord.verified(v).encodedLine() }
             if let p = partials[path], isCurrent(p.identity) { out += JournalRecord.partial(p).encodedLine() }
             if let f = failures[path], isCurrent(f.identity) { out += JournalRecord.failed(f).encodedLine() }
         }

@@ -21,6 +21,8 @@ extension JournalRecord {
             identity(r.identity)
             fields += [("ino", String(r.inode)), ("dev", String(r.device)),
                        ("mtime", r.mtime.journalText), ("ctime", r.ctime.journalText)]
+            // Last, after the fields the no-op path compares in place (verifiedLineMatches).
+            if r.adopted { fields.append(("found", "1")) }
         case .partial(let r):
             kind = "partial"
             identity(r.identity)
@@ -35,6 +37,9 @@ extension JournalRecord {
         case .forget(let path):
             kind = "forget"
             fields.append(("path", path))
+        case .removed(let path):
+            kind = "forget"
+            fields += [("path", path), ("all", "1")]
         case .failed(let r):
             kind = "failed"
             identity(r.identity)
@@ -87,7 +92,8 @@ extension JournalRecord {
         case 8 where kind.elementsEqual("verified".utf8):
             guard let id = identity(), let ino = f.int(f.ino), let dev = f.int(f.dev),
                   let mtime = f.time(f.mtime), let ctime = f.time(f.ctime) else { return nil }
-            return .verified(VerifiedRecord(identity: id, inode: UInt64(bitPattern: ino), device: UInt64(bitPattern: dev), mtime: mtime, ctime: ctime))
+            return .verified(VerifiedRecord(identity: id, inode: UInt64(bitPattern: ino), device: UInt64(bitPattern: dev), mtime: mtime, ctime: ctime,
+                                            adopted: f.int(f.found) == 1))
         case 7 where kind.elementsEqual("partial".utf8):
             guard let id = identity(), let url = f.string(f.url), let bytes = f.int(f.bytes) else { return nil }
             var segments: [SegmentRecord]?
@@ -100,7 +106,7 @@ extension JournalRecord {
                                           fileInode: f.int(f.ino).map { UInt64(bitPattern: $0) }, fileChangeTime: f.time(f.ctime)))
         case 6 where kind.elementsEqual("forget".utf8):
             guard let path = f.string(f.path) else { return nil }
-            return .forget(path: path)
+            return f.int(f.all) == 1 ? .removed(path: path) : .forget(path: path)
         case 6 where kind.elementsEqual("failed".utf8):
             guard let id = identity(), let error = f.string(f.error), let at = f.int(f.at) else { return nil }
             return .failed(FailedRecord(identity: id, error: error, time: at))
@@ -181,7 +187,8 @@ extension JournalRecord {
         for (algorithm, digest) in digests { guard field(algorithm.journalKey), hex(digest) else { return false } }
         guard field("ino"), number() == status.inode, field("dev"), number() == status.device,
               field("mtime"), time(status.mtime), field("ctime"), time(status.ctime) else { return false }
-        return i == end || buf[i] == 0x0a
+        // Fields after ctime (`found=1`) say how the file came, not which file it is.
+        return i == end || buf[i] == 0x0a || buf[i] == 0x20
     }
 
     private static let verifiedPrefix = Array(" verified path=".utf8)
@@ -216,7 +223,7 @@ extension JournalRecord {
     private struct Fields {
         typealias Value = ArraySlice<UInt8>
         var path, size, ino, dev, mtime, ctime, url, validator, bytes: Value?
-        var error, at, start, end, result, downloaded, failed, segs: Value?
+        var error, at, start, end, result, downloaded, failed, segs, found, all: Value?
         /// `sha256=` and the like (``DigestAlgorithm/journalKey``), and `h256=` and the like (``DigestAlgorithm/stateKey``).
         var digests = PerAlgorithm<Value>(), states = PerAlgorithm<Value>()
 
@@ -230,7 +237,7 @@ extension JournalRecord {
             else if k("error") { error = value } else if k("at") { at = value }
             else if k("start") { start = value } else if k("end") { end = value } else if k("result") { result = value }
             else if k("downloaded") { downloaded = value } else if k("failed") { failed = value }
-            else if k("segs") { segs = value }
+            else if k("segs") { segs = value } else if k("found") { found = value } else if k("all") { all = value }
             else if let algorithm = DigestAlgorithm.journal(key: key) { digests[algorithm] = value }
             else if let algorithm = DigestAlgorithm.journal(key: key, state: true) { states[algorithm] = value }
         }

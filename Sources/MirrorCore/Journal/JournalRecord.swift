@@ -38,6 +38,8 @@ public struct PathKey: Hashable, Sendable, Comparable {
 
     public init(_ path: String) { bytes = Array(path.utf8) }
 
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+
     public var path: String { String(decoding: bytes, as: UTF8.self) }
 
     public static func < (a: PathKey, b: PathKey) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
@@ -55,6 +57,11 @@ public enum JournalRecord: Equatable, Sendable {
     case partial(PartialRecord)
     /// The partial file was discarded.
     case forget(path: String)
+    /// The file at `path` was deleted (`--delete`), or is no longer mirror's: every record of the
+    /// path is dropped, the verified one included. Written as `forget path=... all=1`, so an
+    /// older version, which ignores keys it does not know, reads it as a plain `forget`
+    /// (docs/journal.md, "Records").
+    case removed(path: String)
     /// The entry failed in the last run that tried it (for `mirror status`).
     case failed(FailedRecord)
     /// A run ended.
@@ -67,17 +74,22 @@ public struct VerifiedRecord: Equatable, Sendable {
     public var device: UInt64
     public var mtime: FileTime
     public var ctime: FileTime
+    /// The file was already at its path and mirror only hashed it (``Installer/check(_:)``): mirror
+    /// never installed it, so `--delete` never removes it (docs/cli.md, "Deleting"). `found=1`.
+    public var adopted: Bool
 
-    public init(identity: EntryIdentity, inode: UInt64, device: UInt64, mtime: FileTime, ctime: FileTime) {
+    public init(identity: EntryIdentity, inode: UInt64, device: UInt64, mtime: FileTime, ctime: FileTime, adopted: Bool = false) {
         self.identity = identity
         self.inode = inode
         self.device = device
         self.mtime = mtime
         self.ctime = ctime
+        self.adopted = adopted
     }
 
-    public init(identity: EntryIdentity, status: FileStatus) {
-        self.init(identity: identity, inode: status.inode, device: status.device, mtime: status.mtime, ctime: status.ctime)
+    public init(identity: EntryIdentity, status: FileStatus, adopted: Bool = false) {
+        self.init(identity: identity, inode: status.inode, device: status.device, mtime: status.mtime, ctime: status.ctime,
+                  adopted: adopted)
     }
 
     /// True when `status` is, by every cheap measure, the very file this record describes:

@@ -35,6 +35,10 @@ public final class ConsoleReport {
             guard mode == .text else { return }
             let from = result.fromMirror ? " from \(result.source ?? "a mirror")" : ""
             printOut("\(verb) \(result.path) (\(Formatting.bytes(result.size)))\(from)")
+        case .deleted:
+            logLine("info", "deleted \(result.path) (\(result.size) bytes)")
+            guard mode == .text else { return }
+            printOut("deleted \(result.path)")
         }
     }
 
@@ -69,7 +73,7 @@ public final class ConsoleReport {
         case .quiet:
             break
         case .text:
-            let news = summary.changed > 0 || summary.failed > 0 || summary.result != .ok
+            let news = summary.changed > 0 || summary.deleted > 0 || summary.failed > 0 || summary.result != .ok
             if news || isTerminal { printOut(ConsoleReport.summaryLine(summary)) }
         }
     }
@@ -79,6 +83,7 @@ public final class ConsoleReport {
         var parts: [String] = []
         if s.downloaded > 0 { parts.append("\(s.downloaded) downloaded") }
         if s.replaced > 0 { parts.append("\(s.replaced) replaced") }
+        if s.deleted > 0 { parts.append("\(s.deleted) deleted") }
         if s.failed > 0 { parts.append("\(s.failed) failed") }
         if s.pending > 0 { parts.append("\(s.pending) not finished") }
         let current = s.upToDate + s.checked

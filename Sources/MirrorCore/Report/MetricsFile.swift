@@ -86,6 +86,8 @@ public enum MetricsFile {
                 ("state=\"pending\"", "\(s.pending)"),
             ])
             metric("manifest_files", "gauge", "Entries in the manifest of the last sync run.", [("", "\(s.total)")])
+            metric("last_run_deleted_files", "gauge", "Files the last sync run deleted (--delete, --delete-unlisted).",
+                   [("", "\(s.deleted)")])
         }
         return out
     }

@@ -13,15 +13,17 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var replaced: Int
         public var failed: Int
         public var pending: Int
+        /// Files removed by `--delete`/`--delete-unlisted`; not manifest entries, not in `total`.
+        public var deleted: Int
 
         enum CodingKeys: String, CodingKey {
-            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, pending
+            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, pending, deleted
         }
     }
 
     public struct Changed: Codable, Equatable, Sendable {
         public var path: String
-        /// `downloaded` or `replaced`.
+        /// `downloaded`, `replaced` or `deleted`.
         public var action: String
         public var size: Int64
         /// Null for an empty file, which needs no source.
@@ -44,11 +46,14 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var failures: [Failure]
     /// `--dry-run` only: absent when there is no plan line.
     public var plan: [String]?
+    /// Why deleting was refused (the run fails); absent otherwise.
+    public var deletionRefused: String?
     /// Only for a run that ended before it could plan (``earlyEnd(_:temporary:exitCode:)``).
     public var exitCode: Int32?
 
     enum CodingKeys: String, CodingKey {
         case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
+        case deletionRefused = "deletion_refused"
         case exitCode = "exit_code"
     }
 
@@ -56,18 +61,25 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         result = s.result.name
         if case .incomplete(let why) = s.result { reason = redactingURLs(in: why) }
         files = Files(total: s.total, upToDate: s.upToDate + s.checked, checked: s.checked, downloaded: s.downloaded,
-                      replaced: s.replaced, failed: s.failed, pending: s.pending)
+                      replaced: s.replaced, failed: s.failed, pending: s.pending, deleted: s.deleted)
         bytesTransferred = s.bytesTransferred
         seconds = (s.seconds * 1000).rounded() / 1000
         changed = s.results.compactMap { r in
-            guard r.outcome == .downloaded || r.outcome == .replaced else { return nil }
-            return Changed(path: r.path, action: r.outcome == .replaced ? "replaced" : "downloaded", size: r.size, source: OrNull(r.source))
+            let action: String
+            switch r.outcome {
+            case .downloaded: action = "downloaded"
+            case .replaced: action = "replaced"
+            case .deleted: action = "deleted"
+            case .failed: return nil
+            }
+            return Changed(path: r.path, action: action, size: r.size, source: OrNull(r.source))
         }
         failures = s.results.compactMap { r in
             guard case .failed(let message) = r.outcome else { return nil }
             return Failure(path: r.path, error: redactingURLs(in: message))
         }
         plan = s.plan.isEmpty ? nil : s.plan
+        deletionRefused = s.deletionRefused
     }
 
     /// A run that ended before it could plan (invalid or unreachable manifest, lock held,

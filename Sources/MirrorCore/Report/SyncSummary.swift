@@ -5,6 +5,8 @@ public struct EntryResult: Sendable, Equatable {
         case downloaded
         /// Fetched and installed over a different file that was at the path.
         case replaced
+        /// Removed because the manifest no longer lists it (`--delete`, `--delete-unlisted`).
+        case deleted
         case failed(String)
     }
 
@@ -54,6 +56,10 @@ public struct SyncSummary: Sendable {
     public var failed = 0
     /// Not finished because the run stopped early.
     public var pending = 0
+    /// Files removed by `--delete` or `--delete-unlisted` (not manifest entries: not in `total`).
+    public var deleted = 0
+    /// Why deleting was refused (``DeletionPolicy/refusal(_:)``): the run then fails (exit 1).
+    public var deletionRefused: String?
     public var bytesTransferred: Int64 = 0
     public var seconds = 0.0
     public var results: [EntryResult] = []

@@ -17,6 +17,8 @@ public enum ArgumentValueError: Error, Equatable, CustomStringConvertible {
     case notARate
     /// Zero bytes per second: no transfer could ever finish.
     case zeroRate
+    /// Not a count of files or a percentage (`--max-delete`).
+    case notADeleteLimit
 
     public var description: String {
         switch self {
@@ -33,6 +35,8 @@ public enum ArgumentValueError: Error, Equatable, CustomStringConvertible {
             return "a rate is bytes per second with an optional unit K, M or G (powers of 1024), such as 500K, 20M or 1G"
         case .zeroRate:
             return "a rate must be at least 1 byte per second (leave the option out for no limit)"
+        case .notADeleteLimit:
+            return "give a number of files, such as 100, or a percentage of the files mirror knows in DEST, such as 10%"
         }
     }
 }

@@ -3,6 +3,9 @@
 struct DryRun {
     let manifest: Manifest
     let report: ConsoleReport
+    /// `--delete`/`--delete-unlisted` and `--max-delete`: the deletions are listed too.
+    var deletion: DeletionMode?
+    var deletionPolicy = DeletionPolicy()
 
     /// Throws what the run would stop on before planning: a destination that cannot be a folder.
     func run(_ destPath: String, summary start: SyncSummary) throws -> SyncSummary {
@@ -31,6 +34,28 @@ struct DryRun {
             summary.pending += 1
             report.notice(line)
         }
+        if let deletion { try planDeletions(deletion, reconciler: reconciler, summary: &summary) }
         return summary
+    }
+
+    /// The files the run would delete once every listed file verifies, or the guardrail that
+    /// would stop it (docs/cli.md, "Deleting").
+    private func planDeletions(_ mode: DeletionMode, reconciler: Reconciler, summary: inout SyncSummary) throws {
+        let plan: DeletionPlan
+        do { plan = try reconciler.deletions(for: manifest, mode: mode) } catch let error as SystemError { throw SyncError.destination(error) }
+        let decision = deletionPolicy.decide(.init(candidates: plan.files.count, known: plan.known,
+                                                   listed: manifest.entries.count, everyFileVerified: true))
+        var lines = plan.changed.map { "keep \($0) (changed since mirror installed it; never deleted)" }
+        if let refusal = deletionPolicy.refusal(decision) {
+            summary.deletionRefused = refusal
+            report.fatal(refusal)
+        } else {
+            lines += plan.files.map { "delete \($0.display)" }
+        }
+        for line in lines {
+            summary.plan.append(line)
+            report.notice(line)
+        }
+        if summary.deletionRefused != nil { summary.result = .failed }
     }
 }

@@ -29,7 +29,7 @@ extension SyncError: ExitCoded {
         switch self {
         case .manifest: return ExitStatus.invalidManifest
         case .noDestination: return ExitStatus.usage
-        case .destination: return ExitStatus.cannotWrite
+        case .destination, .noSpace: return ExitStatus.cannotWrite
         case .locked: return ExitStatus.tryLater
         case .setup: return ExitStatus.entriesFailed
         }

@@ -123,7 +123,7 @@ final class Installer {
             return .unreadable(error)
         }
         do {
-            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)
+            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status, adopted: true)), durable: false)
             return .verified
         } catch {
             return .failed(error)

@@ -11,6 +11,10 @@ public struct SyncOptions: Sendable {
     /// `--segments-above`: files at least this large are split into segments.
     public var segmentThreshold: Int64 = 64 << 20
     public var dryRun = false
+    /// `--delete` or `--delete-unlisted`; nil: nothing is ever deleted.
+    public var deletion: DeletionMode?
+    /// `--max-delete`.
+    public var deletionPolicy = DeletionPolicy()
     /// `--wait`: wait for another run's lock instead of exiting 75.
     public var waitForLock = false
     /// `--deadline`: seconds after the start at which the run stops cleanly, state saved.
@@ -41,6 +45,8 @@ public enum SyncError: Error, CustomStringConvertible {
     case locked(DestinationLock.Failure)
     /// libcurl could not be set up.
     case setup(String)
+    /// The files to fetch do not fit on DEST's file system (``SpaceCheck``), found before any request.
+    case noSpace(destination: String, needed: Int64, free: Int64)
 
     public var description: String {
         switch self {
@@ -49,6 +55,9 @@ public enum SyncError: Error, CustomStringConvertible {
         case .destination(let e): return e.description
         case .locked(let f): return f.description
         case .setup(let s): return s
+        case .noSpace(let dest, let needed, let free):
+            return "not enough space in \(dest): the files to fetch need \(Formatting.bytes(needed)) and its file system has "
+                + "\(Formatting.bytes(free)) free; free \(Formatting.bytes(needed - free)) or more and run again (nothing was downloaded)"
         }
     }
 }

@@ -59,7 +59,8 @@ public final class SyncRunner {
     public func run() throws -> SyncSummary {
         let destPath = try SyncRunner.destinationPath(manifest: manifest, options: options)
         summary.total = manifest.entries.count
-        if options.dryRun { return try DryRun(manifest: manifest, report: report).run(destPath, summary: summary) }
+        if options.dryRun { return try DryRun(manifest: manifest, report: report, deletion: options.deletion,
+                                            deletionPolicy: options.deletionPolicy).run(destPath, summary: summary) }
 
         let lock: DestinationLock
         do {
@@ -96,6 +97,7 @@ public final class SyncRunner {
             }
         }
 
+        try requireSpace()
         if !ready.isEmpty || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
@@ -388,13 +390,14 @@ public final class SyncRunner {
             // up-to-date entry needs none): nothing will ever resume it.
             PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map { PartialFile.name(for: $0.entry.path) }) }
         }
+        if let mode = options.deletion { deleteUnlisted(mode) }
         summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) }
         summary.seconds = monotonicSeconds() - startTime
         if let stoppedReason {
             summary.result = .incomplete(stoppedReason)
         } else if (summary.failed > 0 || notTried > 0) && summary.failed == unreachableFailures {
             summary.result = .incomplete("no source could be reached")
-        } else if summary.failed > 0 {
+        } else if summary.failed > 0 || summary.deletionRefused != nil {
             summary.result = .failed
         } else if fatal != nil {
             summary.result = .failed
@@ -413,8 +416,13 @@ public final class SyncRunner {
 
     func compactJournal() throws {
         var current: Set<EntryIdentity> = []
+        var listed: Set<PathKey> = []
         current.reserveCapacity(manifest.entries.count)
-        for entry in manifest.entries { current.insert(EntryIdentity(entry)) }
-        try journal.compact(isCurrent: { current.contains($0) })
+        listed.reserveCapacity(manifest.entries.count)
+        for entry in manifest.entries {
+            current.insert(EntryIdentity(entry))
+            listed.insert(PathKey(entry.path))
+        }
+        try journal.compact(isCurrent: { current.contains($0) }, isListed: { listed.contains($0) })
     }
 }

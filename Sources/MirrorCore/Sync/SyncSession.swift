@@ -118,7 +118,7 @@ public enum SyncSession {
             switch error {
             case .manifest: return .invalidManifest
             case .locked: return .locked
-            case .destination: return .unwritable
+            case .destination, .noSpace: return .unwritable
             case .noDestination, .setup: return .error
             }
         case let failure as RemoteManifest.Failure:

@@ -154,6 +154,36 @@ import Glibc
         #expect(String(decoding: try journalBytes(dir), as: UTF8.self) == "mirror-journal 1\n")
     }
 
+    /// `--delete` needs the verified records of paths the manifest no longer lists: compaction
+    /// keeps them (and drops an obsolete record of a path still listed); a `removed` record drops
+    /// every record of its path, and an adopted file keeps its `found=1` mark.
+    @Test func compactionKeepsFilesInstalledForPathsNoLongerListed() throws {
+        let dir = try TemporaryDirectory()
+        let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        let status = FileStatus(size: 5, mode: 0o100644, inode: 7, device: 1, mtime: FileTime(seconds: 1, nanoseconds: 0),
+                                ctime: FileTime(seconds: 1, nanoseconds: 0), owner: 0, links: 1)
+        let dropped = EntryIdentity(path: "dropped.bin", size: 5, digests: [.sha256: "cd"])
+        let adopted = EntryIdentity(path: "found.bin", size: 5, digests: [.sha256: "ef"])
+        let gone = EntryIdentity(path: "gone.bin", size: 5, digests: [.sha256: "aa"])
+        let stale = EntryIdentity(path: identity.path, size: 5, digests: [.sha256: "00"])
+        try journal.append(.verified(VerifiedRecord(identity: dropped, status: status)), durable: false)
+        try journal.append(.verified(VerifiedRecord(identity: adopted, status: status, adopted: true)), durable: false)
+        try journal.append(.verified(VerifiedRecord(identity: gone, status: status)), durable: false)
+        try journal.append(.verified(VerifiedRecord(identity: stale, status: status)), durable: false)
+        try journal.append(.removed(path: "gone.bin"), durable: true)
+        #expect(journal.records(for: "gone.bin") == nil)
+        #expect(journal.verifiedCount == 3)
+
+        try journal.compact(isCurrent: { $0 == identity }, isListed: { $0 == PathKey(identity.path) })
+        let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
+        #expect(reopened.records(for: "dropped.bin")?.verified?.identity == dropped)
+        #expect(reopened.records(for: "found.bin")?.verified?.adopted == true)
+        #expect(reopened.records(for: "dropped.bin")?.verified?.adopted == false)
+        #expect(reopened.records(for: "gone.bin") == nil)
+        #expect(reopened.records(for: identity.path) == nil, "an obsolete record of a listed path is dropped")
+        #expect(JournalRecord.decode(ArraySlice(JournalRecord.removed(path: "a b").encodedLine().dropLast())) == .removed(path: "a b"))
+    }
+
     @Test func compactionKeepsOnlyCurrentEntriesAndShrinks() throws {
         let dir = try TemporaryDirectory()
         let other = EntryIdentity(path: "old.bin", size: 5, digests: [.sha256: "cd"])
@@ -164,7 +194,7 @@ import Glibc
         #expect(journal.needsCompaction(liveEntries: 1))
         let before = try journalBytes(dir).count
 
-        try journal.compact(isCurrent: { $0 == identity })
+        try journal.compact(isCurrent: { $0 == identity }, isListed: { $0 == PathKey(identity.path) })
         let after = try journalBytes(dir).count
         #expect(after < before / 50)
         #expect(journal.records(for: "old.bin") == nil)

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Reconciler {
+    /// What deleting in `mode` would remove after `manifest`'s files are all in place
+    /// (``DeletionPlan``). Read-only: `--dry-run` lists it, the run then carries it out.
+    public func deletions(for manifest: Manifest, mode: DeletionMode) throws -> DeletionPlan {
+        guard let destination = planner.destination else { return DeletionPlan() }
+        var plan = DeletionPlan()
+        var listedFolders = Set<PathKey>()
+        for entry in manifest.entries {
+            var path = Array(entry.path.utf8)
+            while let slash = path.lastIndex(of: UInt8(ascii: "/")) {
+                path.removeSubrange(slash...)
+                listedFolders.insert(PathKey(bytes: path))
+            }
+        }
+        var emptied = Set<PathKey>()
+        switch mode {
+        case .installed:
+            let unlisted = self.unlisted(by: manifest)
+            plan.known = journal?.verifiedCount ?? 0
+            for record in unlisted {
+                let path = record.identity.path
+                if record.adopted {
+                    plan.stale.append(path)
+                    continue
+                }
+                let status: FileStatus?
+                do { status = try destination.status(of: path) } catch { status = nil }
+                guard let status else {
+                    plan.stale.append(path)
+                    continue
+                }
+                guard record.matches(status) else {
+                    plan.changed.append(path)
+                    continue
+                }
+                plan.files.append(DeletionPlan.Item(path: Array(path.utf8), status: status))
+                emptied.formUnion(Reconciler.folders(above: Array(path.utf8)))
+            }
+        case .unlisted:
+            let listed = Set(manifest.entries.lazy.map { PathKey($0.path) })
+            let tree = try destination.walk(skippingTopLevel: Destination.stateFolderName)
+            plan.known = tree.files.count
+            for item in tree.files where !listed.contains(PathKey(bytes: item.path)) {
+                plan.files.append(DeletionPlan.Item(path: item.path, status: item.status))
+            }
+            // Every folder no listed entry lies in: with --delete-unlisted DEST holds the manifest's
+            // files and nothing else, so an empty folder of the user's goes too.
+            for folder in tree.folders { emptied.insert(PathKey(bytes: folder)) }
+            let present = Set(tree.files.lazy.map { PathKey(bytes: $0.path) })
+            for record in self.unlisted(by: manifest) where !present.contains(PathKey(record.identity.path)) {
+                plan.stale.append(record.identity.path)
+            }
+        }
+        plan.folders = emptied.subtracting(listedFolders).map(\.bytes)
+            .sorted { a, b in a.count != b.count ? a.count > b.count : a.lexicographicallyPrecedes(b) }
+        return plan
+    }
+
+    /// The folders `path` lies in, nearest first, DEST itself not included.
+    static func folders(above path: [UInt8]) -> [PathKey] {
+        var out: [PathKey] = []
+        var p = path
+        while let slash = p.lastIndex(of: UInt8(ascii: "/")) {
+            p.removeSubrange(slash...)
+            out.append(PathKey(bytes: p))
+        }
+        return out
+    }
+}

@@ -1,0 +1,57 @@
+/// Carries out a ``DeletionPlan`` once ``DeletionPolicy`` allows it: removes each planned file
+/// that is still the file planned, then the folders this left empty, and drops their records
+/// from the journal (docs/cli.md, "Deleting"; docs/journal.md, "Records").
+///
+/// Order and crash safety: a file is removed (`unlinkat`), then its record is dropped with a
+/// `forget path=... all=1` line; the journal is synced once at the end of the run. A crash in
+/// between leaves a record for a file that is gone, which the next run's plan finds (`stale`) and
+/// drops: a deletion is never undone, and never repeated on another file.
+struct Deleter {
+    let destination: Destination
+    let journal: Journal?
+    let report: ConsoleReport
+
+    struct Outcome {
+        var deleted: [EntryResult] = []
+        /// A removal the destination refused (permissions, read-only): the run fails (exit 1).
+        var failed: [EntryResult] = []
+        var foldersRemoved = 0
+    }
+
+    func run(_ plan: DeletionPlan) throws -> Outcome {
+        var out = Outcome()
+        for path in plan.stale { try journal?.append(.removed(path: path), durable: false) }
+        for path in plan.changed {
+            report.warning("kept \(destination.display(path)): it changed after mirror installed it, so it is yours now "
+                           + "(mirror forgets it and never deletes it)")
+            try journal?.append(.removed(path: path), durable: false)
+        }
+        for item in plan.files {
+            let display = item.display
+            do {
+                switch try destination.removeFile(item.path, expected: item.status) {
+                case .removed, .gone:
+                    let result = EntryResult(path: display, outcome: .deleted, size: item.status.size, source: nil)
+                    out.deleted.append(result)
+                    report.entryFinished(result)
+                case .changed:
+                    report.warning("kept \(destination.display(display)): it changed while the run went on "
+                                   + "(mirror forgets it and never deletes it)")
+                }
+                // Valid UTF-8 or not, the journal only ever recorded UTF-8 paths (a manifest's).
+                if let path = String(validating: item.path, as: UTF8.self) {
+                    try journal?.append(.removed(path: path), durable: false)
+                }
+            } catch let error as SystemError where error.isDestinationUnwritable {
+                throw error
+            } catch {
+                let result = EntryResult(path: display, outcome: .failed("cannot delete: \(error)"), size: item.status.size, source: nil)
+                out.failed.append(result)
+                report.entryFinished(result)
+            }
+        }
+        for folder in plan.folders where destination.removeFolderIfEmpty(folder) { out.foldersRemoved += 1 }
+        if !plan.files.isEmpty || out.foldersRemoved > 0 { try destination.syncAll() }
+        return out
+    }
+}

@@ -1,0 +1,67 @@
+extension SyncRunner {
+    /// Every listed file verified and in place, and nothing stopped the run: only then may files
+    /// be deleted (docs/cli.md, "Deleting").
+    var everyFileVerified: Bool {
+        fatal == nil && stoppedReason == nil && summary.failed == 0 && summary.pending == 0 && notTried == 0
+    }
+
+    /// `--delete` and `--delete-unlisted`, at the end of a run: the plan (``Reconciler/deletions(for:mode:)``),
+    /// the guardrails (``DeletionPolicy``), then the removals (``Deleter``).
+    func deleteUnlisted(_ mode: DeletionMode) {
+        guard let destination else { return }
+        let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partialFolder),
+                                    journal: journal)
+        do {
+            var plan = try reconciler.deletions(for: manifest, mode: mode)
+            let policy = options.deletionPolicy
+            let decision = policy.decide(.init(candidates: plan.files.count, known: plan.known,
+                                               listed: manifest.entries.count, everyFileVerified: everyFileVerified))
+            if let refusal = policy.refusal(decision) {
+                summary.deletionRefused = refusal
+                report.fatal(refusal)
+            } else if decision == .waitForCompleteRun {
+                report.notice("deleted nothing: \(plan.files.count) unlisted \(DeletionPolicy.files(plan.files.count)) "
+                              + "wait for a run in which every file verifies")
+            }
+            // A stopped or failed run changes nothing, not even the journal's view of what is gone.
+            guard everyFileVerified else { return }
+            if decision != .delete {
+                plan.files = []
+                plan.folders = []
+            }
+            let done = try Deleter(destination: destination, journal: journal, report: report).run(plan)
+            summary.deleted += done.deleted.count
+            summary.failed += done.failed.count
+            summary.results += done.deleted + done.failed
+        } catch let error as SystemError {
+            if error.isDestinationUnwritable {
+                if fatal == nil { fatal = error }
+            } else {
+                summary.deletionRefused = "deleted nothing more: \(error)"
+                report.fatal(summary.deletionRefused ?? "")
+            }
+        } catch {
+            summary.deletionRefused = "deleted nothing more: \(error)"
+            report.fatal(summary.deletionRefused ?? "")
+        }
+    }
+}
+
+extension SyncRunner {
+    /// Exit 73 before any request when the files to fetch cannot fit (``SpaceCheck``): better than
+    /// filling the disk, failing mid-run and leaving partials that take the space of files that
+    /// were already there.
+    func requireSpace() throws {
+        guard !ready.isEmpty, let partialFolder, let destination else { return }
+        let space: FileDescriptor.Space
+        do { space = try partialFolder.space() } catch let error as SystemError { throw SyncError.destination(error) }
+        let check = SpaceCheck(blockSize: space.blockSize)
+        let files = ready.map { task in
+            SpaceCheck.File(size: task.entry.size, allocated: partialFolder.allocatedBytes(of: PartialFile.name(for: task.entry.path)))
+        }
+        let needed = check.needed(files)
+        if check.shortfall(needed: needed, free: space.available) != nil {
+            throw SyncError.noSpace(destination: destination.path, needed: needed, free: space.available)
+        }
+    }
+}
