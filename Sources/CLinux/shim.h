@@ -42,6 +42,17 @@ static inline int mirror_openat2_beneath(int dirfd, const char *path, int flags,
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }
 
+/* renameat2(2) (Linux 3.15) with RENAME_EXCHANGE (2): swaps two names atomically, even a folder
+   and a symlink, which rename(2) cannot (it refuses to put a symlink over a non-empty folder).
+   `mirror sync --atomic` uses it to turn a plain DEST folder into the symlink to a generation
+   without a moment in which DEST does not exist. */
+#ifndef SYS_renameat2
+#define SYS_renameat2 316
+#endif
+static inline int mirror_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+    return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, 2 /* RENAME_EXCHANGE */);
+}
+
 /* O_PATH (Linux 2.6.39) is only declared by <fcntl.h> with _GNU_SOURCE: a descriptor that names a
    file or folder without opening it for reading, enough to fstat it or to resolve *at() paths
    beneath it, and with O_NOFOLLOW it refers to a symlink itself. */

@@ -21,7 +21,7 @@ struct Mirror: ParsableCommand {
             (locked, deadline passed, or no source reachable).
             """,
         version: "0.1.0",
-        subcommands: [Sync.self, Status.self, Verify.self, ManifestGroup.self]
+        subcommands: [Sync.self, Status.self, Verify.self, RollbackCommand.self, ManifestGroup.self]
     )
 
     /// As ArgumentParser's own `main()`, except that a failed parse reports the first mistake in

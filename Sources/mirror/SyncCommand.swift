@@ -85,6 +85,12 @@ struct Sync: ParsableCommand {
             transform: DeleteLimit.parse)
     var maxDelete: DeleteLimit?
 
+    @Flag(name: .long, help: "Publish the set whole: build it as a new generation beside DEST and switch DEST (a symlink) to it once every file verified.")
+    var atomic = false
+
+    @Option(name: .long, help: "Complete generations kept with --atomic (at least 1), for `mirror rollback`.")
+    var keep: Int = 2
+
     @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75.")
     var wait = false
 
@@ -135,8 +141,9 @@ struct Sync: ParsableCommand {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
-        if maxDelete != nil && !delete && !deleteUnlisted {
-            throw ValidationError("--max-delete limits --delete or --delete-unlisted; add one of them")
+        guard keep >= 1 && keep <= 1000 else { throw ValidationError("--keep must be between 1 and 1000") }
+        if maxDelete != nil && !delete && !deleteUnlisted && !atomic {
+            throw ValidationError("--max-delete limits --delete, --delete-unlisted or --atomic; add one of them")
         }
         if let caFile, access(caFile, R_OK) != 0 {
             throw ValidationError("--ca-file \(caFile): cannot read it: \(String(cString: strerror(errno)))")
@@ -164,6 +171,8 @@ struct Sync: ParsableCommand {
         options.dryRun = dryRun
         options.deletion = deleteUnlisted ? .unlisted : delete ? .installed : nil
         if let maxDelete { options.deletionPolicy = DeletionPolicy(limit: maxDelete) }
+        options.atomic = atomic
+        options.keepGenerations = keep
         options.waitForLock = wait
         options.retries = retries
         options.deadline = deadline?.seconds

@@ -19,17 +19,33 @@ public final class Destination {
     /// DEST as the user named it, for messages.
     public let path: String
     let root: FileDescriptor
+    /// Where `.mirror` is: DEST itself, or for an atomic destination its store
+    /// (``GenerationStore``), which outlives every generation.
+    let stateRoot: FileDescriptor
+    /// The generation store, when DEST is atomic.
+    public let generations: GenerationStore?
 
     /// Opens an existing DEST. Returns nil when it does not exist. A file at the path is said to
     /// be one (`role` names what the folder is for, in the message).
+    /// An atomic DEST (a symlink to a generation of ``GenerationStore``) opens as its current
+    /// generation, with `.mirror` in the store.
     public static func openExisting(_ path: String, role: String = "the destination") throws -> Destination? {
+        if let store = try? GenerationStore.open(path, create: false), case .generation(let n) = store.current() {
+            return Destination(path: path, root: try store.open(generation: n), stateRoot: store.store, generations: store)
+        }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
             if errno == ENOTDIR { throw SystemError("use", "\(path) as \(role) (it is a file, not a folder)", code: ENOTDIR) }
             throw SystemError("open \(role)", path)
         }
-        return Destination(path: path, root: FileDescriptor(fd: fd, displayPath: path))
+        let root = FileDescriptor(fd: fd, displayPath: path)
+        return Destination(path: path, root: root, stateRoot: root, generations: nil)
+    }
+
+    /// The next generation of an atomic DEST, as the folder a run installs into (``GenerationStore``).
+    static func building(_ store: GenerationStore) throws -> Destination {
+        Destination(path: store.destPath, root: try store.building(), stateRoot: store.store, generations: store)
     }
 
     /// Opens DEST, creating it and its missing parents (mode 0755) first.
@@ -39,9 +55,11 @@ public final class Destination {
         return dest
     }
 
-    private init(path: String, root: FileDescriptor) {
+    private init(path: String, root: FileDescriptor, stateRoot: FileDescriptor, generations: GenerationStore?) {
         self.path = path
         self.root = root
+        self.stateRoot = stateRoot
+        self.generations = generations
     }
 
     /// `mkdir -p` for DEST itself, which the user chose (so its own components may be symlinks).
@@ -214,7 +232,8 @@ public final class Destination {
     /// Walks `components` from DEST one `openat(O_NOFOLLOW | O_DIRECTORY)` at a time, making missing
     /// folders with `mkdirat` when `create` is set. A symlink at any component fails with
     /// `ELOOP`/`ENOTDIR` instead of being followed.
-    func openFolder(_ components: [String], create: Bool, for relative: String) throws -> FileDescriptor {
+    func openFolder(_ components: [String], create: Bool, for relative: String, from base: FileDescriptor? = nil) throws -> FileDescriptor {
+        let root = base ?? self.root
         // The common case, a folder that exists: one openat2 lookup. Any failure (missing, a
         // symlink) takes the walk below, which creates what is missing and names the culprit.
         if !components.isEmpty {
@@ -252,7 +271,7 @@ public final class Destination {
         let components = [Destination.stateFolderName] + (sub.map { [$0] } ?? [])
         let relative = components.joined(separator: "/")
         do {
-            return try openFolder(components, create: create, for: relative)
+            return try openFolder(components, create: create, for: relative, from: stateRoot)
         } catch let error as SystemError where error.code == ENOENT && !create {
             return nil
         }

@@ -126,6 +126,9 @@ extension FileDescriptor {
             throw SystemError("read folder", displayPath, code: code)
         }
         defer { closedir(dir) }
+        // The duplicate shares the folder's read position with this descriptor: a second listing
+        // would start where the first ended (and find nothing) without a rewind.
+        rewinddir(dir)
         var out: [[UInt8]] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }

@@ -66,10 +66,19 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     public var lastRun: OrNull<LastRun>
     /// Every entry that is not done, in manifest order.
     public var entries: [Entry]
+    /// An atomic DEST's generations; absent for a plain DEST.
+    public var generations: Generations?
+
+    public struct Generations: Codable, Equatable, Sendable {
+        /// Oldest first.
+        public var kept: [Int]
+        public var current: Int
+        public var building: Bool
+    }
 
     enum CodingKeys: String, CodingKey {
         case destination, destinationExists = "destination_exists", syncRunning = "sync_running", syncPid = "sync_pid"
-        case files, bytes, lastRun = "last_run", entries
+        case files, bytes, lastRun = "last_run", entries, generations
     }
 
     public init(_ status: DestinationStatus) {
@@ -92,5 +101,6 @@ public struct StatusDocument: Codable, Equatable, Sendable {
                   percent: e.percent,
                   error: e.error.map { redactingURLs(in: $0) }, failedAt: e.failedAt.map(Formatting.utcTimestamp))
         }
+        generations = status.generations.map { Generations(kept: $0.kept, current: $0.current, building: $0.building) }
     }
 }

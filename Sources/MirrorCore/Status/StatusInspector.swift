@@ -51,6 +51,15 @@ public struct DestinationStatus: Sendable {
     public var runningPid: Int?
     /// True when the journal's file exists (false: never synced, or the journal was deleted).
     public var hasJournal: Bool
+    /// An atomic DEST (``GenerationStore``): the complete generations kept, oldest first, the one
+    /// DEST shows, and whether a next one is being built. nil for a plain DEST.
+    public var generations: Generations?
+
+    public struct Generations: Sendable, Equatable {
+        public var kept: [Int]
+        public var current: Int
+        public var building: Bool
+    }
 
     public func count(_ state: EntryStatus.State) -> Int { entries.filter { $0.state == state }.count }
     public func bytes(_ state: EntryStatus.State) -> Int64 {
@@ -93,9 +102,14 @@ public enum StatusInspector {
         for entry in manifest.entries {
             entries.append(try status(of: entry, destination: destination, journal: journal, partialFolder: partials))
         }
-        return DestinationStatus(destination: destinationPath, destinationExists: true, entries: entries,
-                                 lastRun: journal?.lastRun, runningPid: state.flatMap(lockHolder),
-                                 hasJournal: hasJournal)
+        var status = DestinationStatus(destination: destinationPath, destinationExists: true, entries: entries,
+                                       lastRun: journal?.lastRun, runningPid: state.flatMap(lockHolder),
+                                       hasJournal: hasJournal)
+        if let store = destination.generations, case .generation(let current) = store.current() {
+            status.generations = DestinationStatus.Generations(kept: (try? store.generations()) ?? [current], current: current,
+                                             building: faccessat(store.store.fd, GenerationStore.buildingName, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        }
+        return status
     }
 
     /// One entry's state: what a sync would plan for it (``Planner``, so records made for another
@@ -190,6 +204,11 @@ extension DestinationStatus {
                 + "\(run.downloaded) downloaded, \(run.failed) failed, \(Formatting.bytes(run.bytes)) transferred")
         } else {
             lines.append(hasJournal ? "last run: none recorded" : "last run: none (no journal in \(destination)/.mirror)")
+        }
+        if let generations {
+            let kept = generations.kept.reversed().map { $0 == generations.current ? "g\($0) (current)" : "g\($0)" }
+            lines.append("generations: " + kept.joined(separator: ", ")
+                         + (generations.building ? "; the next one is being built" : ""))
         }
         for entry in entries where entry.state != .done {
             switch entry.state {

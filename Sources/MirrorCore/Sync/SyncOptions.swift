@@ -15,6 +15,11 @@ public struct SyncOptions: Sendable {
     public var deletion: DeletionMode?
     /// `--max-delete`.
     public var deletionPolicy = DeletionPolicy()
+    /// `--atomic`: publish the set whole, as a new generation (``GenerationStore``). A DEST that
+    /// already is atomic is synced atomically without it.
+    public var atomic = false
+    /// `--keep`: complete generations kept.
+    public var keepGenerations = 2
     /// `--wait`: wait for another run's lock instead of exiting 75.
     public var waitForLock = false
     /// `--deadline`: seconds after the start at which the run stops cleanly, state saved.

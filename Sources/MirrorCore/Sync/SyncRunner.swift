@@ -29,6 +29,11 @@ public final class SyncRunner {
     /// Failures to reach each host since it last answered (``RetryPolicy/Facts/hostUnreachableFailures``).
     var unreachableCounts: [String: Int] = [:]
     var installer: Installer?
+    /// The generation store when DEST is atomic (``GenerationStore``); the run then installs into
+    /// its building folder and ``publishGeneration(_:)`` switches DEST at the end.
+    var generations: GenerationStore?
+    /// Set once the building folder is seeded: only then is there a generation to publish.
+    var buildsGeneration = false
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
     var writer: PartialWriter?
@@ -63,8 +68,19 @@ public final class SyncRunner {
                                             deletionPolicy: options.deletionPolicy).run(destPath, summary: summary) }
 
         let lock: DestinationLock
+        var current: Destination?
         do {
-            destination = try Destination.create(destPath)
+            var adopted: DestinationLock?
+            if options.atomic || GenerationStore.isAtomic(destPath) {
+                let store = try GenerationStore.open(destPath, create: true)
+                generations = store
+                if let store {
+                    adopted = try adoptPlainState(store)
+                    current = try Destination.openExisting(destPath)
+                    destination = try Destination.building(store)
+                }
+            }
+            if destination == nil { destination = try Destination.create(destPath) }
             guard let state = try destination.stateFolder(create: true),
                   let partials = try destination.stateFolder("partial", create: true) else {
                 throw SystemError("create", destination.display(Destination.stateFolderName), code: ENOENT)
@@ -73,10 +89,23 @@ public final class SyncRunner {
             try StateOwnership.require(state, destination.display(Destination.stateFolderName))
             try StateOwnership.require(partials, destination.display(".mirror/partial"))
             partialFolder = partials
-            lock = try DestinationLock(stateFolder: state, destination: destPath, wait: options.waitForLock)
+            lock = try adopted ?? DestinationLock(stateFolder: state, destination: destPath, wait: options.waitForLock)
             journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: false)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
             installer = Installer(destination: destination, partialFolder: partials, journal: journal)
+            if let generations {
+                try generations.removeLeftoverSwitch()
+                if try currentGenerationIsComplete(generations) {
+                    try GenerationStore.removeTree(GenerationStore.buildingName, in: generations.store)
+                    summary.upToDate = manifest.entries.count
+                    finishRun()
+                    lock.release()
+                    if let fatal { throw SyncError.destination(fatal) }
+                    return summary
+                }
+                try seedBuilding(from: current)
+                buildsGeneration = true
+            }
         } catch let error as SystemError {
             throw SyncError.destination(error)
         } catch let failure as DestinationLock.Failure {
@@ -390,7 +419,11 @@ public final class SyncRunner {
             // up-to-date entry needs none): nothing will ever resume it.
             PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map { PartialFile.name(for: $0.entry.path) }) }
         }
-        if let mode = options.deletion { deleteUnlisted(mode) }
+        if let generations {
+            if buildsGeneration { publishGeneration(generations) }
+        } else if let mode = options.deletion {
+            deleteUnlisted(mode)
+        }
         summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) }
         summary.seconds = monotonicSeconds() - startTime
         if let stoppedReason {
