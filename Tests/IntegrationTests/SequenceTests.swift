@@ -15,6 +15,13 @@ import MirrorTestSupport
 /// 3. a correct server (no served file of that version changed) never yields exit 1.
 /// Exit codes other than 0, 1 and 75 fail any run that was not killed.
 ///
+/// Runs draw `--delete` now and then, and a third of the walks sync with `--atomic` throughout;
+/// two more invariants cover them:
+/// 4. `--delete` never removes a file the test changed by hand, and a run that did not exit 0
+///    (and was not killed) removes nothing;
+/// 5. an atomic DEST shows, after every step, all of one version and nothing else (paths the test
+///    tampered with aside), and after a run that exits 0, exactly that run's version.
+///
 /// `MIRROR_SEQ_SEED` replays a walk (the choices are the seed's; the moments a kill or a deadline
 /// lands are the machine's, so a replay is close, not exact); `MIRROR_SEQ_STEPS` runs more steps;
 /// `MIRROR_SEQ_LOG=1` prints every step.
@@ -44,7 +51,7 @@ import MirrorTestSupport
             }
         }
         if env["MIRROR_SEQ_LOG"] == "1" { print(walk.log.joined(separator: "\n")) }
-        print("sequence: seed \(seed), \(done) of \(steps) steps in \(Int(Date().timeIntervalSince(started))) s; "
+        print("sequence: seed \(seed)\(walk.atomic ? " (atomic)" : ""), \(done) of \(steps) steps in \(Int(Date().timeIntervalSince(started))) s; "
             + "steps \(walk.counts.sorted { $0.key < $1.key }); sync exits \(walk.exits.sorted { $0.key < $1.key })")
     }
 }
@@ -61,6 +68,8 @@ struct SequenceWalk {
     var log: [String] = []
     var counts: [String: Int] = [:]
     var exits: [String: Int] = [:]
+    /// This walk syncs with `--atomic` (DEST a symlink to a generation).
+    let atomic: Bool
 
     enum Ending { case complete, deadline(milliseconds: Int), kill(milliseconds: Int) }
 
@@ -70,7 +79,11 @@ struct SequenceWalk {
         // 2 MB/s per connection: a 6 MB file takes 3 s on one stream and under 1 s on four, so
         // kills and deadlines land mid-transfer, and a whole version still takes only seconds.
         world = try SequenceWorld(rng: &rng, limitRate: "2m")
+        atomic = rng.chance(1.0 / 3)
     }
+
+    /// Where the journal and the partial downloads are.
+    var stateFolder: String { atomic ? world.fx.dest + ".generations/.mirror" : world.destPath(".mirror") }
 
     /// Performs one random step and returns the invariants it broke.
     mutating func step(_ step: Int) throws -> [String] {
@@ -94,7 +107,9 @@ struct SequenceWalk {
                 note(step, "change server: nothing left to change", kind: "server-change")
             }
         }
-        return problems + (try world.strayBytes(exempt: tampered))
+        problems += try world.strayBytes(exempt: tampered)
+        if atomic { problems += try world.mixedSet(exempt: tampered) }
+        return problems
     }
 
     // MARK: - Runs
@@ -115,6 +130,10 @@ struct SequenceWalk {
         var flags: [String] = []
         if rng.chance(0.5) { flags += ["--segments", "4", "--segments-above", "1M"] }
         flags += ["--jobs", String(rng.pick([1, 2, 2, 4, 4, 8, 8, 8]))]
+        let deleting = !atomic && rng.chance(0.35)
+        if atomic { flags += ["--atomic", "--max-delete", "100%"] }
+        if deleting { flags += ["--delete", "--max-delete", "100%"] }
+        let unlisted = world.allPaths.filter { world.versions[version][$0] == nil && FileDamage.size(of: world.destPath($0)) != nil }
         let correctServer = world.serverIsCorrect(for: version)
         let args = ["sync", world.manifestPath(version), "--dest", world.fx.dest] + flags
         let result: ProcessResult
@@ -146,6 +165,19 @@ struct SequenceWalk {
         if result.signal == nil && result.exitCode == 1 && correctServer {
             problems.append("invariant 3: exit 1 with a correct server: \(context)")
         }
+        if deleting {
+            let gone = unlisted.filter { FileDamage.size(of: world.destPath($0)) == nil }
+            for path in gone where tampered.contains(path) {
+                problems.append("invariant 4: --delete removed \(path), which was changed by hand: \(context)")
+            }
+            if result.signal == nil && result.exitCode != 0 && !gone.isEmpty {
+                problems.append("invariant 4: a run that exited \(result.exitCode) deleted \(gone): \(context)")
+            }
+        }
+        if result.exitCode == 0 && atomic {
+            let extra = world.allPaths.filter { world.versions[version][$0] == nil && FileManager.default.fileExists(atPath: world.destPath($0)) }
+            if !extra.isEmpty { problems.append("invariant 5: after an atomic run of v\(version) exited 0, DEST still has \(extra): \(context)") }
+        }
         if result.exitCode == 0 {
             let wrong = try world.mismatches(of: version)
             if !wrong.isEmpty { problems += wrong.map { "\($0)\n  after \(context)" } }
@@ -174,7 +206,7 @@ struct SequenceWalk {
     /// partial file that has since been started again: on purpose, since a record must be bound to
     /// the one file it describes, not to a path (issue 11, D1), so no lost line can splice a file.
     private mutating func damageJournal(_ step: Int) throws {
-        let journal = world.destPath(".mirror/journal")
+        let journal = stateFolder + "/journal"
         guard let size = FileDamage.size(of: journal), size > 0 else { return note(step, "journal: none to damage", kind: "journal") }
         if rng.chance(0.6) {
             let length = rng.chance(0.8) ? max(0, size - Int64(rng.inRange(1...400))) : Int64(rng.below(Int(size)))
@@ -191,7 +223,7 @@ struct SequenceWalk {
     /// Cuts a partial download short or appends bytes to it, as a crash before a write reached
     /// the disk, or a write the journal never recorded, leaves it.
     private mutating func damagePartial(_ step: Int) throws {
-        let folder = world.destPath(".mirror/partial")
+        let folder = stateFolder + "/partial"
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
         guard !names.isEmpty else { return note(step, "partial: none to damage", kind: "partial") }
         let name = rng.pick(names)
@@ -237,7 +269,8 @@ struct SequenceWalk {
         default:
             try FileManager.default.removeItem(atPath: target)
             note(step, "tamper \(path): deleted", kind: "tamper")
-            return
+            // An atomic DEST must show a whole version: a file deleted by hand is exempt too.
+            if !atomic { return }
         }
         tampered.insert(path)
     }
@@ -255,7 +288,7 @@ struct SequenceWalk {
             "v\(v): " + files.keys.sorted().map { "\($0) \(files[$0]!.size) \(files[$0]!.sha256.prefix(8))" }.joined(separator: ", ")
         }
         return """
-            sequence test failed at step \(step) of \(steps), seed \(seed)
+            sequence test failed at step \(step) of \(steps), seed \(seed)\(atomic ? " (an --atomic walk)" : "")
             replay: MIRROR_SEQ_SEED=\(seed) MIRROR_SEQ_STEPS=\(step) swift test --filter SequenceTests
             \(problems.joined(separator: "\n"))
             versions:
