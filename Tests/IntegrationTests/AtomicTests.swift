@@ -143,7 +143,8 @@ import Glibc
     }
 
     /// A plain DEST synced before becomes atomic with no request, its files linked, not copied;
-    /// a later no-op run makes no new generation; an empty manifest is refused.
+    /// a later no-op run makes no new generation; files the manifest drops leave with the switch
+    /// (listed by the dry run); `--keep 2` keeps two generations; an empty manifest is refused.
     @Test func anExistingDestinationBecomesAtomicWithoutADownload() throws {
         let fx = try SyncFixture()
         for i in 0..<4 { try fx.addFile("f\(i).bin", size: 100_000, seed: UInt64(i)) }
@@ -163,6 +164,21 @@ import Glibc
         let again = try fx.sync()
         #expect(again.exitCode == 0, "\(again)")
         #expect(!FileManager.default.fileExists(atPath: fx.dest + ".generations/g2"), "a no-op run made a generation")
+
+        // Two more sets, each dropping a file: the dry run lists the drop, the switch is the
+        // deletion, and with --keep 2 the first generation goes.
+        for (dropped, kept) in [("f3.bin", 3), ("f2.bin", 2)] {
+            fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+            for i in 0..<kept { fx.manifest.add(path: "f\(i).bin", size: 100_000, sha256: try TestData.sha256(ofFileAt: fx.www + "/f\(i).bin")) }
+            try fx.writeManifest()
+            let dry = try fx.sync(["--dry-run"])
+            #expect(dry.stdout.contains("delete \(dropped)"), "\(dry)")
+            let next = try fx.sync(["--json"])
+            #expect(next.exitCode == 0 && next.stdout.contains("\"deleted\":1"), "\(next)")
+            #expect(!fx.exists(fx.destPath(dropped)))
+        }
+        let kept = try FileManager.default.contentsOfDirectory(atPath: fx.dest + ".generations").filter { $0.hasPrefix("g") }.sorted()
+        #expect(kept == ["g2", "g3"], "\(kept)")
 
         fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
         try fx.writeManifest()

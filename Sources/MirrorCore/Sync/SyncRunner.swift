@@ -64,8 +64,12 @@ public final class SyncRunner {
     public func run() throws -> SyncSummary {
         let destPath = try SyncRunner.destinationPath(manifest: manifest, options: options)
         summary.total = manifest.entries.count
-        if options.dryRun { return try DryRun(manifest: manifest, report: report, deletion: options.deletion,
-                                            deletionPolicy: options.deletionPolicy).run(destPath, summary: summary) }
+        if options.dryRun {
+            // An atomic run drops what the manifest does not list: the dry run lists it as deletions.
+            let atomic = options.atomic || GenerationStore.isAtomic(destPath)
+            return try DryRun(manifest: manifest, report: report, deletion: atomic ? .unlisted : options.deletion,
+                              deletionPolicy: options.deletionPolicy).run(destPath, summary: summary)
+        }
 
         let lock: DestinationLock
         var current: Destination?
