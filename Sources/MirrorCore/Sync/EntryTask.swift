@@ -1,8 +1,7 @@
-/// The state of one entry that needs bytes from the network: which source is next, how many
-/// attempts failed, when the next may start.
+/// The state of one entry that needs bytes from the network, in small values with one job each:
+/// where it stands among its sources, its attempts, what its failures said, and its segments.
 final class EntryTask {
     let entry: ManifestEntry
-    let sources: [String]
     /// A different file is at the path; it stays until the new copy verifies.
     let replacing: Bool
     /// From the plan: durable bytes of an earlier run and the record describing them.
@@ -12,49 +11,123 @@ final class EntryTask {
     var partial: PartialFile?
     /// The requests running for this entry: one, or one per open segment.
     var downloads: [Download] = []
-    /// A segment failed; the other segments are being stopped, then the entry retries as a whole.
-    var segmentFailure: TransferFailure?
-    /// The source does not serve ranges reliably: no segments for this entry in this run.
-    var noSegments = false
-    /// Segment requests this entry may run at once: starts at one and grows towards `--segments`
-    /// while the hash waits for bytes (see ``SyncRunner``'s `widenSegments`).
-    var segmentWidth = 1
-    /// When the width was last decided, and the hash thread's idle seconds then.
-    var widthDecidedAt: (time: Double, idle: Double)?
-    var sourceIndex = 0
-    var failuresWithoutProgress = 0
-    var checksumFailures = 0
-    var attempts = 0
-    /// The next attempt asks for the whole file (the source's ranges are not to be trusted).
-    var fromZero = false
-    /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`).
+    var source: SourceCursor
+    var attempt = Attempts()
+    var history = FailureHistory()
+    var segments = SegmentState()
+    /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`; ``Scheduler``).
     var notBefore = 0.0
-    var lengthAtAttemptStart: Int64 = 0
-    var lastFailure: TransferFailure?
-    /// Whether no failure so far said anything against the sources' content (a 404, a wrong
-    /// length, wrong bytes): with a last failure of "cannot reach the server", the entry stopped
-    /// only because the network or the server went away (exit 75 rather than 1).
-    var onlyUnreachable = true
-    /// The digest each source gave when its bytes were not the manifest's, by source URL: the same
-    /// wrong digest twice from one source means it holds other content, not a damaged copy.
-    var wrongDigests: [String: String] = [:]
-    /// A source was skipped because its host stopped answering earlier in this run.
-    var skippedUnreachable = false
 
     init(entry: ManifestEntry, sources: [String], replacing: Bool, resume: PartialRecord? = nil, resumeOffset: Int64 = 0) {
         self.entry = entry
-        self.sources = sources
+        source = SourceCursor(urls: sources)
         self.replacing = replacing
         self.resume = resume
         self.resumeOffset = resumeOffset
     }
 
-    var currentSource: String? { sourceIndex < sources.count ? sources[sourceIndex] : nil }
+    /// The entry's sources, in the order they are tried (the manifest's URL, then its mirrors).
+    var sources: [String] { source.urls }
+    var currentSource: String? { source.current }
+}
 
-    /// Moves on to the next source; false when none is left.
-    func advanceSource() -> Bool {
-        sourceIndex += 1
-        failuresWithoutProgress = 0
-        return sourceIndex < sources.count
+/// The entry's sources, in the order they are tried, and where it stands among them.
+struct SourceCursor {
+    let urls: [String]
+    private(set) var index = 0
+    /// Attempts on the current source that made no progress (``RetryPolicy/Facts/failuresWithoutProgress``).
+    var failuresWithoutProgress = 0
+
+    var current: String? { index < urls.count ? urls[index] : nil }
+    /// Whether a source follows the current one.
+    var hasAnother: Bool { urls.indices.contains(index + 1) }
+
+    /// Moves on to the next source; false when none is left. A fresh source starts with no
+    /// failures, unless `resetFailures` is false (after wrong bytes, the count carries over).
+    mutating func advance(resetFailures: Bool = true) -> Bool {
+        index += 1
+        if resetFailures { failuresWithoutProgress = 0 }
+        return index < urls.count
+    }
+}
+
+/// The entry's attempts: how many started, and where the current one started.
+struct Attempts {
+    var count = 0
+    /// The partial file's length when the current attempt started (its progress is measured from here).
+    var lengthAtStart: Int64 = 0
+    /// The next attempt asks for the whole file (the source's ranges are not to be trusted).
+    var fromZero = false
+
+    mutating func begin(at length: Int64) {
+        count += 1
+        lengthAtStart = length
+    }
+}
+
+/// What the entry's failures so far said: the message and the exit status when it gives up.
+struct FailureHistory {
+    private(set) var last: TransferFailure?
+    /// Whether no failure so far said anything against the sources' content (a 404, a wrong
+    /// length, wrong bytes): with a last failure of "cannot reach the server", the entry stopped
+    /// only because the network or the server went away (exit 75 rather than 1).
+    private(set) var onlyUnreachable = true
+    /// A source was skipped because its host stopped answering earlier in this run.
+    private(set) var skippedUnreachable = false
+    /// Downloads whose bytes were not the manifest's.
+    private(set) var checksumFailures = 0
+    /// The digest each source gave when its bytes were not the manifest's, by source URL: the same
+    /// wrong digest twice from one source means it holds other content, not a damaged copy.
+    private var wrongDigests: [String: String] = [:]
+
+    /// A failed attempt. A reset or a timeout on the way to a dead server says nothing against
+    /// the server's content; a 404, a wrong length or wrong bytes do (docs/faults.md, network lost mid-run).
+    mutating func record(_ failure: TransferFailure) {
+        last = failure
+        if !failure.isTransient { onlyUnreachable = false }
+    }
+
+    /// A source not asked because its host stopped answering earlier in this run.
+    mutating func skipped(_ failure: TransferFailure) {
+        last = failure
+        skippedUnreachable = true
+    }
+
+    /// A complete download whose bytes were not the manifest's (`detail` says expected and got).
+    /// - Returns: whether `source` gave the same wrong digest before (it holds other content).
+    mutating func wrongBytes(from source: String, digest: String, detail: String) -> Bool {
+        checksumFailures += 1
+        onlyUnreachable = false
+        last = .checksumMismatch(detail)
+        defer { wrongDigests[source] = digest }
+        return wrongDigests[source] == digest
+    }
+
+    /// Whether the entry stopped only because no source could be reached.
+    var endedUnreachable: Bool { onlyUnreachable && last?.isUnreachable == true }
+}
+
+/// The runner's side of a segmented download: how many requests the file may run, and how a
+/// failed segment ends the others.
+struct SegmentState {
+    /// A segment failed; the other segments are being stopped, then the entry retries as a whole.
+    private(set) var failure: TransferFailure?
+    /// The source does not serve ranges reliably: no segments for this entry in this run.
+    var refused = false
+    /// Segment requests this entry may run at once: starts at one and grows towards `--segments`
+    /// while the hash waits for bytes (see ``SyncRunner``'s `widenSegments`).
+    var width = 1
+    /// When the width was last decided, and the hash thread's idle seconds then.
+    var widthDecidedAt: (time: Double, idle: Double)?
+
+    /// The first failure of a segment stands; later ones are its consequences.
+    mutating func fail(_ failure: TransferFailure) {
+        if self.failure == nil { self.failure = failure }
+    }
+
+    /// The failure to handle once every segment is back, cleared.
+    mutating func takeFailure() -> TransferFailure? {
+        defer { failure = nil }
+        return failure
     }
 }

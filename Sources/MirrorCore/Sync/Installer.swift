@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The last leg of a byte's way: a complete partial file is verified against the manifest, sealed
 /// (mode, mtime), made durable, renamed into place and only then journaled as verified
 /// (docs/journal.md, rule 1; ``InstallBatch`` explains the group commit). Also checks files that
@@ -35,13 +39,29 @@ final class Installer {
                 return .mismatch(detail: FileHashing.mismatchDescription(entry, digests),
                                  got: digests.first { _ in true }?.value.hex ?? "")
             }
-            try partial.seal(mode: entry.mode ?? 0o644, mtime: entry.mtime, sync: false)
+            try seal(partial, mode: entry.mode ?? 0o644, mtime: entry.mtime)
             batch.add(task, partial)
             return .queued
         } catch {
             return .failed(error)
         }
     }
+
+    /// Makes a verified partial file ready to install: permission bits (`fchmod`), then the
+    /// modification time (`futimens`). Its data and this metadata are made durable by ``commit()``
+    /// (`fsync` of the file, or ``InstallBatch``'s `syncfs`) before the rename makes it visible.
+    private func seal(_ partial: PartialFile, mode: UInt32, mtime: FileTime?) throws {
+        let file = partial.file
+        if fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", partial.displayPath) }
+        if let mtime {
+            var times = [timespec(tv_sec: 0, tv_nsec: Installer.utimeOmit),
+                         timespec(tv_sec: Int(mtime.seconds), tv_nsec: Int(mtime.nanoseconds))]
+            if futimens(file.fd, &times) != 0 { throw SystemError("set modification time of", partial.displayPath) }
+        }
+    }
+
+    /// `UTIME_OMIT` from <sys/stat.h> (a macro Swift does not import): leave the access time alone.
+    static let utimeOmit = (1 << 30) - 2
 
     func isDue(now: Double) -> Bool { batch.isDue(now: now) }
     func timeUntilDue(now: Double) -> Double? { batch.timeUntilDue(now: now) }

@@ -52,11 +52,11 @@ extension SyncRunner {
     /// filling the disk, failing mid-run and leaving partials that take the space of files that
     /// were already there.
     func requireSpace() throws {
-        guard !ready.isEmpty, let partialFolder, let destination else { return }
+        guard !scheduler.ready.isEmpty, let partialFolder, let destination else { return }
         let space: FileDescriptor.Space
         do { space = try partialFolder.space() } catch let error as SystemError { throw SyncError.destination(error) }
         let check = SpaceCheck(blockSize: space.blockSize)
-        let files = ready.map { task in
+        let files = scheduler.ready.map { task in
             SpaceCheck.File(size: task.entry.size, allocated: partialFolder.allocatedBytes(of: PartialFile.name(for: task.entry.path)))
         }
         let needed = check.needed(files)

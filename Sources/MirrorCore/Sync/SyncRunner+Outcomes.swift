@@ -10,19 +10,16 @@ extension SyncRunner {
     /// giving up. Retries are bounded per source by attempts that made no progress, so a connection
     /// that drops every few hundred megabytes still finishes, and a dead one does not loop.
     func retry(_ task: EntryTask, after failure: TransferFailure) {
-        task.lastFailure = failure
-        // A reset or a timeout on the way to a dead server says nothing against the server's
-        // content; a 404, a wrong length or wrong bytes do (docs/faults.md, network lost mid-run).
-        if !failure.isTransient { task.onlyUnreachable = false }
-        if failure.distrustsRanges { task.fromZero = true }
+        task.history.record(failure)
+        if failure.distrustsRanges { task.attempt.fromZero = true }
         let host = task.currentSource.map(hostKey(of:)) ?? ""
         if case .unreachable = failure { unreachableCounts[host, default: 0] += 1 } else { unreachableCounts[host] = nil }
-        let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.lengthAtAttemptStart,
-                                      remainingAtStart: task.entry.size - task.lengthAtAttemptStart,
-                                      failuresWithoutProgress: task.failuresWithoutProgress, attempts: task.attempts,
+        let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.attempt.lengthAtStart,
+                                      remainingAtStart: task.entry.size - task.attempt.lengthAtStart,
+                                      failuresWithoutProgress: task.source.failuresWithoutProgress, attempts: task.attempt.count,
                                       jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: unreachableCounts[host] ?? 0)
         let decision = retryPolicy.decide(facts)
-        task.failuresWithoutProgress = decision.failuresWithoutProgress
+        task.source.failuresWithoutProgress = decision.failuresWithoutProgress
         switch decision.action {
         case .stop:
             return giveUp(task)
@@ -31,15 +28,15 @@ extension SyncRunner {
                unreachableHosts.insert(hostKey(of: source)).inserted {
                 report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
             }
-            guard task.advanceSource() else { return giveUp(task) }
+            guard task.source.advance() else { return giveUp(task) }
             task.notBefore = 0
-            ready.append(task)
+            scheduler.enqueue(task)
             return
         case .retry(let delay):
             task.notBefore = monotonicSeconds() + delay
         }
         releaseIfEmpty(task)
-        waiting.append(task)
+        scheduler.park(task)
     }
 
     /// A task that waits (back-off) or ends with no byte received gives its empty partial file
@@ -54,12 +51,12 @@ extension SyncRunner {
     }
 
     func giveUp(_ task: EntryTask) {
-        let why = task.lastFailure.map { "\($0)" } ?? "no source to fetch it from"
+        let why = task.history.last.map { "\($0)" } ?? "no source to fetch it from"
         let source = task.sources.last.map { " (last tried \(redactedURL($0)))" } ?? ""
         releaseIfEmpty(task)
         task.partial?.close()
-        let unreachable = task.onlyUnreachable && task.lastFailure?.isUnreachable == true
-        if task.skippedUnreachable && unreachable {
+        let unreachable = task.history.endedUnreachable
+        if task.history.skippedUnreachable && unreachable {
             // Never asked: its host stopped answering earlier in this run (said once, when it was
             // marked). The entry is left for a later run, like one a deadline stopped.
             notTried += 1

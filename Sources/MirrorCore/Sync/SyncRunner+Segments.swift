@@ -8,10 +8,10 @@ extension SyncRunner {
         guard let partial = task.partial else { return }
         // The first quarter second of the width is counted from the first request, not from the
         // loop turn that prepared the file (preallocation can take a while).
-        if task.widthDecidedAt == nil, let writer { task.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds) }
+        if task.segments.widthDecidedAt == nil, let writer { task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds) }
         let running = Set(task.downloads.compactMap(\.segment))
         // At most --segments requests for this file, and (beyond its first) within the connection limit.
-        var room = min(min(task.segmentWidth, options.segments) - task.downloads.count, max(1, connectionLimit - active.count))
+        var room = min(min(task.segments.width, options.segments) - task.downloads.count, max(1, scheduler.freeConnections))
         for open in partial.openSegments() where !running.contains(open.index) && room > 0 {
             let download = try Download(url: url, offset: open.from, ifRange: ifRange, target: partial,
                                         settings: options.transfer, segment: (open.index, open.end))
@@ -24,24 +24,24 @@ extension SyncRunner {
     ///
     /// - Returns: seconds until the next decision is due, or nil when no file can widen.
     func widenSegments(_ now: Double) -> Double? {
-        guard options.segments > 1, let writer, !stopping else { return nil }
+        guard options.segments > 1, let writer, !scheduler.stopping else { return nil }
         var idle: Double?
         var nextDue: Double?
         var seen = Set<ObjectIdentifier>()
-        for task in active.values where seen.insert(ObjectIdentifier(task)).inserted
-            && task.segmentWidth < options.segments && task.segmentFailure == nil && task.downloads.first?.segment != nil {
+        for task in scheduler.activeTasks where seen.insert(ObjectIdentifier(task)).inserted
+            && task.segments.width < options.segments && task.segments.failure == nil && task.downloads.first?.segment != nil {
             let idleNow = idle ?? writer.idleSeconds
             idle = idleNow
-            defer { nextDue = min(nextDue ?? .infinity, (task.widthDecidedAt?.time ?? now) + SegmentPolicy.widenInterval - now) }
+            defer { nextDue = min(nextDue ?? .infinity, (task.segments.widthDecidedAt?.time ?? now) + SegmentPolicy.widenInterval - now) }
             // Set by the file's first startSegments.
-            guard let last = task.widthDecidedAt else { continue }
+            guard let last = task.segments.widthDecidedAt else { continue }
             let span = now - last.time
             // The sync loop wakes on time, give or take a millisecond.
             guard span >= SegmentPolicy.widenInterval * 0.95 else { continue }
-            task.widthDecidedAt = (now, idleNow)
+            task.segments.widthDecidedAt = (now, idleNow)
             guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span, running: task.downloads.count,
-                                                  width: task.segmentWidth) else { continue }
-            task.segmentWidth = width
+                                                  width: task.segments.width) else { continue }
+            task.segments.width = width
             continueSegments(task)
         }
         return nextDue.map { max(0.001, $0) }
@@ -56,7 +56,7 @@ extension SyncRunner {
         switch outcome {
         case .complete:
             // Segments the connection limit held back start as others finish.
-            if task.segmentFailure == nil && !isStopping, task.partial?.isComplete == false { continueSegments(task) }
+            if task.segments.failure == nil && !isStopping, task.partial?.isComplete == false { continueSegments(task) }
         case .failed(.cancelled):
             break
         case .rangeNotSatisfiable:
@@ -65,11 +65,11 @@ extension SyncRunner {
         case .failed(let failure):
             let action = segmentPolicy.afterSegmentFailure(failure, received: download.bytesWritten,
                                                            requested: download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1,
-                                                           entryFailing: task.segmentFailure != nil, stopping: isStopping)
+                                                           entryFailing: task.segments.failure != nil, stopping: isStopping)
             if action == .retrySegment,
                let url = task.currentSource, let partial = task.partial {
-                task.attempts += 1
-                task.failuresWithoutProgress = 0
+                task.attempt.count += 1
+                task.source.failuresWithoutProgress = 0
                 do {
                     try startSegments(task, url: url, ifRange: partial.validator)
                 } catch {
@@ -80,11 +80,10 @@ extension SyncRunner {
             }
         }
         guard task.downloads.isEmpty, let partial = task.partial else { return }
-        if let failure = task.segmentFailure {
-            task.segmentFailure = nil
+        if let failure = task.segments.takeFailure() {
             if failure == .rangeIgnored || failure.distrustsRanges {
                 partial.abandonSegments()
-                task.noSegments = true
+                task.segments.refused = true
             }
             attemptFailed(task, failure)
         } else if partial.isComplete {
@@ -101,7 +100,7 @@ extension SyncRunner {
     }
 
     /// The run is ending (deadline, fatal error or signal): no segment starts any more.
-    var isStopping: Bool { stopping || StopSignal.received != 0 }
+    var isStopping: Bool { scheduler.isStopping(signal: StopSignal.received) }
 
     /// Starts what the file's width allows of its open segments, from its current source.
     func continueSegments(_ task: EntryTask) {
@@ -110,7 +109,7 @@ extension SyncRunner {
     }
 
     func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {
-        if task.segmentFailure == nil { task.segmentFailure = failure }
+        task.segments.fail(failure)
         engine?.cancel(task.downloads)
     }
 }

@@ -7,10 +7,11 @@ import Glibc
 /// Where a byte goes: libcurl hands it to ``Download`` on the transfer thread
 /// (`Transfer/TransferEngine.swift`), which checks the response and writes it into the entry's
 /// ``PartialFile`` under `DEST/.mirror/partial/`; the ``PartialWriter`` thread hashes it and makes
-/// it durable at checkpoints. When the last byte is in, this runner (on the calling thread)
-/// compares the digests with the manifest, seals the file (mode, mtime) and hands it to an
-/// ``InstallBatch``, which makes it durable, renames it into place
-/// (``Destination/install(partial:from:to:syncFolder:expected:)``) and only then journals it as verified.
+/// it durable at checkpoints (its journal records are built by ``PartialJournal``). When the last
+/// byte is in, this runner (on the calling thread) has the ``Installer`` compare the digests with
+/// the manifest and seal the file (mode, mtime); its ``InstallBatch`` makes it durable, renames it
+/// into place (``Destination/install(partial:from:to:syncFolder:expected:)``) and only then
+/// journals it as verified. Which entry starts when, and when the run stops, is the ``Scheduler``'s.
 public final class SyncRunner {
     let manifest: Manifest
     let options: SyncOptions
@@ -21,9 +22,8 @@ public final class SyncRunner {
     var partialFolder: FileDescriptor!
     var journal: Journal!
     var engine: TransferEngine?
-    var ready: [EntryTask] = []
-    var waiting: [EntryTask] = []
-    var active: [ObjectIdentifier: EntryTask] = [:]
+    /// The queue, the slots, the deadline and the stop.
+    let scheduler: Scheduler
     var allTasks: [EntryTask] = []
     var unreachableHosts: Set<String> = []
     /// Failures to reach each host since it last answered (``RetryPolicy/Facts/hostUnreachableFailures``).
@@ -40,7 +40,7 @@ public final class SyncRunner {
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     var fatal: SystemError?
     var stoppedReason: String?
-    let startTime = monotonicSeconds()
+    let startTime: Double
     var unreachableFailures = 0
     /// Entries never asked for because their host had stopped answering (counted as not finished).
     var notTried = 0
@@ -49,6 +49,10 @@ public final class SyncRunner {
         self.manifest = manifest
         self.options = options
         self.report = report
+        let start = monotonicSeconds()
+        startTime = start
+        scheduler = Scheduler(jobs: options.jobs, connectionLimit: max(1, options.jobs, options.segments),
+                              deadline: options.deadline.map { start + $0 })
     }
 
     /// Where the files go: `--dest`, else the manifest's `destination` relative to its folder.
@@ -131,7 +135,7 @@ public final class SyncRunner {
         }
 
         try requireSpace()
-        if !ready.isEmpty || !checks.isEmpty { try transferAndCheck(checks) }
+        if !scheduler.ready.isEmpty || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
         if let fatal { throw SyncError.destination(fatal) }
@@ -143,7 +147,7 @@ public final class SyncRunner {
     func addTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) {
         let task = EntryTask(entry: entry, sources: manifest.sources(for: entry), replacing: replacing,
                              resume: resume, resumeOffset: offset)
-        ready.append(task)
+        scheduler.enqueue(task)
         allTasks.append(task)
     }
 
@@ -151,31 +155,28 @@ public final class SyncRunner {
 
     func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
-        do { engine = try TransferEngine(connectionsPerHost: connectionLimit, limitRate: options.limitRate) } catch { throw SyncError.setup("\(error)") }
+        do {
+            engine = try TransferEngine(connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate)
+        } catch {
+            throw SyncError.setup("\(error)")
+        }
         let writer = PartialWriter()
         self.writer = writer
         defer {
             engine?.shutdown()
             writer.shutdown()
         }
-        let deadline = options.deadline.map { startTime + $0 }
 
         while fatal == nil {
             let now = monotonicSeconds()
-            if let deadline, now >= deadline {
-                stoppedReason = "deadline passed"
+            if let reason = scheduler.stopReason(now: now, signal: StopSignal.received) {
+                stoppedReason = reason
                 break
             }
-            if StopSignal.received != 0 {
-                stoppedReason = StopSignal.received == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)"
-                break
-            }
-            promoteDueTasks(now)
-            while runningTasks < max(1, options.jobs), active.count < connectionLimit, !ready.isEmpty {
-                start(ready.removeFirst())
-            }
+            scheduler.promoteDue(now: now)
+            while let task = scheduler.nextToStart() { start(task) }
             if installer?.isDue(now: now) == true { commitBatch() }
-            if active.isEmpty && ready.isEmpty && waiting.isEmpty && checks.isEmpty { break }
+            if scheduler.isIdle && checks.isEmpty { break }
 
             if let entry = checks.first {
                 // Hash one present file on this thread while the transfer thread downloads others.
@@ -185,9 +186,7 @@ public final class SyncRunner {
                 handle(engine?.waitForFinished(timeout: 0) ?? [])
                 continue
             }
-            var wait = 0.5
-            if let next = waiting.map(\.notBefore).min() { wait = min(wait, max(0.001, next - now)) }
-            if let deadline { wait = min(wait, max(0.001, deadline - now)) }
+            var wait = scheduler.timeUntilDue(now: now)
             if let due = installer?.timeUntilDue(now: now) { wait = min(wait, max(0.001, due)) }
             if report.progress != nil { wait = min(wait, ProgressDisplay.minimumInterval) }
             if let due = widenSegments(now) { wait = min(wait, due) }
@@ -196,20 +195,21 @@ public final class SyncRunner {
         }
 
         // Stopping early (deadline or a fatal error): cancel what runs and keep its progress.
-        stopping = true
-        if !active.isEmpty {
+        scheduler.stop()
+        if scheduler.runningRequests > 0 {
             engine?.cancelAll()
-            while !active.isEmpty { handle(engine?.waitForFinished(timeout: 1) ?? []) }
+            while scheduler.runningRequests > 0 { handle(engine?.waitForFinished(timeout: 1) ?? []) }
         }
         // Files verified before the stop are installed, whatever stopped the run: even on a full
         // disk a rename needs no data blocks, and if it fails the file stays in .mirror/partial.
         commitBatch()
-        let unfinished = ready.count + waiting.count + checks.count
+        let unstarted = scheduler.unstarted
+        let unfinished = unstarted.count + checks.count
         if unfinished > 0 || stoppedReason != nil {
             summary.pending += unfinished
             if stoppedReason == nil { stoppedReason = "stopped early" }
         }
-        for task in ready + waiting { task.partial?.checkpoint() }
+        for task in unstarted { task.partial?.checkpoint() }
         // Every checkpoint asked for above is written and journaled before the run reports.
         writer.drainAll()
         for task in allTasks {
@@ -218,16 +218,7 @@ public final class SyncRunner {
     }
 
     func showProgress() {
-        report.transferProgress(tasks: allTasks, active: Array(active.values), finished: summary.changed + summary.failed)
-    }
-
-    func promoteDueTasks(_ now: Double) {
-        guard !waiting.isEmpty else { return }
-        var still: [EntryTask] = []
-        for task in waiting {
-            if task.notBefore <= now { ready.append(task) } else { still.append(task) }
-        }
-        waiting = still
+        report.transferProgress(tasks: allTasks, active: scheduler.activeTasks, finished: summary.changed + summary.failed)
     }
 
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
@@ -236,9 +227,8 @@ public final class SyncRunner {
             // A host that refused twice is not asked again in this run; the check comes before
             // any file is created, so a dead server leaves nothing behind (D3 in docs/faults.md).
             while let source = task.currentSource, !unreachableHosts.isEmpty, unreachableHosts.contains(hostKey(of: source)) {
-                task.lastFailure = .unreachable("\(redactedURL(source)) did not answer earlier in this run")
-                task.skippedUnreachable = true
-                if !task.advanceSource() { break }
+                task.history.skipped(.unreachable("\(redactedURL(source)) did not answer earlier in this run"))
+                if !task.source.advance() { break }
             }
             if task.currentSource == nil && task.entry.size > 0 {
                 giveUp(task)
@@ -255,8 +245,8 @@ public final class SyncRunner {
                 task.partial = partial
             }
             guard let partial = task.partial else { return }
-            if task.fromZero && partial.length > 0 { partial.restartFromZero() }
-            task.fromZero = false
+            if task.attempt.fromZero && partial.length > 0 { partial.restartFromZero() }
+            task.attempt.fromZero = false
             if partial.isComplete {
                 // Nothing left to fetch (an empty file, or a partial that was already whole).
                 verifyAndInstall(task)
@@ -276,11 +266,10 @@ public final class SyncRunner {
                 partial.validator = nil
             }
             if partial.length == 0 && !partial.isSegmented
-                && segmentPolicy.wantsSegments(size: task.entry.size, url: url, sourceRefusedRanges: task.noSegments) {
+                && segmentPolicy.wantsSegments(size: task.entry.size, url: url, sourceRefusedRanges: task.segments.refused) {
                 try partial.beginSegments(length: SegmentPolicy.segmentLength(size: task.entry.size, connections: options.segments))
             }
-            task.attempts += 1
-            task.lengthAtAttemptStart = partial.length
+            task.attempt.begin(at: partial.length)
             if partial.isSegmented {
                 try startSegments(task, url: url, ifRange: sameSource ? partial.validator : nil)
                 return
@@ -293,27 +282,16 @@ public final class SyncRunner {
         }
     }
 
-    /// Connections at once, for every file together: `--jobs`, or `--segments` if more.
-    var connectionLimit: Int { max(1, options.jobs, options.segments) }
-
-    /// Entries with at least one request running (at most `--jobs`).
-    var runningTasks = 0
-
-    /// Set once the run stops early; no segment is restarted after that.
-    var stopping = false
-
     func submit(_ download: Download, for task: EntryTask) {
-        if task.downloads.isEmpty { runningTasks += 1 }
         task.downloads.append(download)
-        active[ObjectIdentifier(download)] = task
+        scheduler.started(download, for: task)
         engine?.submit(download)
     }
 
     func handle(_ finished: [Download]) {
         for download in finished {
-            guard let task = active.removeValue(forKey: ObjectIdentifier(download)) else { continue }
+            guard let task = scheduler.ended(download) else { continue }
             task.downloads.removeAll { $0 === download }
-            if task.downloads.isEmpty { runningTasks -= 1 }
             if download.segment != nil {
                 handleSegment(download, of: task)
                 continue
@@ -325,7 +303,7 @@ public final class SyncRunner {
                 if task.partial?.isComplete == true {
                     verifyAndInstall(task)
                 } else {
-                    task.fromZero = true
+                    task.attempt.fromZero = true
                     retry(task, after: .badContentRange("416 Range Not Satisfiable", expected: "bytes \(download.requestedOffset)-"))
                 }
             case .failed(.cancelled):
@@ -360,19 +338,17 @@ public final class SyncRunner {
         case .failed(let error):
             stopOrFail(entry, error)
         case .mismatch(let detail, let got):
-            task.checksumFailures += 1
-            task.onlyUnreachable = false
             partial.restartFromZero()
             let source = partial.sourceURL ?? task.currentSource ?? ""
             // The same wrong bytes twice from one source are that source's content, not damage on
             // the way: asking it again would only fetch them again (docs/faults.md).
-            let sameTwice = task.wrongDigests[source] == got
-            task.wrongDigests[source] = got
-            let otherSource = task.sources.indices.contains(task.sourceIndex + 1)
-            if task.checksumFailures >= options.checksumAttempts || entry.size == 0 || (sameTwice && !otherSource) {
+            let sameTwice = task.history.wrongBytes(from: source, digest: got, detail: detail)
+            let otherSource = task.source.hasAnother
+            let failures = task.history.checksumFailures
+            if failures >= options.checksumAttempts || entry.size == 0 || (sameTwice && !otherSource) {
                 partial.settle()
                 partial.remove()
-                let attempts = task.checksumFailures == 1 ? "1 attempt" : "\(task.checksumFailures) attempts"
+                let attempts = failures == 1 ? "1 attempt" : "\(failures) attempts"
                 let why = sameTwice
                     ? "the server's file differs from the manifest (\(detail), the same twice from \(redactedURL(source))); "
                         + "republish the manifest or the file"
@@ -381,10 +357,9 @@ public final class SyncRunner {
                 return
             }
             // A corrupt copy: try the next source if there is one, else the same again from zero.
-            if otherSource { task.sourceIndex += 1 }
-            task.lastFailure = .checksumMismatch(detail)
-            task.fromZero = true
-            ready.append(task)
+            if otherSource { _ = task.source.advance(resetFailures: false) }
+            task.attempt.fromZero = true
+            scheduler.enqueue(task)
         }
     }
 

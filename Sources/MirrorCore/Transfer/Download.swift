@@ -224,19 +224,12 @@ public final class Download {
             return false
         }
         do {
-            if let segment {
-                if Int64(bytes.count) > target.segmentRemaining(segment) {
-                    abortReason = .tooMuchData(limit: target.identity.size, ranged: true)
-                    return false
-                }
-                try target.append(bytes, segment: segment)
-            } else {
-                if target.length + Int64(bytes.count) > target.identity.size {
-                    abortReason = .tooMuchData(limit: target.identity.size, ranged: requestedOffset > 0 && !isFile)
-                    return false
-                }
-                try target.append(bytes)
+            // One stream is segment 0, the whole file: what it still lacks is the rest of the file.
+            if Int64(bytes.count) > target.segmentRemaining(segment ?? 0) {
+                abortReason = .tooMuchData(limit: target.identity.size, ranged: segment != nil || (requestedOffset > 0 && !isFile))
+                return false
             }
+            try target.append(bytes, segment: segment ?? 0)
             bytesWritten += Int64(bytes.count)
         } catch let error as SystemError {
             abortReason = .writeFailed(error)

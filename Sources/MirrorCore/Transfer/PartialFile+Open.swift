@@ -16,7 +16,7 @@ extension PartialFile {
     ///
     /// - Returns: the file, and whether it is the existing one (`resumed`) or a new, empty one.
     static func open(_ name: String, in folder: FileDescriptor, displayPath: String, resuming: Bool,
-                     journal: Journal?, path: String) throws -> (file: FileDescriptor, resumed: Bool) {
+                     records: PartialJournal?) throws -> (file: FileDescriptor, resumed: Bool) {
         if resuming {
             let fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR)
             if fd >= 0 {
@@ -30,9 +30,7 @@ extension PartialFile {
                 throw SystemError("open partial file", displayPath)
             }
             // Not ours to resume: the journal forgets it before a new file takes the name.
-            if let journal, journal.partialRecord(for: path) != nil {
-                try journal.append(.forget(path: path), durable: true)
-            }
+            try records?.forgetIfRecorded()
         }
         if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
             throw SystemError("remove the old partial file", displayPath)

@@ -7,13 +7,16 @@ import Foundation
 /// bounded pool and queues it here. This thread takes the queue in order: hash update, and at a
 /// checkpoint `fdatasync`, then the journal record with the hash state at exactly that length.
 /// Hashing thus overlaps the transfer and the writes, follows file order, and never reads the file
-/// back (a segmented download's later segments are the exception: their bytes wait in the page
-/// cache until the hashed prefix reaches them, then are read back once). Memory is bounded by the pool: when hashing falls behind, the transfer thread waits for a
-/// free buffer, which is the back-pressure a slow CPU must exert anyway.
+/// back (the exceptions, decided by ``HashFeed``: a segmented download's later segments, whose bytes
+/// wait in the page cache until the hashed prefix reaches them, and a resumed prefix whose saved
+/// hash state is not trusted; both are read back once). Memory is bounded by the pool: when
+/// hashing falls behind, the transfer thread waits for a free buffer, which is the back-pressure a
+/// slow CPU must exert anyway.
 final class PartialWriter {
     enum Job {
         case hash(PartialFile, buffer: UnsafeMutableRawBufferPointer, count: Int)
-        /// Bytes already in the file, to be hashed when the hashed prefix reaches them (segments).
+        /// Bytes already in the file, read back and hashed (``HashFeed``): a later segment's bytes
+        /// once the hashed prefix reaches them, or a kept prefix hashed again on resume.
         case hashFile(PartialFile, from: Int64, to: Int64)
         case checkpoint(PartialFile, url: String, validator: String?, segments: [SegmentRecord]?)
     }

@@ -1,0 +1,37 @@
+/// What the journal says about one partial file: every `partial` and `forget` record a download
+/// writes is built here (docs/journal.md, rules 1, 3 and 8), apart from the bytes and their hashing
+/// (``PartialFile``), so what a record may vouch for is decided in one place.
+///
+/// Every record is appended durably (`fsync` of the journal): each one either stops the journal
+/// vouching for bytes that are about to change, or vouches for bytes already made durable.
+struct PartialJournal {
+    let journal: Journal
+    let identity: EntryIdentity
+
+    /// Whether the journal holds a partial record for this path (of any identity).
+    var hasRecord: Bool { journal.partialRecord(for: identity.path) != nil }
+
+    /// The journal stops vouching for the file under this name, before anything changes it: a
+    /// later run must never restore a hash state over other bytes (rule 8).
+    func forget() throws {
+        try journal.append(.forget(path: identity.path), durable: true)
+    }
+
+    /// ``forget()``, when there is a record to forget.
+    func forgetIfRecorded() throws {
+        if hasRecord { try forget() }
+    }
+
+    /// Vouches for `bytes` (per segment when `segments` is given) of the file, with the hash
+    /// states after exactly the first `bytes` bytes when `states` holds any.
+    ///
+    /// - Parameter status: the partial file's identity taken (`fstat`) before the `fdatasync` that
+    ///   made these bytes durable; only then may a later run restore `states` (``PartialRecord/describes(_:owner:)``).
+    ///   nil when the bytes were merely kept from an earlier run: their states are not to be trusted.
+    func record(url: String, validator: String?, bytes: Int64, states: PerAlgorithm<String> = [:],
+                segments: [SegmentRecord]? = nil, status: FileStatus? = nil) throws {
+        let record = PartialRecord(identity: identity, url: url, validator: validator, bytes: bytes, hashStates: states,
+                                   segments: segments, fileInode: status?.inode, fileChangeTime: status?.ctime)
+        try journal.append(.partial(record), durable: true)
+    }
+}

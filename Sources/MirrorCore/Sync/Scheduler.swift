@@ -1,0 +1,117 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which entry starts next, and when the run stops: the queue of entries ready to start, those
+/// waiting out a back-off, the slots (`--jobs` entries, and connections for all files together),
+/// the requests running, the deadline (`--deadline`) and the stop signals.
+///
+/// It starts nothing and decides no retry: ``SyncRunner`` asks it which entry may start, tells it
+/// which request runs for which entry, and asks it when to wake and whether to stop. Each request
+/// is known only by its object identity, so the bookkeeping is tested without a server.
+final class Scheduler {
+    /// Entries with at least one request running at once (`--jobs`, at least one).
+    let jobs: Int
+    /// Requests at once, for every file together: `--jobs`, or `--segments` if more.
+    let connectionLimit: Int
+    /// Monotonic time at which the run stops (`--deadline` after its start).
+    let deadline: Double?
+
+    private(set) var ready: [EntryTask] = []
+    private(set) var waiting: [EntryTask] = []
+    /// The entry each running request is for.
+    private var requests: [ObjectIdentifier: EntryTask] = [:]
+    /// Requests running per entry (an entry with none has no key).
+    private var requestsPerTask: [ObjectIdentifier: Int] = [:]
+    /// Set once the run stops early; no entry or segment starts after that.
+    private(set) var stopping = false
+
+    /// The loop sleeps at most this long, so it notices a stop signal soon.
+    static let longestWait = 0.5
+
+    init(jobs: Int, connectionLimit: Int, deadline: Double?) {
+        self.jobs = max(1, jobs)
+        self.connectionLimit = max(1, connectionLimit)
+        self.deadline = deadline
+    }
+
+    // MARK: The queue
+
+    /// The entry may start at the loop's next turn.
+    func enqueue(_ task: EntryTask) { ready.append(task) }
+
+    /// The entry waits until its `notBefore` (a back-off, `Retry-After`).
+    func park(_ task: EntryTask) { waiting.append(task) }
+
+    /// Moves the waiting entries whose time has come to the end of the queue, in the order they waited.
+    func promoteDue(now: Double) {
+        guard !waiting.isEmpty else { return }
+        var still: [EntryTask] = []
+        for task in waiting {
+            if task.notBefore <= now { ready.append(task) } else { still.append(task) }
+        }
+        waiting = still
+    }
+
+    /// The first ready entry, taken off the queue, when an entry slot and a connection are free.
+    func nextToStart() -> EntryTask? {
+        guard runningTasks < jobs, requests.count < connectionLimit, !ready.isEmpty else { return nil }
+        return ready.removeFirst()
+    }
+
+    /// Entries queued or waiting: what a stop leaves for a later run.
+    var unstarted: [EntryTask] { ready + waiting }
+
+    // MARK: Slots
+
+    /// Entries with at least one request running.
+    var runningTasks: Int { requestsPerTask.count }
+    /// Requests running, for every entry together.
+    var runningRequests: Int { requests.count }
+    /// The entry of each running request: an entry once per request it runs.
+    var activeTasks: [EntryTask] { Array(requests.values) }
+    /// Connections still free within the limit (none or fewer when an entry's first request went past it).
+    var freeConnections: Int { connectionLimit - requests.count }
+
+    func started(_ request: AnyObject, for task: EntryTask) {
+        requests[ObjectIdentifier(request)] = task
+        requestsPerTask[ObjectIdentifier(task), default: 0] += 1
+    }
+
+    /// The entry a request that ended was for; nil for one unknown (already ended).
+    func ended(_ request: AnyObject) -> EntryTask? {
+        guard let task = requests.removeValue(forKey: ObjectIdentifier(request)) else { return nil }
+        let key = ObjectIdentifier(task)
+        let left = (requestsPerTask[key] ?? 1) - 1
+        if left <= 0 { requestsPerTask.removeValue(forKey: key) } else { requestsPerTask[key] = left }
+        return task
+    }
+
+    /// Nothing queued, waiting or running.
+    var isIdle: Bool { requests.isEmpty && ready.isEmpty && waiting.isEmpty }
+
+    // MARK: Time and stopping
+
+    /// Why the run must stop now (the deadline passed, or SIGTERM / SIGINT arrived: `signal` is
+    /// ``StopSignal/received``), or nil.
+    func stopReason(now: Double, signal: Int32) -> String? {
+        if let deadline, now >= deadline { return "deadline passed" }
+        if signal != 0 { return signal == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)" }
+        return nil
+    }
+
+    /// The run stops early: running requests are cancelled, nothing new starts.
+    func stop() { stopping = true }
+
+    /// Whether the run is ending (``stop()``, or a signal arrived that the loop has not seen yet).
+    func isStopping(signal: Int32) -> Bool { stopping || signal != 0 }
+
+    /// Seconds the loop may sleep: until the first waiting entry is due or the deadline, at most
+    /// ``longestWait``, at least a millisecond.
+    func timeUntilDue(now: Double) -> Double {
+        var wait = Scheduler.longestWait
+        if let next = waiting.map(\.notBefore).min() { wait = min(wait, max(0.001, next - now)) }
+        if let deadline { wait = min(wait, max(0.001, deadline - now)) }
+        return wait
+    }
+}

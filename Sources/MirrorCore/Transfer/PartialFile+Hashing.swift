@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The writer's side of a partial file: hashing in file order and durable checkpoints, run on the
+/// ``PartialWriter`` thread (or at once on the calling thread when there is none).
+extension PartialFile {
+    /// Hands the written bytes that continue the hashed prefix to the hashers, read back from the
+    /// file (``HashFeed/readBack(over:all:)``): with `all`, whatever there is; otherwise, while a
+    /// kept prefix is hashed again, only in large steps. Called with `lock` held.
+    func feedFromFile(all: Bool) {
+        guard let range = feed.readBack(over: segments, all: all) else { return }
+        if let writer {
+            writer.hashFile(self, from: range.lowerBound, to: range.upperBound)
+        } else {
+            performHashFromFile(from: range.lowerBound, to: range.upperBound)
+        }
+    }
+
+    func performHash(_ bytes: UnsafeRawBufferPointer) {
+        hashers.update(bytes)
+        hashedLength += Int64(bytes.count)
+    }
+
+    /// Hashes `[from, to)` read back from the file (``FileHashing/read(_:from:to:_:)``, the one
+    /// read-and-hash loop): a kept prefix hashed again, or bytes a segment wrote before the hashed
+    /// prefix reached them (normally still in the page cache, so this is a copy, not a disk read).
+    func performHashFromFile(from: Int64, to: Int64) {
+        guard failure == nil, from == hashedLength else {
+            if failure == nil { fail(SystemError("hash", displayPath, code: EIO)) }
+            return
+        }
+        do {
+            try FileHashing.read(file, from: from, to: to) { performHash($0) }
+        } catch let error as SystemError {
+            fail(error)
+        } catch {
+            fail(SystemError("read partial file", displayPath, code: EIO))
+        }
+    }
+
+    /// `fdatasync`, then the journal record (docs/journal.md, rule 1): the hashed prefix with its
+    /// hash states and, when segmented, each segment's durable bytes.
+    func performCheckpoint(url: String, validator: String?, segments: [SegmentRecord]?) {
+        let durable = segments.map { $0.reduce(0) { $0 + $1.done } } ?? hashedLength
+        guard failure == nil, durable != durableLength, let records else { return }
+        do {
+            // The file's identity before the fdatasync: if nothing changes it after, a later run
+            // finds the same change time and may trust the hash state; any later write (ours,
+            // after this checkpoint, or anyone's) moves it, and the prefix is hashed again.
+            let status = try file.stat()
+            try file.syncData()
+            CrashPoint.hit("checkpoint-before-record")
+            try records.record(url: redactedURL(url), validator: validator, bytes: hashedLength,
+                               states: hashers.savedStates(), segments: segments, status: status)
+            durableLength = durable
+        } catch let error as SystemError {
+            fail(error)
+        } catch {
+            fail(SystemError("sync", displayPath, code: EIO))
+        }
+    }
+
+    func fail(_ error: SystemError) {
+        errorLock.lock()
+        if storedError == nil { storedError = error }
+        errorLock.unlock()
+    }
+}

@@ -1,0 +1,92 @@
+import Testing
+@testable import MirrorCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The queue, the slots, the deadline and the stop, without a server: requests are plain objects.
+@Suite struct SchedulerTests {
+    final class Request {}
+
+    static func task(_ path: String, notBefore: Double = 0) -> EntryTask {
+        let task = EntryTask(entry: ManifestEntry(path: path, url: .relative(path), size: 10, digests: [:]),
+                             sources: ["http://127.0.0.1/" + path], replacing: false)
+        task.notBefore = notBefore
+        return task
+    }
+
+    /// `--jobs 2`: a third entry waits for a slot, whatever the connection limit.
+    @Test func entriesStartInOrderWithinTheJobSlots() {
+        let scheduler = Scheduler(jobs: 2, connectionLimit: 8, deadline: nil)
+        let tasks = ["a", "b", "c"].map { Self.task($0) }
+        tasks.forEach(scheduler.enqueue)
+        let first = scheduler.nextToStart()
+        #expect(first === tasks[0])
+        let a = Request()
+        scheduler.started(a, for: tasks[0])
+        let second = scheduler.nextToStart()
+        #expect(second === tasks[1])
+        scheduler.started(Request(), for: tasks[1])
+        #expect(scheduler.nextToStart() == nil, "both entry slots are taken")
+        #expect(scheduler.ended(a) === tasks[0])
+        #expect(scheduler.ended(a) == nil, "a request ends once")
+        let third = scheduler.nextToStart()
+        #expect(third === tasks[2])
+    }
+
+    /// A segmented entry holds one entry slot however many requests it runs, but every request
+    /// takes a connection.
+    @Test func aSegmentedEntryTakesOneSlotAndManyConnections() {
+        let scheduler = Scheduler(jobs: 4, connectionLimit: 3, deadline: nil)
+        let big = Self.task("big")
+        let small = Self.task("small")
+        scheduler.enqueue(big)
+        scheduler.enqueue(small)
+        _ = scheduler.nextToStart()
+        let requests = [Request(), Request(), Request()]
+        for request in requests { scheduler.started(request, for: big) }
+        #expect(scheduler.runningTasks == 1 && scheduler.runningRequests == 3 && scheduler.freeConnections == 0)
+        #expect(scheduler.activeTasks.count == 3)
+        #expect(scheduler.nextToStart() == nil, "no connection is free")
+        _ = scheduler.ended(requests[0])
+        #expect(scheduler.runningTasks == 1)
+        let next = scheduler.nextToStart()
+        #expect(next === small)
+        _ = scheduler.ended(requests[1])
+        _ = scheduler.ended(requests[2])
+        #expect(scheduler.runningTasks == 0 && scheduler.isIdle)
+    }
+
+    @Test func aWaitingEntryReturnsToTheQueueWhenItsTimeComes() {
+        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, deadline: nil)
+        let later = Self.task("later", notBefore: 10)
+        let sooner = Self.task("sooner", notBefore: 5)
+        scheduler.park(later)
+        scheduler.park(sooner)
+        #expect(!scheduler.isIdle)
+        #expect(scheduler.timeUntilDue(now: 4.9) < 0.11, "wakes when the first is due")
+        #expect(scheduler.timeUntilDue(now: 0) == Scheduler.longestWait)
+        scheduler.promoteDue(now: 6)
+        #expect(scheduler.ready.map(\.entry.path) == ["sooner"] && scheduler.waiting.map(\.entry.path) == ["later"])
+        #expect(scheduler.timeUntilDue(now: 20) == 0.001, "at least a millisecond")
+        scheduler.promoteDue(now: 10)
+        #expect(scheduler.unstarted.map(\.entry.path) == ["sooner", "later"])
+    }
+
+    @Test func theDeadlineAndTheSignalsStopTheRun() {
+        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, deadline: 100)
+        #expect(scheduler.stopReason(now: 99, signal: 0) == nil)
+        #expect(scheduler.stopReason(now: 100, signal: 0) == "deadline passed")
+        #expect(scheduler.stopReason(now: 1, signal: SIGTERM) == "terminated (SIGTERM)")
+        #expect(scheduler.stopReason(now: 1, signal: SIGINT) == "interrupted (SIGINT)")
+        #expect(scheduler.timeUntilDue(now: 99.8) < 0.21, "wakes at the deadline")
+        #expect(!scheduler.isStopping(signal: 0) && scheduler.isStopping(signal: SIGINT))
+        scheduler.stop()
+        #expect(scheduler.stopping && scheduler.isStopping(signal: 0))
+    }
+
+    @Test func slotsAreAtLeastOne() {
+        let scheduler = Scheduler(jobs: 0, connectionLimit: 0, deadline: nil)
+        #expect(scheduler.jobs == 1 && scheduler.connectionLimit == 1)
+    }
+}
