@@ -76,31 +76,9 @@ public final class SyncRunner {
         }
 
         let lock: DestinationLock
-        var current: Destination?
         do {
-            var adopted: DestinationLock?
-            if options.atomic || GenerationStore.isAtomic(destPath) {
-                let store = try GenerationStore.open(destPath, create: true)
-                generations = store
-                if let store {
-                    adopted = try adoptPlainState(store)
-                    current = try Destination.openExisting(destPath)
-                    destination = try Destination.building(store)
-                }
-            }
-            if destination == nil { destination = try Destination.create(destPath) }
-            guard let state = try destination.stateFolder(create: true),
-                  let partials = try destination.stateFolder("partial", create: true) else {
-                throw SystemError("create", destination.display(Destination.stateFolderName), code: ENOENT)
-            }
-            // Nobody else may have written what the run is about to trust (SECURITY.md).
-            try StateOwnership.require(state, destination.display(Destination.stateFolderName))
-            try StateOwnership.require(partials, destination.display(".mirror/partial"))
-            partialFolder = partials
-            lock = try adopted ?? DestinationLock(stateFolder: state, destination: destPath, wait: options.waitForLock)
-            journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: false)
-            if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
-            installer = Installer(destination: destination, partialFolder: partials, journal: journal)
+            let current: Destination?
+            (lock, current) = try openState(destPath)
             if let generations {
                 try generations.removeLeftoverSwitch()
                 if try currentGenerationIsComplete(generations) {
