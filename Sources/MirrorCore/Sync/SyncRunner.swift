@@ -183,7 +183,7 @@ public final class SyncRunner {
     }
 
     func showProgress() {
-        report.transferProgress(tasks: allTasks, active: Array(active.values), finished: summary.changed + summary.failed)
+        report.transferProgress(tasks: allTasks, active: Array(active.values), waiting: waiting, finished: summary.changed + summary.failed)
     }
 
     func promoteDueTasks(_ now: Double) {
