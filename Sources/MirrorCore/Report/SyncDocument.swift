@@ -46,10 +46,15 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var plan: [String]?
     /// Only for a run that ended before it could plan (``earlyEnd(_:temporary:exitCode:)``).
     public var exitCode: Int32?
+    /// Where the manifest came from (``ManifestDocument``); absent when no manifest was loaded.
+    public var manifest: ManifestDocument?
+    /// The end of the last run that ended `ok`, this one included: null when none did; absent
+    /// for a run that ended before it could read the journal.
+    public var lastSuccess: OrNull<MomentDocument>?
 
     enum CodingKeys: String, CodingKey {
         case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
-        case exitCode = "exit_code"
+        case exitCode = "exit_code", manifest, lastSuccess = "last_success"
     }
 
     public init(_ s: SyncSummary) {
@@ -68,6 +73,8 @@ public struct SyncDocument: Codable, Equatable, Sendable {
             return Failure(path: r.path, error: redactingURLs(in: message))
         }
         plan = s.plan.isEmpty ? nil : s.plan
+        manifest = s.manifest.map { ManifestDocument($0, now: currentUnixTime()) }
+        lastSuccess = OrNull(s.lastSuccess.map(MomentDocument.init))
     }
 
     /// A run that ended before it could plan (invalid or unreachable manifest, lock held,
@@ -79,6 +86,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         var document = SyncDocument(summary)
         document.reason = redactingURLs(in: message)
         document.exitCode = exitCode
+        document.lastSuccess = nil  // the journal was not read: no claim either way
         return document
     }
 }

@@ -12,6 +12,7 @@ struct DryRun {
         let state = try? dest?.stateFolder(create: false)
         let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
         let partials = try? dest?.stateFolder("partial", create: false)
+        summary.lastSuccess = journal?.lastSuccess?.end
         let reconciler = Reconciler(planner: Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil),
                                     journal: journal)
         for item in reconciler.plan(manifest) {

@@ -39,6 +39,8 @@ public final class SyncRunner {
     var unreachableFailures = 0
     /// Entries never asked for because their host had stopped answering (counted as not finished).
     var notTried = 0
+    /// Where the manifest came from, for the run's journal record (`status`).
+    public var manifestSource: ManifestSource?
 
     public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
         self.manifest = manifest
@@ -401,7 +403,9 @@ public final class SyncRunner {
         }
         let run = RunRecord(start: Int64(currentUnixTime() - summary.seconds), end: Int64(currentUnixTime()),
                             result: summary.result.name, downloaded: summary.changed, failed: summary.failed,
-                            bytes: summary.bytesTransferred)
+                            bytes: summary.bytesTransferred, reason: RunReason.text(fatal: fatal, result: summary.result),
+                            manifest: manifestSource?.rawValue)
+        summary.lastSuccess = run.succeeded ? run.end : journal.lastSuccess?.end
         do {
             try journal.append(.run(run), durable: false)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
