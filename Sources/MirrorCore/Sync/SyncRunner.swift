@@ -385,6 +385,7 @@ public final class SyncRunner {
     }
 
     func finishRun() {
+        if let error = fatal { fatal = explainedFatal(error) }
         if let partialFolder {
             // A partial that no task of this run owns belongs to no entry of the manifest (an
             // up-to-date entry needs none): nothing will ever resume it.
