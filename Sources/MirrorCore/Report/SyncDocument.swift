@@ -48,9 +48,9 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var exitCode: Int32?
     /// Where the manifest came from (``ManifestDocument``); absent when no manifest was loaded.
     public var manifest: ManifestDocument?
-    /// The end of the last run that ended `ok`, this one included: null when none did; absent
-    /// for a run that ended before it could read the journal.
-    public var lastSuccess: OrNull<MomentDocument>?
+    /// The end of the last run that ended `ok`, this one included: null when none did, or when
+    /// the run ended before it could read the journal (the metrics file carries it over then).
+    public var lastSuccess: OrNull<MomentDocument>
 
     enum CodingKeys: String, CodingKey {
         case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
@@ -86,7 +86,6 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         var document = SyncDocument(summary)
         document.reason = redactingURLs(in: message)
         document.exitCode = exitCode
-        document.lastSuccess = nil  // the journal was not read: no claim either way
         return document
     }
 }
