@@ -48,13 +48,15 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var exitCode: Int32?
     /// Where the manifest came from (``ManifestDocument``); absent when no manifest was loaded.
     public var manifest: ManifestDocument?
+    /// `--dry-run` only: the plan's totals (``DryRunTotals``).
+    public var dryRun: DryRunTotals?
     /// The end of the last run that ended `ok`, this one included: null when none did, or when
     /// the run ended before it could read the journal (the metrics file carries it over then).
     public var lastSuccess: OrNull<MomentDocument>
 
     enum CodingKeys: String, CodingKey {
         case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
-        case exitCode = "exit_code", manifest, lastSuccess = "last_success"
+        case exitCode = "exit_code", manifest, lastSuccess = "last_success", dryRun = "dry_run"
     }
 
     public init(_ s: SyncSummary) {
@@ -73,6 +75,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
             return Failure(path: r.path, error: redactingURLs(in: message))
         }
         plan = s.plan.isEmpty ? nil : s.plan
+        dryRun = s.dryRun
         manifest = s.manifest.map { ManifestDocument($0, now: currentUnixTime()) }
         lastSuccess = OrNull(s.lastSuccess.map(MomentDocument.init))
     }

@@ -7,6 +7,7 @@ struct DryRun {
     /// Throws what the run would stop on before planning: a destination that cannot be a folder.
     func run(_ destPath: String, summary start: SyncSummary) throws -> SyncSummary {
         var summary = start
+        var totals = DryRunTotals()
         let dest: Destination?
         do { dest = try Destination.openExisting(destPath) } catch let error as SystemError { throw SyncError.destination(error) }
         let state = try? dest?.stateFolder(create: false)
@@ -22,16 +23,26 @@ struct DryRun {
             case .upToDate:
                 summary.upToDate += 1
                 continue
-            case .check: line = "check \(entry.path) (present, not yet verified)"
-            case .resume(let offset, _): line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
+            case .check:
+                line = "check \(entry.path) (present, not yet verified)"
+                totals.checks += 1
+            case .resume(let offset, _):
+                line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
+                totals.files += 1
+                totals.bytes += max(0, entry.size - offset)
             case .download(let replacing):
                 line = "\(replacing ? "replace" : "download") \(entry.path) (\(Formatting.bytes(entry.size)))"
-            case .blocked(let why): line = "blocked \(entry.path): \(why)"
+                totals.files += 1
+                totals.bytes += entry.size
+            case .blocked(let why):
+                line = "blocked \(entry.path): \(why)"
+                totals.blocked += 1
             }
             summary.plan.append(line)
             summary.pending += 1
             report.notice(line)
         }
+        summary.dryRun = totals
         return summary
     }
 }
