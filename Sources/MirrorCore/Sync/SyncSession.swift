@@ -97,7 +97,9 @@ public enum SyncSession {
         }
         report.progress?.erase()
         if request.json, summary == nil, let ended {
-            print(JSONOutput.render(SyncDocument.earlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code)))
+            var document = SyncDocument.earlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code)
+            document.manifest = provenance.map { ManifestDocument($0, now: currentUnixTime()) }
+            print(JSONOutput.render(document))
         }
         if !options.dryRun {
             if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }
