@@ -3,20 +3,32 @@ import MirrorCore
 
 /// The manifest and `--dest` shared by `status` and `verify`, resolved as `sync` resolves them.
 struct ManifestAndDestination: ParsableArguments {
-    @Argument(help: ArgumentHelp("The manifest (YAML, optionally gzip-compressed).", valueName: "manifest"))
+    @Argument(help: ArgumentHelp("The manifest (YAML, optionally gzip-compressed): a path, or the URL a sync fetched it from (then --dest is required and the copy kept in DIR/.mirror/manifest is read, without the network).", valueName: "manifest"))
     var manifest: String
 
     @Option(name: .long, help: ArgumentHelp("Destination folder; overrides the manifest's `destination`.", valueName: "DIR"))
     var dest: String?
 
-    /// Loads the manifest and finds DEST, or exits 65 (invalid manifest) or 64 (no destination)
-    /// with the message on standard error.
-    func load() throws -> (Manifest, String) {
+    func validate() throws {
+        guard ParseOrder.checksMeaning else { return }
+        if RemoteManifest.isURL(manifest) && dest == nil {
+            throw ValidationError("a manifest URL needs --dest DIR: the last good copy of the manifest is read from DIR/.mirror/manifest")
+        }
+    }
+
+    /// Loads the manifest (for a URL: the copy a sync kept, never the network) and finds DEST, or
+    /// exits 65 (invalid manifest, no kept copy) or 64 (no destination) with the message on
+    /// standard error. Also returns where the manifest came from, for `status`.
+    func load() throws -> (Manifest, String, ManifestProvenance?) {
         do {
+            if RemoteManifest.isURL(manifest), let dest {
+                let kept = try RemoteManifest.keptCopy(url: manifest, destination: dest)
+                return (kept.manifest, dest, kept.provenance)
+            }
             let loaded = try ManifestLoader.load(path: manifest)
             var options = SyncOptions(manifestPath: manifest)
             options.destination = dest
-            return (loaded, try SyncRunner.destinationPath(manifest: loaded, options: options))
+            return (loaded, try SyncRunner.destinationPath(manifest: loaded, options: options), ManifestProvenance.ofFile(manifest))
         } catch let error as ExitCoded {
             ConsoleReport(mode: .text).fatal(error.description)
             throw ExitCode(error.exitStatus)

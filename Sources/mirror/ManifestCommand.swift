@@ -6,7 +6,7 @@ import MirrorCore
 struct ManifestGroup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
-        abstract: "Create manifests from folders.",
+        abstract: "Create manifests from folders, and sign them for `mirror sync --trust`.",
         subcommands: [Create.self, ManifestSign.self]
     )
 

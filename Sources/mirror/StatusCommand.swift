@@ -9,11 +9,15 @@ struct Status: ParsableCommand {
             done (verified by a sync and untouched since), partial (with the percentage downloaded), \
             failed (with the last error), unverified (a file is there that no sync has verified), \
             blocked (a folder or link is in the way) or missing. Also shows the last run and whether \
-            a sync is running now.
+            a sync is running now, the last run that ended ok, and the manifest read (its digest, \
+            ETag and since when it is known current).
+
+            MANIFEST may be the URL a sync fetched it from (with --dest): the copy that sync kept \
+            in DEST/.mirror/manifest is read, so status answers while the server is down.
 
             Safe beside a running sync: it takes no lock and writes nothing, not even DEST/.mirror. \
             To check the bytes themselves, use `mirror verify`. Exits 0 whatever the state of the \
-            files; 65 for an invalid manifest, 64 when no destination is known, 1 when DEST or \
+            files; 65 for an invalid manifest (or, for a URL, no usable kept copy), 64 when no destination is known, 1 when DEST or \
             its journal cannot be read.
             """
     )
@@ -24,9 +28,10 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        let (manifest, destination) = try target.load()
+        let (manifest, destination, provenance) = try target.load()
         do {
-            let status = try StatusInspector.inspect(manifest: manifest, destinationPath: destination)
+            var status = try StatusInspector.inspect(manifest: manifest, destinationPath: destination)
+            status.manifest = provenance
             print(json ? status.json : status.text)
         } catch let error as SystemError {
             ConsoleReport(mode: .text).fatal(error.description)

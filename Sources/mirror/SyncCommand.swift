@@ -23,7 +23,8 @@ struct Sync: ParsableCommand {
             MANIFEST may be an https://, http:// or file:// URL (then --dest is required): it is \
             fetched conditionally (ETag, Last-Modified) and the last good copy is kept in \
             DEST/.mirror/manifest; when the server cannot be reached the run uses that copy and \
-            says so on standard error, and exits 75 when there is none. The copy is used only \
+            says so on standard error (at most once a day; every run in --json, --metrics-file, \
+            the log and `mirror status`), and exits 75 when there is none. The copy is used only \
             while it is the one this user kept; any other is discarded and fetched again.
 
             DEST/.mirror must belong to the user who runs mirror and be writable by nobody else \
@@ -49,7 +50,7 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Destination folder; overrides the manifest's `destination`.", valueName: "DIR"))
     var dest: String?
 
-    @Option(name: .long, help: "Files transferred at once.")
+    @Option(name: .long, help: "Files transferred at once; connections at once, in all and to one host, are at most this or --segments, whichever is larger.")
     var jobs: Int = 8
 
     @Option(name: .long, help: "Connections for one large file, at most: it starts on one and adds more while the hash waits for bytes (1: never split).")
@@ -106,6 +107,9 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print errors only.")
     var quiet = false
 
+    @Flag(name: .long, help: "Print the summary line (when a file changed or failed, or the run stopped) and the errors, not a line per file: for cron mail.")
+    var summary = false
+
     @Flag(name: .long, help: "Print one JSON summary on standard output at the end.")
     var json = false
 
@@ -161,7 +165,7 @@ struct Sync: ParsableCommand {
 
     func run() throws {
         let started = currentUnixTime()
-        let report = ConsoleReport(mode: json ? .json : quiet ? .quiet : .text)
+        let report = ConsoleReport(mode: json ? .json : quiet ? .quiet : summary ? .summary : .text)
         if !json && !quiet && !dryRun && ProgressDisplay.wanted() { report.progress = ProgressDisplay() }
         var options = SyncOptions(manifestPath: manifest)
         options.destination = dest

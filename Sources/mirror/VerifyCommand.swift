@@ -8,7 +8,9 @@ struct Verify: ParsableCommand {
             Reads every file the manifest lists under DEST in full, on every core, and compares its \
             size and checksums with the manifest. The journal is not trusted, read or changed, and \
             nothing is downloaded or repaired: run `mirror sync` to fetch what is missing or corrupt. \
-            Symbolic links under DEST are reported, never followed.
+            Symbolic links under DEST are reported, never followed. MANIFEST may be the URL a \
+            sync fetched it from (with --dest): the copy kept in DEST/.mirror/manifest is read, \
+            without the network.
 
             Each problem is printed on standard error with what was expected and what was found. \
             On a terminal a progress line shows while it runs. Exits 0 when every file is present \
@@ -33,7 +35,7 @@ struct Verify: ParsableCommand {
     }
 
     func run() throws {
-        let (manifest, destination) = try target.load()
+        let (manifest, destination, _) = try target.load()
         let runner = VerifyRunner(manifest: manifest, destinationPath: destination, threads: jobs ?? WorkerPool.coreCount)
         let progress = ProgressLine(enabled: !json && !quiet)
         let summary = runner.run(progress: progress.isEnabled ? { progress.update($0.line) } : nil)

@@ -79,4 +79,27 @@ import MirrorTestSupport
         #expect(folder.exitCode == 65)
         #expect(folder.stderr.contains("\(dir.path): this is a folder, not a manifest file"), "\(folder.stderr)")
     }
+
+    /// Item 5: a server that takes every connection and sends nothing. Two stalls without a byte
+    /// mark its host as not answering, like two refused connects: the run ends in seconds with
+    /// exit 75 and says why (before: five retries of each file with back-offs, exit 1, 4 min 16 s
+    /// with the defaults). On a terminal the wait between attempts shows "stalled, retrying in N s".
+    @Test func aServerThatSendsNothingEndsTheRunSoonAndSaysSo() throws {
+        let fx = try FaultFixture()
+        for i in 0..<3 { fx.serve("s\(i).bin", size: 200_000, seed: UInt64(i + 1), fault: .stall(afterBytes: 0)) }
+        let started = Date()
+        let run = try fx.sync(["--json"], timeout: 120)
+        let took = Date().timeIntervalSince(started)
+        #expect(run.exitCode == 75, "\(run)")
+        #expect(took < 20, "took \(took) s")
+        #expect(run.stderr.contains("the server sent no data for 2 s after the connection opened (stalled)"), "\(run.stderr)")
+        #expect(FaultFixture.json(run)?["reason"] as? String == "no source could be reached", "\(run.stdout)")
+
+        let command = [try MirrorBinary.path(), "sync", fx.manifestPath, "--dest", fx.dest, "--stall-timeout", "2s", "--jobs", "1"]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let tty = try ChildProcess.run("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"],
+                                       environment: SyncFixture.loopbackOnly.merging(["TERM": "xterm"]) { $1 }, timeout: 120)
+        #expect(tty.exitCode == 75, "\(tty)")
+        #expect(tty.stdout.contains("stalled, retrying in "), "\(tty.stdout.debugDescription)")
+    }
 }

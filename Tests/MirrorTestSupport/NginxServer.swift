@@ -164,6 +164,20 @@ public final class NginxServer {
         _ = try? child.wait(timeout: 5)  // On timeout, wait() kills the group and reaps it.
     }
 
+    /// Starts nginx again after ``stop()``, on the same port with the same configuration, so that
+    /// URLs a client kept (a manifest URL) work again: the server coming back after an outage.
+    public func restart() throws {
+        guard process == nil else { return }
+        let child = try ChildProcess(try Self.locateNginx(), ["-p", prefix.path + "/", "-c", configPath, "-e", errorLogPath],
+                                     cwd: prefix.path)
+        guard case .ready = waitUntilReady(child, port: port, timeout: 10) else {
+            child.signal(SIGKILL, toGroup: true)
+            _ = try? child.wait(timeout: 10)
+            throw HarnessError("nginx did not start again on 127.0.0.1:\(port)")
+        }
+        process = child
+    }
+
     /// True while the nginx process is alive.
     public var isRunning: Bool { process?.isRunning ?? false }
 

@@ -12,11 +12,15 @@ public struct SystemError: Error, CustomStringConvertible, Sendable, Equatable {
     public var operation: String
     public var path: String
     public var code: Int32
+    /// What a person needs beyond the call's own words, after them (a full disk: which entry, the
+    /// bytes it needs and the bytes free; ``DiskSpace``).
+    public var detail: String?
 
-    public init(_ operation: String, _ path: String, code: Int32 = errno) {
+    public init(_ operation: String, _ path: String, code: Int32 = errno, detail: String? = nil) {
         self.operation = operation
         self.path = path
         self.code = code
+        self.detail = detail
     }
 
     /// `ENOSPC`, `EDQUOT`, `EROFS`, `EACCES`, `EPERM`: the destination itself refuses to be written,
@@ -26,7 +30,7 @@ public struct SystemError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     public var description: String {
-        "cannot \(operation) \(path): \(String(cString: strerror(code)))"
+        "cannot \(operation) \(path): \(String(cString: strerror(code)))" + (detail.map { "; " + $0 } ?? "")
     }
 }
 

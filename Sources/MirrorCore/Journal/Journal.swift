@@ -57,6 +57,9 @@ public final class Journal {
         return verified.count
     }
     public private(set) var lastRun: RunRecord?
+    /// The last run that ended `ok` (every entry present and verified): "not in sync for 2 h" is
+    /// measured from its end (issue 16, item 2). Kept by compaction beside ``lastRun``.
+    public private(set) var lastSuccess: RunRecord?
     /// Bytes of a torn or corrupt tail that opening the journal found and dropped.
     public private(set) var droppedTailBytes = 0
 
@@ -214,6 +217,7 @@ public final class Journal {
             failures[PathKey(r.identity.path)] = r
         case .run(let r):
             lastRun = r
+            if r.succeeded { lastSuccess = r }
         }
     }
 
@@ -286,6 +290,7 @@ public final class Journal {
             if let f = failures[path], isCurrent(f.identity) { out += JournalRecord.failed(f).encodedLine() }
         }
         latestVerified = [:]
+        if let success = lastSuccess, success != lastRun { out += JournalRecord.run(success).encodedLine() }
         if let run = lastRun { out += JournalRecord.run(run).encodedLine() }
 
         let tmpName = Journal.fileName + ".tmp"

@@ -48,6 +48,9 @@ extension JournalRecord {
             kind = "run"
             fields += [("start", String(r.start)), ("end", String(r.end)), ("result", r.result),
                        ("downloaded", String(r.downloaded)), ("failed", String(r.failed)), ("bytes", String(r.bytes))]
+            // Optional, after the fields every version writes: an older reader ignores them.
+            if let reason = r.reason { fields.append(("reason", reason)) }
+            if let manifest = r.manifest { fields.append(("manifest", manifest)) }
         }
         var body = Array(kind.utf8)
         for (key, value) in fields {
@@ -113,7 +116,8 @@ extension JournalRecord {
         case 3 where kind.elementsEqual("run".utf8):
             guard let start = f.int(f.start), let end = f.int(f.end), let result = f.string(f.result),
                   let downloaded = f.int(f.downloaded), let failed = f.int(f.failed), let bytes = f.int(f.bytes) else { return nil }
-            return .run(RunRecord(start: start, end: end, result: result, downloaded: Int(downloaded), failed: Int(failed), bytes: bytes))
+            return .run(RunRecord(start: start, end: end, result: result, downloaded: Int(downloaded), failed: Int(failed), bytes: bytes,
+                                  reason: f.string(f.reason), manifest: f.string(f.manifest)))
         default:
             return nil
         }
@@ -223,7 +227,7 @@ extension JournalRecord {
     private struct Fields {
         typealias Value = ArraySlice<UInt8>
         var path, size, ino, dev, mtime, ctime, url, validator, bytes: Value?
-        var error, at, start, end, result, downloaded, failed, segs, found, all: Value?
+        var error, at, start, end, result, downloaded, failed, segs, found, all, reason, manifest: Value?
         /// `sha256=` and the like (``DigestAlgorithm/journalKey``), and `h256=` and the like (``DigestAlgorithm/stateKey``).
         var digests = PerAlgorithm<Value>(), states = PerAlgorithm<Value>()
 
@@ -238,6 +242,7 @@ extension JournalRecord {
             else if k("start") { start = value } else if k("end") { end = value } else if k("result") { result = value }
             else if k("downloaded") { downloaded = value } else if k("failed") { failed = value }
             else if k("segs") { segs = value } else if k("found") { found = value } else if k("all") { all = value }
+            else if k("reason") { reason = value } else if k("manifest") { manifest = value }
             else if let algorithm = DigestAlgorithm.journal(key: key) { digests[algorithm] = value }
             else if let algorithm = DigestAlgorithm.journal(key: key, state: true) { states[algorithm] = value }
         }

@@ -206,13 +206,25 @@ public struct RunRecord: Equatable, Sendable {
     public var downloaded: Int
     public var failed: Int
     public var bytes: Int64
+    /// Why the run stopped early or could not write (`reason=`), for `mirror status` after the
+    /// run: "incomplete: 0 downloaded, 0 failed" alone told a full disk from nothing (issue 16, item 6).
+    public var reason: String?
+    /// Where the run's manifest came from (`manifest=`, ``ManifestSource/rawValue``): `status`
+    /// shows a machine kept in sync with a saved copy while its server is down (issue 16, item 2).
+    public var manifest: String?
 
-    public init(start: Int64, end: Int64, result: String, downloaded: Int, failed: Int, bytes: Int64) {
+    public init(start: Int64, end: Int64, result: String, downloaded: Int, failed: Int, bytes: Int64,
+                reason: String? = nil, manifest: String? = nil) {
         self.start = start
         self.end = end
         self.result = result
         self.downloaded = downloaded
         self.failed = failed
         self.bytes = bytes
+        self.reason = reason
+        self.manifest = manifest
     }
+
+    /// A run that left every entry present and verified.
+    public var succeeded: Bool { result == "ok" }
 }

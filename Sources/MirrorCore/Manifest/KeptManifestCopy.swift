@@ -6,7 +6,9 @@ extension RemoteManifest {
     /// The last good copy of a remote manifest: `DEST/.mirror/manifest/` holds `last.yaml` (the
     /// bytes of the last manifest that was fetched and parsed, as served), `last.yaml.sig` (its
     /// signature, when it had one) and `last.validators` (`url`, `etag`, `last-modified`,
-    /// `sha256` of `last.yaml`, `signature-sha256` of `last.yaml.sig`; one per line, tab-separated).
+    /// `sha256` of `last.yaml`, `signature-sha256` of `last.yaml.sig`, `confirmed`: Unix time the
+    /// server last said the copy is current (a 304), `noted`: when a run last said on standard error
+    /// that it used the copy (``SavedCopyNotice``); one per line, tab-separated).
     ///
     /// Whoever can write in DEST can write here too (SECURITY.md, "A local user who can write in
     /// DEST"), so a copy is used only when all of these hold, and is otherwise discarded: not used,
@@ -34,6 +36,17 @@ extension RemoteManifest {
             var signature: [UInt8]?
             var validators: Validators
             var savedAt: Double?
+            /// SHA-256 of `bytes` (checked against `last.validators` when read).
+            var sha256: String
+            var confirmed: Double?
+            var noted: Double?
+
+            /// Since when the copy is known current: the last 304, else when it was fetched.
+            var current: Double? { [confirmed, savedAt].compactMap { $0 }.max() }
+
+            var provenance: ManifestProvenance {
+                ManifestProvenance(source: .savedCopy, sha256: sha256, etag: validators.etag, confirmed: current)
+            }
         }
 
         /// A copy that is there and may be used, or why one that is there may not.
@@ -100,7 +113,8 @@ extension RemoteManifest {
             guard signature.map(Cache.sha256) == record.signatureSHA256 else {
                 return .discarded("\(shown)/\(RemoteManifest.signatureName) is not the signature kept with \(RemoteManifest.copyName)")
             }
-            return .usable(Saved(bytes: bytes, signature: signature, validators: record.validators, savedAt: savedAt))
+            return .usable(Saved(bytes: bytes, signature: signature, validators: record.validators, savedAt: savedAt,
+                                 sha256: actual, confirmed: record.confirmed, noted: record.noted))
         }
 
         /// Replaces the copy: `last.yaml`, then the signature (or its removal), then
@@ -127,6 +141,20 @@ extension RemoteManifest {
             let record = Record(validators: validators, sha256: Cache.sha256(bytes), signatureSHA256: signature.map(Cache.sha256))
             try replaceFileAtomically(folder: folder, name: RemoteManifest.validatorsName, bytes: record.text, mode: Cache.fileMode)
             return nil
+        }
+
+        /// Rewrites `last.validators` of the copy `saved` (read and checked just before) with
+        /// `confirmed` or `noted` set, atomically; the copy itself is not touched. A failure is
+        /// not the run's business (the time is only shown and used to say less): it is ignored.
+        func mark(_ saved: Saved, confirmed: Double? = nil, noted: Double? = nil) {
+            guard saving, let dest = try? Destination.openExisting(destination),
+                  let folder = try? dest.stateFolder(RemoteManifest.folderName, create: false),
+                  Cache.ownershipProblem(folder, directory: true) == nil else { return }
+            var record = Record(validators: saved.validators, sha256: saved.sha256,
+                                signatureSHA256: saved.signature.map(Cache.sha256))
+            record.confirmed = confirmed ?? saved.confirmed
+            record.noted = noted ?? saved.noted
+            try? replaceFileAtomically(folder: folder, name: RemoteManifest.validatorsName, bytes: record.text, mode: Cache.fileMode)
         }
 
         /// Removes a kept copy that must not stay (one that holds a credential): the validators
@@ -196,6 +224,8 @@ extension RemoteManifest {
         var validators = Validators(url: "", etag: nil, lastModified: nil)
         var sha256: String?
         var signatureSHA256: String?
+        var confirmed: Double?
+        var noted: Double?
 
         init(validators: Validators, sha256: String, signatureSHA256: String?) {
             self.validators = validators
@@ -213,6 +243,8 @@ extension RemoteManifest {
                 case "last-modified": validators.lastModified = value
                 case "sha256": sha256 = value
                 case "signature-sha256": signatureSHA256 = value
+                case "confirmed": confirmed = Int64(value).map(Double.init)
+                case "noted": noted = Int64(value).map(Double.init)
                 default: break
                 }
             }
@@ -224,6 +256,8 @@ extension RemoteManifest {
             if let date = validators.lastModified, !date.contains("\n") { text += "last-modified\t\(date)\n" }
             if let sha256 { text += "sha256\t\(sha256)\n" }
             if let signatureSHA256 { text += "signature-sha256\t\(signatureSHA256)\n" }
+            if let confirmed { text += "confirmed\t\(Int64(confirmed))\n" }
+            if let noted { text += "noted\t\(Int64(noted))\n" }
             return Array(text.utf8)
         }
     }

@@ -42,6 +42,10 @@ public enum RemoteManifest {
         /// Remarks a person should see (standard error and the log): a kept copy that was
         /// discarded, a manifest that was not kept.
         public var warnings: [String] = []
+        /// Source, digest, ETag and since when it is known current (``ManifestProvenance``).
+        public var provenance: ManifestProvenance
+        /// With a saved copy in use: when a run last said so on standard error (``SavedCopyNotice``).
+        public var lastNoted: Double?
 
         /// Whether the manifest was read now from what `url` names, rather than from the copy
         /// kept under DEST: only a manifest read now from a `file:` URL the user gave may name
@@ -57,6 +61,8 @@ public enum RemoteManifest {
         case interrupted(url: String)
         /// The last good copy could not be written.
         case cache(SystemError)
+        /// `status` or `verify` of a manifest URL: no usable copy kept under DEST.
+        case noKeptCopy(url: String, destination: String, reason: String)
 
         public var description: String {
             switch self {
@@ -64,6 +70,9 @@ public enum RemoteManifest {
                 return "\(redactedURL(url)): cannot fetch the manifest (\(reason)) and there is no last good copy to use"
             case .interrupted(let url): return "\(redactedURL(url)): interrupted while fetching the manifest"
             case .cache(let error): return "cannot keep the last good copy of the manifest: \(error)"
+            case .noKeptCopy(let url, let destination, let reason):
+                return "\(redactedURL(url)): no last good copy of the manifest to read in \(destination)/.mirror/manifest: \(reason); "
+                    + "status and verify never use the network: run `mirror sync` once to fetch it"
             }
         }
     }
@@ -134,7 +143,11 @@ public enum RemoteManifest {
         if response.status == 304, saved != nil, validators != nil {
             if let copy = verified(saved) {
                 if let manifest = try? ManifestLoader.parse(copy.bytes, sourceName: name) {
-                    return Result(manifest: manifest, origin: .notModified, warnings: warnings)
+                    let now = currentUnixTime()
+                    cache.mark(copy, confirmed: now)
+                    return Result(manifest: manifest, origin: .notModified, warnings: warnings,
+                                  provenance: ManifestProvenance(source: .notModified, sha256: copy.sha256,
+                                                                 etag: copy.validators.etag, confirmed: now))
                 }
                 warnings.append("\(name): the last good copy of the manifest no longer parses; it is fetched again")
             }
@@ -163,7 +176,9 @@ public enum RemoteManifest {
         } catch let error as SystemError {
             throw Failure.cache(error)
         }
-        return Result(manifest: manifest, origin: .fetched, warnings: warnings)
+        return Result(manifest: manifest, origin: .fetched, warnings: warnings,
+                      provenance: ManifestProvenance(source: .fetched, sha256: Cache.sha256(response.body), etag: response.etag,
+                                                     confirmed: currentUnixTime()))
     }
 
     /// The last good copy, when the fetch failed. It was checked (digest, owner, signature under
@@ -174,9 +189,38 @@ public enum RemoteManifest {
             let discarded = warnings.isEmpty ? "" : " (\(warnings.joined(separator: "; ")))"
             throw Failure.unreachable(url: url, reason: reason + discarded)
         }
-        let when = saved.savedAt.map { " saved \(Formatting.rfc3339($0))" } ?? ""
+        let when = saved.current.map { " (current as of \(Formatting.rfc3339($0)))" } ?? ""
         return Result(manifest: manifest, origin: .lastGoodCopy("\(name): cannot fetch the manifest (\(reason)); using the last good copy\(when)"),
-                      warnings: warnings)
+                      warnings: warnings, provenance: saved.provenance, lastNoted: saved.noted)
+    }
+
+    /// The copy kept for `url` under `destination`, without the network: for `status` and
+    /// `verify`, which must answer while the server is down (issue 16, item 2; before: "cannot read
+    /// manifest: No such file or directory", exit 65). The same checks as a sync's fallback (owner,
+    /// mode, digest). Throws ``Failure/noKeptCopy(url:destination:reason:)`` (exit 65) when there is
+    /// none to use, ``ManifestError`` when it no longer parses.
+    public static func keptCopy(url: String, destination: String) throws -> Result {
+        let name = redactedURL(url)
+        switch Cache(destination: destination, saving: false).read() {
+        case .none:
+            throw Failure.noKeptCopy(url: url, destination: destination, reason: "there is none (no sync has fetched it yet)")
+        case .discarded(let why):
+            throw Failure.noKeptCopy(url: url, destination: destination, reason: why)
+        case .usable(let saved):
+            guard saved.validators.url == name else {
+                throw Failure.noKeptCopy(url: url, destination: destination, reason: "the copy there was fetched from \(saved.validators.url)")
+            }
+            let manifest = try ManifestLoader.parse(saved.bytes, sourceName: name)
+            return Result(manifest: manifest, origin: .lastGoodCopy("\(name): the last good copy kept in \(destination)/.mirror/manifest"),
+                          provenance: saved.provenance, lastNoted: saved.noted)
+        }
+    }
+
+    /// Records that a run said, at `time`, that it used the saved copy (``SavedCopyNotice``).
+    public static func recordNotice(destination: String, at time: Double) {
+        let cache = Cache(destination: destination)
+        guard let saved = cache.read().saved else { return }
+        cache.mark(saved, noted: time)
     }
 
     /// The first URL of `manifest` (`base_url`, a mirror, an entry's absolute `url`) that has

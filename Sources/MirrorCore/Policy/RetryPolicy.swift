@@ -10,7 +10,8 @@
 ///   minutes), at most `retries` times; then the next source.
 /// - A failure no retry can fix (404, a wrong length, a write error) moves to the next source at once.
 /// - A host that could not be reached twice (by one entry, or by any two since it last answered)
-///   is marked: no entry asks it again in this run, so a dead server with 20,000 entries costs
+///   is marked (a connection that brought no byte for the stall timeout counts as not reached,
+///   ``TransferFailure/stalled(seconds:)``): no entry asks it again in this run, so a dead server with 20,000 entries costs
 ///   two connection attempts, not 20,000.
 /// - An entry stops after 50 attempts that made no progress, whatever the sources.
 public struct RetryPolicy: Sendable, Equatable {
@@ -82,7 +83,7 @@ public struct RetryPolicy: Sendable, Equatable {
         }
         if facts.attempts >= RetryPolicy.attemptCap && !progressed { return decision(.stop) }
         var unreachable = false
-        if case .unreachable = facts.failure, failures >= 2 || facts.hostUnreachableFailures >= 2 { unreachable = true }
+        if facts.failure.isUnreachable, failures >= 2 || facts.hostUnreachableFailures >= 2 { unreachable = true }
         if !facts.failure.isTransient || unreachable || failures > retries {
             return decision(.nextSource(markHostUnreachable: unreachable))
         }

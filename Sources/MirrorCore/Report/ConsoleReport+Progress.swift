@@ -15,7 +15,7 @@ extension ConsoleReport {
         }.sorted { $0.path < $1.path }
     }
 
-    func transferProgress(tasks: [EntryTask], active: [EntryTask], finished: Int) {
+    func transferProgress(tasks: [EntryTask], active: [EntryTask], waiting: [EntryTask] = [], finished: Int) {
         guard let progress else { return }
         let now = monotonicSeconds()
         guard progress.isDue(now: now) else { return }
@@ -29,7 +29,10 @@ extension ConsoleReport {
         let files = ConsoleReport.progressFiles(active)
         let snapshot = ProgressSnapshot(active: files, filesDone: min(finished, tasks.count), filesTotal: tasks.count,
                                         bytesDone: done, bytesTotal: total,
-                                        rate: progress.measure(now: now, bytesReceived: received))
+                                        rate: progress.measure(now: now, bytesReceived: received),
+                                        note: ProgressNote.line(waiting.map {
+                                            ProgressNote.Waiting(stalled: $0.history.last?.isStall == true, notBefore: $0.notBefore)
+                                        }, now: now))
         progress.draw(snapshot, now: now)
     }
 }

@@ -37,9 +37,14 @@ public struct RunMetrics: Sendable {
     public var exitCode: Int32
     /// The run's counts, when it got as far as planning.
     public var summary: SyncSummary?
+    /// Where the manifest came from, when it was loaded.
+    public var provenance: ManifestProvenance?
+    /// Unix end of the last run that ended `ok`: from the journal (``SyncSummary/lastSuccess``),
+    /// else carried over from the file this one replaces (a run that ended before reading it).
+    public var lastSuccess: Double?
 
     public init(manifest: String, destination: String?, start: Double, end: Double, result: Result,
-                exitCode: Int32, summary: SyncSummary?) {
+                exitCode: Int32, summary: SyncSummary?, provenance: ManifestProvenance? = nil) {
         self.manifest = manifest
         self.destination = destination
         self.start = start
@@ -47,6 +52,8 @@ public struct RunMetrics: Sendable {
         self.result = result
         self.exitCode = exitCode
         self.summary = summary
+        self.provenance = provenance
+        lastSuccess = summary?.lastSuccess.map(Double.init)
     }
 }
 
@@ -89,6 +96,24 @@ public enum MetricsFile {
             metric("last_run_deleted_files", "gauge", "Files the last sync run deleted (--delete, --delete-unlisted).",
                    [("", "\(s.deleted)")])
         }
+        if let success = m.lastSuccess {
+            metric(lastSuccessMetric, "gauge",
+                   "Unix time at which the last sync run that left every file present and verified ended.", [("", number(success))])
+        }
+        if let p = m.provenance {
+            metric("manifest_source", "gauge",
+                   "Where the last run's manifest came from: 1 for its source, 0 for the others (saved_copy: the server could not be asked).",
+                   ManifestSource.allCases.map { ("source=\"\($0.rawValue)\"", $0 == p.source ? "1" : "0") })
+            metric("manifest_info", "gauge", "The last run's manifest: its SHA-256 and the server's ETag (empty when none).",
+                   [("sha256=\(labelValue(p.sha256 ?? "")),etag=\(labelValue(p.etag ?? ""))", "1")])
+            if let confirmed = p.confirmed {
+                metric("manifest_confirmed_timestamp_seconds", "gauge",
+                       "Unix time at which the last run's manifest was last known current (fetched, or a 304; a file's mtime).",
+                       [("", number(confirmed))])
+                metric("manifest_age_seconds", "gauge", "Seconds from that time to the end of the last run.",
+                       [("", number(max(0, m.end - confirmed)))])
+            }
+        }
         return out
     }
 
@@ -101,6 +126,8 @@ public enum MetricsFile {
         defer { folder.close() }
         let previous = readExisting(folder, name)
         var lockedRuns = previous.flatMap(lockedRunCount) ?? 0
+        var m = m
+        if m.lastSuccess == nil { m.lastSuccess = previous.flatMap { value(of: lastSuccessMetric, in: $0) } }
         var text: String
         if m.result == .locked, let previous {
             lockedRuns += 1
@@ -117,6 +144,7 @@ public enum MetricsFile {
     }
 
     static let lockedMetric = "locked_runs_total"
+    static let lastSuccessMetric = "last_success_timestamp_seconds"
 
     /// Every sample's labels: the manifest (user-info masked) and the destination when known.
     static func labels(_ m: RunMetrics) -> String {
@@ -139,8 +167,13 @@ public enum MetricsFile {
 
     /// The value of the locked-runs counter in an earlier file.
     static func lockedRunCount(_ text: String) -> Int? {
-        for line in text.split(separator: "\n") where line.hasPrefix("mirror_\(lockedMetric){") {
-            if let value = line.split(separator: " ").last, let n = Int(value) { return n }
+        value(of: lockedMetric, in: text).map { Int($0) }
+    }
+
+    /// The value of the first sample of `mirror_<metric>` in an earlier file.
+    static func value(of metric: String, in text: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix("mirror_\(metric){") {
+            if let value = line.split(separator: " ").last, let n = Double(value) { return n }
         }
         return nil
     }

@@ -29,14 +29,18 @@ public struct ProgressSnapshot: Sendable, Equatable {
     public var bytesTotal: Int64
     /// Bytes per second over the last few seconds; nil until there is a measurement.
     public var rate: Double?
+    /// Why bytes are not moving, when the run waits to retry (``ProgressNote``), above the total.
+    public var note: String?
 
-    public init(active: [File], filesDone: Int, filesTotal: Int, bytesDone: Int64, bytesTotal: Int64, rate: Double?) {
+    public init(active: [File], filesDone: Int, filesTotal: Int, bytesDone: Int64, bytesTotal: Int64, rate: Double?,
+                note: String? = nil) {
         self.active = active
         self.filesDone = filesDone
         self.filesTotal = filesTotal
         self.bytesDone = bytesDone
         self.bytesTotal = bytesTotal
         self.rate = rate
+        self.note = note
     }
 }
 
@@ -54,6 +58,7 @@ public enum ProgressRenderer {
             out.append("  " + ellipsized(Formatting.printable(file.path), room) + "  " + amount)
         }
         if s.active.count > maxFiles { out.append("  … and \(s.active.count - maxFiles) more") }
+        if let note = s.note { out.append("  " + note) }
         var total = "total \(s.filesDone)/\(s.filesTotal) files, \(Formatting.bytes(s.bytesDone)) / "
             + "\(Formatting.bytes(s.bytesTotal)) \(percent(s.bytesDone, s.bytesTotal))"
         // Rate and ETA only when they fit whole: a cut "ETA 1" would mislead.

@@ -50,11 +50,18 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var deletionRefused: String?
     /// Only for a run that ended before it could plan (``earlyEnd(_:temporary:exitCode:)``).
     public var exitCode: Int32?
+    /// Where the manifest came from (``ManifestDocument``); absent when no manifest was loaded.
+    public var manifest: ManifestDocument?
+    /// `--dry-run` only: the plan's totals (``DryRunTotals``).
+    public var dryRun: DryRunTotals?
+    /// The end of the last run that ended `ok`, this one included: null when none did, or when
+    /// the run ended before it could read the journal (the metrics file carries it over then).
+    public var lastSuccess: OrNull<MomentDocument>
 
     enum CodingKeys: String, CodingKey {
         case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
         case deletionRefused = "deletion_refused"
-        case exitCode = "exit_code"
+        case exitCode = "exit_code", manifest, lastSuccess = "last_success", dryRun = "dry_run"
     }
 
     public init(_ s: SyncSummary) {
@@ -80,6 +87,9 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         }
         plan = s.plan.isEmpty ? nil : s.plan
         deletionRefused = s.deletionRefused
+        dryRun = s.dryRun
+        manifest = s.manifest.map { ManifestDocument($0, now: currentUnixTime()) }
+        lastSuccess = OrNull(s.lastSuccess.map(MomentDocument.init))
     }
 
     /// A run that ended before it could plan (invalid or unreachable manifest, lock held,

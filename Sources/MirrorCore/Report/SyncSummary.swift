@@ -65,6 +65,12 @@ public struct SyncSummary: Sendable {
     public var results: [EntryResult] = []
     /// For `--dry-run`: the plan, one line per entry that would change.
     public var plan: [String] = []
+    /// For `--dry-run`: what the plan adds up to.
+    public var dryRun: DryRunTotals?
+    /// Where the manifest came from (set by the session, which loaded it).
+    public var manifest: ManifestProvenance?
+    /// Unix end of the last run that ended `ok` on this destination, this one included; nil when none.
+    public var lastSuccess: Int64?
 
     public init() {}
 

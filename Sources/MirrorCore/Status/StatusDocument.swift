@@ -34,9 +34,13 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         public var downloaded: Int
         public var failed: Int
         public var bytes: Int64
+        /// Why the run stopped early or could not write; absent otherwise.
+        public var reason: String?
+        /// Where its manifest came from (``ManifestSource``); absent in records of older versions.
+        public var manifest: String?
 
         enum CodingKeys: String, CodingKey {
-            case start, end, startUnix = "start_unix", endUnix = "end_unix", result, downloaded, failed, bytes
+            case start, end, startUnix = "start_unix", endUnix = "end_unix", result, downloaded, failed, bytes, reason, manifest
         }
     }
 
@@ -64,6 +68,10 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     public var files: Files
     public var bytes: Bytes
     public var lastRun: OrNull<LastRun>
+    /// The end of the last run that ended `ok`; null when none is recorded.
+    public var lastSuccess: OrNull<MomentDocument>
+    /// The manifest this status read: a file, or the copy kept for a URL (``ManifestDocument``).
+    public var manifest: OrNull<ManifestDocument>
     /// Every entry that is not done, in manifest order.
     public var entries: [Entry]
     /// An atomic DEST's generations; absent for a plain DEST.
@@ -78,7 +86,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case destination, destinationExists = "destination_exists", syncRunning = "sync_running", syncPid = "sync_pid"
-        case files, bytes, lastRun = "last_run", entries, generations
+        case files, bytes, lastRun = "last_run", entries, lastSuccess = "last_success", manifest, generations
     }
 
     public init(_ status: DestinationStatus) {
@@ -94,8 +102,11 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         lastRun = OrNull(status.lastRun.map { run in
             LastRun(start: Formatting.utcTimestamp(run.start), end: Formatting.utcTimestamp(run.end),
                     startUnix: run.start, endUnix: run.end, result: run.result,
-                    downloaded: run.downloaded, failed: run.failed, bytes: run.bytes)
+                    downloaded: run.downloaded, failed: run.failed, bytes: run.bytes,
+                    reason: run.reason.map { redactingURLs(in: $0) }, manifest: run.manifest)
         })
+        lastSuccess = OrNull(status.lastSuccess.map { MomentDocument($0.end) })
+        manifest = OrNull(status.manifest.map { ManifestDocument($0, now: currentUnixTime()) })
         entries = status.entries.filter { $0.state != .done }.map { e in
             Entry(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
                   percent: e.percent,

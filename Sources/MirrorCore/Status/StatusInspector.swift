@@ -47,6 +47,10 @@ public struct DestinationStatus: Sendable {
     /// In manifest order.
     public var entries: [EntryStatus]
     public var lastRun: RunRecord?
+    /// The last run that ended `ok` (``Journal/lastSuccess``).
+    public var lastSuccess: RunRecord?
+    /// The manifest this status was made with (a file, or the copy kept for a URL); set by the caller.
+    public var manifest: ManifestProvenance?
     /// The pid of a sync holding the destination's lock right now, when one does.
     public var runningPid: Int?
     /// True when the journal's file exists (false: never synced, or the journal was deleted).
@@ -84,7 +88,7 @@ public enum StatusInspector {
                                      entries: manifest.entries.map {
                                          EntryStatus(path: $0.path, state: .missing, size: $0.size)
                                      },
-                                     lastRun: nil, runningPid: nil, hasJournal: false)
+                                     lastRun: nil, lastSuccess: nil, runningPid: nil, hasJournal: false)
         }
         let state = try destination.stateFolder(create: false)
         var journal: Journal?
@@ -103,7 +107,7 @@ public enum StatusInspector {
             entries.append(try status(of: entry, destination: destination, journal: journal, partialFolder: partials))
         }
         var status = DestinationStatus(destination: destinationPath, destinationExists: true, entries: entries,
-                                       lastRun: journal?.lastRun, runningPid: state.flatMap(lockHolder),
+                                       lastRun: journal?.lastRun, lastSuccess: journal?.lastSuccess, runningPid: state.flatMap(lockHolder),
                                        hasJournal: hasJournal)
         if let store = destination.generations, case .generation(let current) = store.current() {
             status.generations = DestinationStatus.Generations(kept: (try? store.generations()) ?? [current], current: current,
@@ -199,12 +203,7 @@ extension DestinationStatus {
             }
             lines.append(line)
         }
-        if let run = lastRun {
-            lines.append("last run: \(Formatting.utcTimestamp(run.start)) to \(Formatting.utcTimestamp(run.end)), \(run.result): "
-                + "\(run.downloaded) downloaded, \(run.failed) failed, \(Formatting.bytes(run.bytes)) transferred")
-        } else {
-            lines.append(hasJournal ? "last run: none recorded" : "last run: none (no journal in \(destination)/.mirror)")
-        }
+        lines += runLines(now: currentUnixTime())
         if let generations {
             let kept = generations.kept.reversed().map { $0 == generations.current ? "g\($0) (current)" : "g\($0)" }
             lines.append("generations: " + kept.joined(separator: ", ")

@@ -14,3 +14,16 @@ extension Formatting {
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 }
+
+extension Formatting {
+    /// How long ago, for `status`: `12 s ago`, `5m 3s ago`, `3h 0m ago`, `2 d 4 h ago`; a moment in
+    /// the future (a clock set back) is `in the future`, never a negative age.
+    public static func ago(_ seconds: Double) -> String {
+        guard seconds >= 0 else { return "in the future" }
+        if seconds >= 86_400 {
+            let s = Int(seconds)
+            return "\(s / 86_400) d \(s % 86_400 / 3600) h ago"
+        }
+        return (seconds < 60 ? "\(Int(seconds)) s" : duration(seconds.rounded())) + " ago"
+    }
+}

@@ -10,11 +10,13 @@ struct DryRun {
     /// Throws what the run would stop on before planning: a destination that cannot be a folder.
     func run(_ destPath: String, summary start: SyncSummary) throws -> SyncSummary {
         var summary = start
+        var totals = DryRunTotals()
         let dest: Destination?
         do { dest = try Destination.openExisting(destPath) } catch let error as SystemError { throw SyncError.destination(error) }
         let state = try? dest?.stateFolder(create: false)
         let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
         let partials = try? dest?.stateFolder("partial", create: false)
+        summary.lastSuccess = journal?.lastSuccess?.end
         let reconciler = Reconciler(planner: Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil),
                                     journal: journal)
         for item in reconciler.plan(manifest) {
@@ -24,23 +26,34 @@ struct DryRun {
             case .upToDate:
                 summary.upToDate += 1
                 continue
-            case .check: line = "check \(entry.path) (present, not yet verified)"
-            case .resume(let offset, _): line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
+            case .check:
+                line = "check \(entry.path) (present, not yet verified)"
+                totals.checks += 1
+            case .resume(let offset, _):
+                line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
+                totals.files += 1
+                totals.bytes += max(0, entry.size - offset)
             case .download(let replacing):
                 line = "\(replacing ? "replace" : "download") \(entry.path) (\(Formatting.bytes(entry.size)))"
-            case .blocked(let why): line = "blocked \(entry.path): \(why)"
+                totals.files += 1
+                totals.bytes += entry.size
+            case .blocked(let why):
+                line = "blocked \(entry.path): \(why)"
+                totals.blocked += 1
             }
             summary.plan.append(line)
             summary.pending += 1
             report.notice(line)
         }
-        if let deletion { try planDeletions(deletion, reconciler: reconciler, summary: &summary) }
+        if let deletion { totals.deletions = try planDeletions(deletion, reconciler: reconciler, summary: &summary) }
+        summary.dryRun = totals
         return summary
     }
 
     /// The files the run would delete once every listed file verifies, or the guardrail that
     /// would stop it (docs/cli.md, "Deleting").
-    private func planDeletions(_ mode: DeletionMode, reconciler: Reconciler, summary: inout SyncSummary) throws {
+    /// Returns how many files would be deleted (0 when the guardrails refuse).
+    private func planDeletions(_ mode: DeletionMode, reconciler: Reconciler, summary: inout SyncSummary) throws -> Int {
         let plan: DeletionPlan
         do { plan = try reconciler.deletions(for: manifest, mode: mode) } catch let error as SystemError { throw SyncError.destination(error) }
         let decision = deletionPolicy.decide(.init(candidates: plan.files.count, known: plan.known,
@@ -57,5 +70,6 @@ struct DryRun {
             report.notice(line)
         }
         if summary.deletionRefused != nil { summary.result = .failed }
+        return summary.deletionRefused == nil ? plan.files.count : 0
     }
 }

@@ -38,11 +38,13 @@ extension SyncError: ExitCoded {
 
 extension RemoteManifest.Failure: ExitCoded {
     /// An unreachable server or an interrupted fetch is worth another try later (75); a kept
-    /// copy that cannot be written is the destination's fault (73).
+    /// copy that cannot be written is the destination's fault (73); no copy to read for `status`
+    /// or `verify` is a manifest that cannot be read (65, as for a path that does not exist).
     public var exitStatus: Int32 {
         switch self {
         case .unreachable, .interrupted: return ExitStatus.tryLater
         case .cache: return ExitStatus.cannotWrite
+        case .noKeptCopy: return ExitStatus.invalidManifest
         }
     }
 }

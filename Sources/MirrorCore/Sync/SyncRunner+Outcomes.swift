@@ -13,7 +13,7 @@ extension SyncRunner {
         task.history.record(failure)
         if failure.distrustsRanges { task.attempt.fromZero = true }
         let host = task.currentSource.map(hostKey(of:)) ?? ""
-        if case .unreachable = failure { unreachableCounts[host, default: 0] += 1 } else { unreachableCounts[host] = nil }
+        if failure.isUnreachable { unreachableCounts[host, default: 0] += 1 } else { unreachableCounts[host] = nil }
         let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.attempt.lengthAtStart,
                                       remainingAtStart: task.entry.size - task.attempt.lengthAtStart,
                                       failuresWithoutProgress: task.source.failuresWithoutProgress, attempts: task.attempt.count,
@@ -24,8 +24,10 @@ extension SyncRunner {
         case .stop:
             return giveUp(task)
         case .nextSource(let markHost):
-            if markHost, case .unreachable(let why) = failure, let source = task.currentSource,
+            if markHost, failure.isUnreachable, let source = task.currentSource,
                unreachableHosts.insert(hostKey(of: source)).inserted {
+                let why: String
+                if case .unreachable(let message) = failure { why = message } else { why = "\(failure)" }
                 report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
             }
             guard task.source.advance() else { return giveUp(task) }

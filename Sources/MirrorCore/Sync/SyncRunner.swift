@@ -44,6 +44,8 @@ public final class SyncRunner {
     var unreachableFailures = 0
     /// Entries never asked for because their host had stopped answering (counted as not finished).
     var notTried = 0
+    /// Where the manifest came from, for the run's journal record (`status`).
+    public var manifestSource: ManifestSource?
 
     public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
         self.manifest = manifest
@@ -196,7 +198,7 @@ public final class SyncRunner {
     }
 
     func showProgress() {
-        report.transferProgress(tasks: allTasks, active: scheduler.activeTasks, finished: summary.changed + summary.failed)
+        report.transferProgress(tasks: allTasks, active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
     }
 
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
@@ -371,6 +373,7 @@ public final class SyncRunner {
     }
 
     func finishRun() {
+        if let error = fatal { fatal = explainedFatal(error) }
         if let partialFolder {
             // A partial that no task of this run owns belongs to no entry of the manifest (an
             // up-to-date entry needs none): nothing will ever resume it.
@@ -394,7 +397,9 @@ public final class SyncRunner {
         }
         let run = RunRecord(start: Int64(currentUnixTime() - summary.seconds), end: Int64(currentUnixTime()),
                             result: summary.result.name, downloaded: summary.changed, failed: summary.failed,
-                            bytes: summary.bytesTransferred)
+                            bytes: summary.bytesTransferred, reason: RunReason.text(fatal: fatal, result: summary.result),
+                            manifest: manifestSource?.rawValue)
+        summary.lastSuccess = run.succeeded ? run.end : journal.lastSuccess?.end
         do {
             try journal.append(.run(run), durable: false)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }

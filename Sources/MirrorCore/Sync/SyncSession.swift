@@ -50,6 +50,7 @@ public enum SyncSession {
         report.logLine("info", "start sync \(redactedURL(manifest))" + (options.destination.map { " --dest \($0)" } ?? ""))
 
         var destination = options.destination
+        var provenance: ManifestProvenance?
         var summary: SyncSummary?
         /// Why the run ended before it had a summary.
         var ended: String?
@@ -66,12 +67,16 @@ public enum SyncSession {
             }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
-            let loaded = try loadManifest(manifest, options: &options, report: report, trust: trusted)
+            let (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted)
+            provenance = origin
             // --deadline counts from the start of the command, jitter and manifest fetch included,
             // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
             if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
             destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
-            let done = try SyncRunner(manifest: loaded, options: options, report: report).run()
+            let runner = SyncRunner(manifest: loaded, options: options, report: report)
+            runner.manifestSource = provenance?.source
+            var done = try runner.run()
+            done.manifest = provenance
             report.finish(done)
             summary = done
             code = ExitStatus.code(for: done.result)
@@ -92,13 +97,15 @@ public enum SyncSession {
         }
         report.progress?.erase()
         if request.json, summary == nil, let ended {
-            print(JSONOutput.render(SyncDocument.earlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code)))
+            var document = SyncDocument.earlyEnd(ended, temporary: code == ExitStatus.tryLater, exitCode: code)
+            document.manifest = provenance.map { ManifestDocument($0, now: currentUnixTime()) }
+            print(JSONOutput.render(document))
         }
         if !options.dryRun {
             if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }
             if let metricsFile = request.metricsFile {
                 let metrics = RunMetrics(manifest: manifest, destination: destination, start: request.started, end: currentUnixTime(),
-                                         result: result, exitCode: code, summary: summary)
+                                         result: result, exitCode: code, summary: summary, provenance: provenance)
                 do {
                     try MetricsFile.write(metrics, to: metricsFile)
                 } catch {
@@ -126,6 +133,7 @@ public enum SyncSession {
             case .unreachable: return .unreachable
             case .interrupted: return .incomplete
             case .cache: return .unwritable
+            case .noKeptCopy: return .invalidManifest
             }
         case is SyncCommandStop: return .incomplete
         default: return .error
@@ -137,10 +145,10 @@ public enum SyncSession {
     /// (``RequestSecurity/manifestIsLocal``): only one read now from the local disk, as the
     /// command line named it, has it.
     private static func loadManifest(_ manifest: String, options: inout SyncOptions, report: ConsoleReport,
-                                     trust: ManifestTrust?) throws -> Manifest {
+                                     trust: ManifestTrust?) throws -> (Manifest, ManifestProvenance?) {
         guard RemoteManifest.isURL(manifest), let dest = options.destination else {
-            if let trust { return try ManifestLoader.load(path: manifest, trust: trust) }
-            return try ManifestLoader.load(path: manifest)
+            let loaded = try trust.map { try ManifestLoader.load(path: manifest, trust: $0) } ?? ManifestLoader.load(path: manifest)
+            return (loaded, ManifestProvenance.ofFile(manifest))
         }
         // The kept copy lives in DEST: a file there is the first thing to say, not a failure to
         // keep it (Destination.openExisting says so, as it does for the run itself).
@@ -161,9 +169,16 @@ public enum SyncSession {
         case .notModified:
             report.logLine("info", "manifest \(name) not modified since the last fetch; using the last good copy kept in "
                 + "\(dest)/.mirror/manifest (its sha256 and owner checked)")
-        case .lastGoodCopy(let why): report.warning(why)
+        case .lastGoodCopy(let why):
+            let now = currentUnixTime()
+            if options.dryRun || SavedCopyNotice.isDue(lastNoted: fetched.lastNoted, now: now) {
+                report.warning(why + SavedCopyNotice.remark)
+                if !options.dryRun { RemoteManifest.recordNotice(destination: dest, at: now) }
+            } else {
+                report.logLine("warning", why)
+            }
         }
-        return fetched.manifest
+        return (fetched.manifest, fetched.provenance)
     }
 }
 

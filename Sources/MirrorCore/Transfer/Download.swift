@@ -59,6 +59,8 @@ public final class Download {
     public private(set) var bytesWritten: Int64 = 0
     let easy: CurlEasy
     private let isFile: Bool
+    /// `--stall-timeout`, to name a stall without a byte (``classify(_:connected:message:stalledAfter:)``).
+    private let stallTimeout: Int
 
     private var headers: [String: String] = [:]
     private var verdict: ResponseVerdict?
@@ -89,6 +91,7 @@ public final class Download {
         requestedEnd = segment.map { $0.end - 1 }
         self.target = target
         isFile = url.lowercased().hasPrefix("file:")
+        stallTimeout = settings.stallTimeout
         easy = try CurlEasy()
         try configure(ifRange: ifRange, settings: settings)
     }
@@ -286,7 +289,8 @@ public final class Download {
         }
         guard code == CURLE_OK else {
             outcome = .failed(Download.classify(code, connected: easy.connectMicroseconds > 0,
-                                                message: RequestSecurity.explain(code, message: easy.message(for: code), url: url)))
+                                                message: RequestSecurity.explain(code, message: easy.message(for: code), url: url),
+                                                stalledAfter: bytesWritten == 0 && discardedBytes == 0 ? stallTimeout : nil))
             return
         }
         if let segment {
@@ -306,13 +310,19 @@ public final class Download {
     /// A timeout before it did (`CURLE_OPERATION_TIMEDOUT` from `CURLOPT_CONNECTTIMEOUT`: SYNs
     /// dropped by a firewall or a full accept queue) is a host that cannot be reached, like a
     /// refused one, so the runner stops sending it connections (D4 in issue 11); a timeout after
-    /// it (a stall mid-body, a TLS handshake that hangs) is transient.
-    static func classify(_ code: CURLcode, connected: Bool, message: String) -> TransferFailure {
+    /// it with not one body byte written (`stalledAfter`: the stall timeout, nil once a byte came)
+    /// is a server that took the connection and said nothing: ``TransferFailure/stalled(seconds:)``,
+    /// counted like an unreachable host (issue 16, item 5: five retries of 30 s stalls, with their
+    /// back-offs, held a run 4 min 16 s with no sign). A timeout after some bytes (a stall
+    /// mid-body) is transient: the retry resumes where the bytes stopped.
+    static func classify(_ code: CURLcode, connected: Bool, message: String, stalledAfter: Int? = nil) -> TransferFailure {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
             return .unreachable(message)
         case CURLE_OPERATION_TIMEDOUT where !connected:
             return .unreachable(message)
+        case CURLE_OPERATION_TIMEDOUT where stalledAfter != nil:
+            return .stalled(seconds: stalledAfter ?? 0)
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_TOO_MANY_REDIRECTS, CURLE_URL_MALFORMAT,
              CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
              CURLE_FILE_COULDNT_READ_FILE, CURLE_LOGIN_DENIED, CURLE_REMOTE_ACCESS_DENIED:

@@ -20,6 +20,11 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
     case validatorChanged
     /// The host could not be resolved or connected to.
     case unreachable(String)
+    /// The connection opened but not one body byte came for the stall timeout (`--stall-timeout`,
+    /// libcurl's `CURLE_OPERATION_TIMEDOUT` from `CURLOPT_LOW_SPEED_TIME`): a server that
+    /// accepts and then says nothing is as useless as one that refuses, so it counts like one
+    /// for marking its host unreachable (``isUnreachable``; issue 16, item 5).
+    case stalled(seconds: Int)
     /// A network or protocol failure reported by libcurl (`curl_easy_strerror`).
     case network(code: Int32, message: String, transient: Bool)
     /// Writing the partial file failed.
@@ -37,7 +42,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         case .badContentRange, .shortBody, .validatorChanged, .rangeIgnored: return true
         case .tooMuchData(_, let ranged): return ranged
         case .lengthMismatch, .contentEncoding: return false
-        case .unreachable, .checksumMismatch: return true
+        case .unreachable, .stalled, .checksumMismatch: return true
         case .network(_, _, let transient): return transient
         case .writeFailed, .cancelled: return false
         }
@@ -52,9 +57,18 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         }
     }
 
-    /// The server could not be reached (refused, no route, connect timed out).
+    /// The server could not be reached (refused, no route, connect timed out), or it took the
+    /// connection and sent no byte of the body (``stalled(seconds:)``).
     public var isUnreachable: Bool {
-        if case .unreachable = self { return true }
+        switch self {
+        case .unreachable, .stalled: return true
+        default: return false
+        }
+    }
+
+    /// A stall without a byte: what the progress display says while the entry waits to retry.
+    public var isStall: Bool {
+        if case .stalled = self { return true }
         return false
     }
 
@@ -75,6 +89,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
         case .shortBody(let received, let expected): return "transfer ended after \(received) of \(expected) bytes"
         case .validatorChanged: return "the file changed on the server during the download (validator changed)"
         case .unreachable(let message): return "cannot reach the server: \(message)"
+        case .stalled(let seconds): return "the server sent no data for \(seconds) s after the connection opened (stalled)"
         case .network(_, let message, _): return message
         case .writeFailed(let error): return error.description
         case .checksumMismatch(let detail): return "checksum mismatch (\(detail))"

@@ -70,3 +70,18 @@ extension RetryPolicyTests {
         #expect(policy.decide(f).action == .nextSource(markHostUnreachable: true))
     }
 }
+
+extension RetryPolicyTests {
+    /// Issue 16, item 5: a connection that brought no byte for the stall timeout counts like a
+    /// connect that failed: twice, and the host is not asked again in this run.
+    @Test func twoStallsWithoutAByteMarkTheHost() {
+        #expect(TransferFailure.stalled(seconds: 30).isUnreachable)
+        #expect(TransferFailure.stalled(seconds: 30).isTransient)
+        #expect(policy.decide(facts(.stalled(seconds: 30))).action == .retry(after: 1))
+        #expect(policy.decide(facts(.stalled(seconds: 30), failures: 1)).action == .nextSource(markHostUnreachable: true))
+        var f = facts(.stalled(seconds: 30))
+        f.hostUnreachableFailures = 2
+        #expect(policy.decide(f).action == .nextSource(markHostUnreachable: true))
+        #expect("\(TransferFailure.stalled(seconds: 30))" == "the server sent no data for 30 s after the connection opened (stalled)")
+    }
+}

@@ -77,3 +77,36 @@ import MirrorTestSupport
         #expect(throws: SystemError.self) { try MetricsFile.write(metrics, to: dir.path("missing/mirror.prom")) }
     }
 }
+
+/// Issue 16, item 2: where the manifest came from, its age and the last successful run, so an
+/// admin can alert on a stale machine that still ends `ok`.
+@Suite struct MetricsFileManifestTests {
+    @Test func theManifestsSourceDigestAgeAndTheLastSuccessAreThere() throws {
+        var summary = SyncSummary()
+        summary.lastSuccess = 1_000
+        let provenance = ManifestProvenance(source: .savedCopy, sha256: "ab12", etag: "\"v1\"", confirmed: 500)
+        let metrics = RunMetrics(manifest: "m.yaml", destination: "d", start: 1_990, end: 2_000, result: .ok, exitCode: 0,
+                                 summary: summary, provenance: provenance)
+        let samples = try MetricsFileTests.parse(MetricsFile.render(metrics))
+        #expect(PrometheusText.value(samples, "mirror_last_success_timestamp_seconds") == 1_000)
+        #expect(PrometheusText.value(samples, "mirror_manifest_source", having: [#"source="saved_copy""#]) == 1)
+        #expect(PrometheusText.value(samples, "mirror_manifest_source", having: [#"source="fetched""#]) == 0)
+        #expect(PrometheusText.value(samples, "mirror_manifest_info", having: [#"sha256="ab12""#, #"etag="\"v1\"""#]) == 1)
+        #expect(PrometheusText.value(samples, "mirror_manifest_confirmed_timestamp_seconds") == 500)
+        #expect(PrometheusText.value(samples, "mirror_manifest_age_seconds") == 1_500)
+    }
+
+    /// A run that ended before it read the journal (the server down and no copy: exit 75) keeps
+    /// the last success of the file it replaces, so "not in sync for 2 h" keeps counting from it.
+    @Test func aRunWithoutTheJournalCarriesTheLastSuccessOver() throws {
+        let dir = try TemporaryDirectory(prefix: "mirror-metrics")
+        let path = dir.path("mirror.prom")
+        var summary = SyncSummary()
+        summary.lastSuccess = 1_234
+        try MetricsFile.write(RunMetrics(manifest: "m", destination: "d", start: 1, end: 2, result: .ok, exitCode: 0, summary: summary), to: path)
+        try MetricsFile.write(RunMetrics(manifest: "m", destination: "d", start: 3, end: 4, result: .unreachable, exitCode: 75, summary: nil), to: path)
+        let samples = try PrometheusText.parse(try String(contentsOfFile: path, encoding: .utf8))
+        #expect(PrometheusText.value(samples, "mirror_last_success_timestamp_seconds") == 1_234)
+        #expect(PrometheusText.value(samples, "mirror_last_run_success") == 0)
+    }
+}

@@ -77,3 +77,17 @@ import Testing
         #expect(display.measure(now: 110.5, bytesReceived: 4500) == 1000)
     }
 }
+
+/// Issue 16, item 5: while files wait after a stall, the block says so above the total.
+@Suite struct ProgressNoteTests {
+    @Test func theSoonestRetryOfTheStalledFilesIsShown() {
+        #expect(ProgressNote.line([], now: 0) == nil)
+        #expect(ProgressNote.line([.init(stalled: false, notBefore: 5)], now: 0) == nil, "a back-off after a 503 is not a stall")
+        #expect(ProgressNote.line([.init(stalled: true, notBefore: 11.2)], now: 0) == "stalled, retrying in 12 s")
+        #expect(ProgressNote.line([.init(stalled: true, notBefore: 9), .init(stalled: true, notBefore: 4), .init(stalled: false, notBefore: 1)],
+                                  now: 1) == "2 files stalled, retrying in 3 s")
+        let snapshot = ProgressSnapshot(active: [], filesDone: 0, filesTotal: 1, bytesDone: 0, bytesTotal: 1000, rate: nil,
+                                        note: "stalled, retrying in 3 s")
+        #expect(ProgressRenderer.lines(snapshot, width: 80) == ["  stalled, retrying in 3 s", "total 0/1 files, 0 B / 1000 B 0%"])
+    }
+}

@@ -1,0 +1,24 @@
+extension DestinationStatus {
+    /// The lines of `status` about the runs and the manifest (issue 16, items 2 and 6): the last
+    /// run with why it stopped and where its manifest came from, the last run that ended `ok`
+    /// and how long ago, and the manifest this status read.
+    func runLines(now: Double) -> [String] {
+        var lines: [String] = []
+        if let run = lastRun {
+            var line = "last run: \(Formatting.utcTimestamp(run.start)) to \(Formatting.utcTimestamp(run.end)), \(run.result): "
+                + "\(run.downloaded) downloaded, \(run.failed) failed, \(Formatting.bytes(run.bytes)) transferred"
+            if let source = run.manifest.flatMap(ManifestSource.init(rawValue:)) { line += "; manifest: \(source.words)" }
+            lines.append(line)
+            if let reason = run.reason { lines.append("  stopped: \(reason)") }
+        } else {
+            lines.append(hasJournal ? "last run: none recorded" : "last run: none (no journal in \(destination)/.mirror)")
+        }
+        if let success = lastSuccess {
+            lines.append("last success: \(Formatting.utcTimestamp(success.end)) (\(Formatting.ago(now - Double(success.end))))")
+        } else {
+            lines.append("last success: none recorded")
+        }
+        if let manifest { lines.append("manifest: \(manifest.describe(now: now))") }
+        return lines
+    }
+}

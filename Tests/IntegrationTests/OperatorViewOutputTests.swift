@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+
+/// Issue 16, items 2, 9, 11 and 12, as an admin meets them: the outputs of one command each.
+@Suite(.serialized) struct OperatorViewOutputTests {
+    static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    func mirror(_ args: [String]) throws -> ProcessResult {
+        try ChildProcess.run(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly, timeout: 60)
+    }
+
+    /// Item 2: `status URL --dest DEST` and `verify URL --dest DEST` with no copy kept yet say so
+    /// and what to do, exit 65 (before: "cannot read manifest: No such file or directory").
+    @Test func statusAndVerifyOfAURLWithoutAKeptCopySayWhy() throws {
+        let dir = try TemporaryDirectory(prefix: "mirror-ops")
+        for command in ["status", "verify"] {
+            let run = try mirror([command, "http://127.0.0.1:1/m.yaml", "--dest", dir.path("d")])
+            #expect(run.exitCode == 65, "\(command): \(run)")
+            #expect(run.stderr.contains("http://127.0.0.1:1/m.yaml: no last good copy of the manifest to read in \(dir.path("d"))/.mirror/manifest: "
+                + "there is none (no sync has fetched it yet); status and verify never use the network"), "\(run.stderr)")
+            let usage = try mirror([command, "http://127.0.0.1:1/m.yaml"])
+            #expect(usage.exitCode == 64, "a URL needs --dest: \(usage)")
+        }
+    }
+
+    /// Item 9: the dry run ends with its totals, in text and in `--json` (`deletions` 0 for now).
+    @Test func theDryRunEndsWithItsTotals() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 1000, seed: 1)
+        try fx.addFile("b.bin", size: 3000, seed: 2)
+        try fx.writeManifest()
+        let text = try fx.sync(["--dry-run"])
+        #expect(text.exitCode == 0, "\(text)")
+        #expect(text.stdout.hasSuffix("mirror: dry run: 2 files to download (3.9 KiB), 0 to delete; nothing was changed\n"), "\(text.stdout)")
+        let json = try fx.sync(["--dry-run", "--json"])
+        let totals = try #require(FaultFixture.json(json)?["dry_run"] as? [String: Any], "\(json.stdout)")
+        #expect(totals["files"] as? Int == 2 && totals["bytes"] as? Int == 4000 && totals["deletions"] as? Int == 0, "\(totals)")
+        #expect(!fx.exists(fx.dest))
+    }
+
+    /// Item 11: `--summary` prints one line for a first sync of 20 files, and the failures (before:
+    /// 21 lines, or nothing with --quiet); nothing when nothing changed.
+    @Test func summaryPrintsOneLinePerRunAndTheFailures() throws {
+        let fx = try SyncFixture()
+        for i in 0..<20 { try fx.addFile("f\(i).bin", size: 1000, seed: UInt64(i + 1)) }
+        fx.manifest.add(path: "gone.bin", size: 5, sha256: String(repeating: "ab", count: 32))
+        try fx.writeManifest()
+        let first = try fx.sync(["--summary"])
+        #expect(first.exitCode == 1, "\(first)")
+        #expect(first.stdout.split(separator: "\n").count == 1, "\(first.stdout)")
+        #expect(first.stdout.hasPrefix("mirror: 20 downloaded, 1 failed"), "\(first.stdout)")
+        #expect(first.stderr.contains("mirror: gone.bin: server answered HTTP 404 (Not Found)"), "\(first.stderr)")
+        try fx.writeManifest()
+        fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+        for i in 0..<20 { fx.manifest.add(path: "f\(i).bin", size: 1000, sha256: try TestData.sha256(ofFileAt: fx.www + "/f\(i).bin")) }
+        try fx.writeManifest()
+        let again = try fx.sync(["--summary"])
+        #expect(again.exitCode == 0 && again.stdout.isEmpty && again.stderr.isEmpty, "no news, no mail: \(again)")
+        let help = try mirror(["sync", "--help"])
+        #expect(help.stdout.contains("--summary"), "\(help.stdout)")
+    }
+
+    /// Item 12: `manifest --help` names signing; `--jobs` means the same in `--help`, the README
+    /// and docs/cli.md; the example manifest's `destination` agrees with the README; the systemd
+    /// unit lets the service write the metrics and log paths the README suggests.
+    @Test func helpReadmeExamplesAndTheUnitAgree() throws {
+        let manifestHelp = try mirror(["manifest", "--help"])
+        #expect(manifestHelp.stdout.contains("sign"), "\(manifestHelp.stdout)")
+        #expect(manifestHelp.stdout.contains("Create manifests from folders, and sign them"), "\(manifestHelp.stdout)")
+        let syncHelp = try mirror(["sync", "--help"]).stdout.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
+        #expect(syncHelp.contains("--jobs <jobs> Files transferred at once; connections at once, in all and to one host, are at most this or --segments, whichever is larger."), "\(syncHelp)")
+        let readme = try String(contentsOfFile: Self.repository + "/README.md", encoding: .utf8)
+        let cli = try String(contentsOfFile: Self.repository + "/docs/cli.md", encoding: .utf8)
+        for text in [readme, cli] {
+            #expect(text.lowercased().contains("connections at once, in all and to any one host, are at most `--jobs` or `--segments`, whichever is larger"))
+            #expect(!text.contains("and connections per host"))
+        }
+        #expect(readme.contains("destination: media                            # optional; relative to the manifest's folder, or absolute"))
+        let example = try String(contentsOfFile: Self.repository + "/manifests/lab-media.yaml", encoding: .utf8)
+        #expect(example.contains("destination: /srv/lab-media          # absolute; a relative one is taken from this file's folder"))
+
+        let unit = try String(contentsOfFile: Self.repository + "/manifests/mirror-sync.service", encoding: .utf8)
+        var writable: [String] = []
+        for line in unit.split(separator: "\n") {
+            if line.hasPrefix("ReadWritePaths=") {
+                for path in line.dropFirst("ReadWritePaths=".count).split(separator: " ") {
+                    writable.append(path.hasPrefix("-") ? String(path.dropFirst()) : String(path))
+                }
+            } else if line.hasPrefix("LogsDirectory=") {
+                writable.append("/var/log/" + String(line.dropFirst("LogsDirectory=".count)))
+            }
+        }
+        let suggested = try #require(readme.split(separator: "\n").first { $0.hasPrefix("0 * * * *") }).split(separator: " ")
+        for option in ["--metrics-file", "--log-file", "--dest"] {
+            let index = try #require(suggested.firstIndex { $0 == option }, "\(option) in the README's cron line")
+            let path = String(suggested[index + 1])
+            let folder = option == "--dest" ? path : (path as NSString).deletingLastPathComponent
+            #expect(writable.contains(folder), "\(option) \(path): the unit lets it write \(writable)")
+        }
+    }
+}
