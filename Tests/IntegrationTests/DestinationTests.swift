@@ -53,6 +53,7 @@ struct DestinationTests {
         let full = try run.wait(timeout: 60)
         #expect(full.exitCode == 73, "\(full)")
         #expect(full.stderr.contains("No space left on device"), "\(full.stderr)")
+        #expect(full.stderr.contains("big.bin needs ") && full.stderr.contains(" free"), "the entry and the sizes: \(full.stderr)")
         #expect(!fx.exists(fx.destPath("big.bin")))
         // The journal is whole: nothing torn, every record readable.
         let fd = open(fx.destPath(".mirror"), O_RDONLY | O_DIRECTORY)

@@ -2,7 +2,7 @@ extension SyncRunner {
     /// Every listed file verified and in place, and nothing stopped the run: only then may files
     /// be deleted (docs/cli.md, "Deleting").
     var everyFileVerified: Bool {
-        fatal == nil && stoppedReason == nil && summary.failed == 0 && summary.pending == 0 && notTried == 0
+        fatal == nil && spaceStop == nil && stoppedReason == nil && summary.failed == 0 && summary.pending == 0 && notTried == 0
     }
 
     /// `--delete` and `--delete-unlisted`, at the end of a run: the plan (``Reconciler/deletions(for:mode:)``),

@@ -39,6 +39,8 @@ public final class SyncRunner {
     var writer: PartialWriter?
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     var fatal: SystemError?
+    /// The files to fetch do not fit (``SpaceCheck``): the run stopped before its first request.
+    var spaceStop: Error?
     var stoppedReason: String?
     let startTime: Double
     var unreachableFailures = 0
@@ -114,7 +116,15 @@ public final class SyncRunner {
             }
         }
 
-        try requireSpace()
+        do {
+            try requireSpace()
+        } catch {
+            // Stopped before the first request: the run record keeps why, for `status`.
+            spaceStop = error
+            summary.pending += scheduler.ready.count
+            finishRun()
+            throw error
+        }
         if !scheduler.ready.isEmpty || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
@@ -392,12 +402,12 @@ public final class SyncRunner {
             summary.result = .incomplete("no source could be reached")
         } else if summary.failed > 0 || summary.deletionRefused != nil {
             summary.result = .failed
-        } else if fatal != nil {
+        } else if fatal != nil || spaceStop != nil {
             summary.result = .failed
         }
         let run = RunRecord(start: Int64(currentUnixTime() - summary.seconds), end: Int64(currentUnixTime()),
                             result: summary.result.name, downloaded: summary.changed, failed: summary.failed,
-                            bytes: summary.bytesTransferred, reason: RunReason.text(fatal: fatal, result: summary.result),
+                            bytes: summary.bytesTransferred, reason: RunReason.text(fatal: fatal ?? spaceStop, result: summary.result),
                             manifest: manifestSource?.rawValue)
         summary.lastSuccess = run.succeeded ? run.end : journal.lastSuccess?.end
         do {
