@@ -94,6 +94,10 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75.")
     var wait = false
 
+    @Option(name: .long, help: ArgumentHelp("Ask BASE_URL + each file's path first (a site cache, a neighbour); the manifest's sources follow on a 404 or wrong bytes. Repeatable.", valueName: "BASE_URL"),
+            transform: SourceOrder.parseBase)
+    var prefer: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Trust this CA (PEM) in addition to the system's, for lab servers. TLS verification is always on.", valueName: "PEM"))
     var caFile: String?
 
@@ -178,6 +182,7 @@ struct Sync: ParsableCommand {
         options.deadline = deadline?.seconds
         options.limitRate = limitRate?.bytesPerSecond
         options.transfer.stallTimeout = Int(stallTimeout.seconds)
+        options.sourceOrder = SourceOrder(preferred: prefer)
         options.transfer.security.caFile = caFile
         options.transfer.security.netrc = try netrcFile.map(Netrc.load(path:))
         options.transfer.security.authorization = try authHeaderEnv.map(RequestSecurity.authorization(fromEnvironment:))

@@ -38,6 +38,9 @@ final class EntryTask {
     /// The digest each source gave when its bytes were not the manifest's, by source URL: the same
     /// wrong digest twice from one source means it holds other content, not a damaged copy.
     var wrongDigests: [String: String] = [:]
+    /// Source URLs that gave wrong bytes: every later attempt at them asks caches to revalidate
+    /// (``MismatchPolicy``, ``CacheRevalidation``).
+    var revalidating: Set<String> = []
     /// A source was skipped because its host stopped answering earlier in this run.
     var skippedUnreachable = false
 
