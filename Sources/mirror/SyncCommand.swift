@@ -33,6 +33,12 @@ struct Sync: ParsableCommand {
             manifest or signature; 73 the destination cannot be written; 75 try again later \
             (stopped by --deadline or a signal, a server that cannot be reached, the lock held).
 
+            Many machines on one uplink: --prefer BASE_URL asks a site cache or a neighbour \
+            first, at BASE_URL + each file's path; the manifest's sources follow on a 404 or wrong \
+            bytes. After a checksum mismatch the next attempt at that URL sends Cache-Control: \
+            no-cache and Pragma: no-cache, so a cache fetches the file anew. The environment's \
+            http_proxy, https_proxy and no_proxy are honoured (docs/fleet.md).
+
             For cron and monitoring: --jitter spreads the start of many machines, --limit-rate \
             caps the bandwidth, --deadline bounds the run, --metrics-file feeds node_exporter's \
             textfile collector, --log-file keeps a timestamped history.
