@@ -143,4 +143,19 @@ import MirrorTestSupport
         let fromOrigin = try fx.requests(atLeast: 2).map(\.uri).sorted()
         #expect(fromOrigin == ["/docs/c.bin", "/docs/d.bin"], "\(fromOrigin)")
     }
+
+    /// A preferred cache that is down (nothing listens on its port) costs one warning: every file
+    /// comes from the manifest's source, exit 0.
+    @Test func aDeadPreferredCacheFallsBackToTheManifestsSources() throws {
+        let fx = try SyncFixture()
+        var shas: [String: String] = [:]
+        for n in 1...12 { shas["f\(n).bin"] = try fx.addFile("f\(n).bin", size: 20_000, seed: 70 + UInt64(n)) }
+        try fx.writeManifest()
+        let dead = "http://127.0.0.1:\(try Loopback.freePort())/cache/"
+        let result = try fx.sync(["--prefer", dead])
+        #expect(result.exitCode == 0, "\(result)")
+        for (name, sha) in shas { #expect(try TestData.sha256(ofFileAt: fx.destPath(name)) == sha, "\(name)") }
+        #expect(try fx.requests(atLeast: 12).count == 12)
+        #expect(result.stderr.components(separatedBy: "cannot reach http://127.0.0.1:").count == 2, "one warning: \(result.stderr)")
+    }
 }

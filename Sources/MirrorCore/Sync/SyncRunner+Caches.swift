@@ -8,7 +8,9 @@ extension SyncRunner {
     func transferSettings(for task: EntryTask, url: String) -> TransferSettings {
         var settings = options.transfer
         settings.revalidate = task.revalidating.contains(url)
-        if options.sourceOrder.isPreferred(url) { settings.security.authorization = nil }
+        if options.sourceOrder.isPreferred(url) && !manifest.sources(for: task.entry).contains(url) {
+            settings.security.authorization = nil
+        }
         return settings
     }
 
