@@ -34,6 +34,12 @@ struct Sync: ParsableCommand {
             manifest or signature; 73 the destination cannot be written; 75 try again later \
             (stopped by --deadline or a signal, a server that cannot be reached, the lock held).
 
+            Many machines on one uplink: --prefer BASE_URL asks a site cache or a neighbour \
+            first, at BASE_URL + each file's path; the manifest's sources follow on a 404 or wrong \
+            bytes. After a checksum mismatch the next attempt at that URL sends Cache-Control: \
+            no-cache and Pragma: no-cache, so a cache fetches the file anew. The environment's \
+            http_proxy, https_proxy and no_proxy are honoured (docs/fleet.md).
+
             For cron and monitoring: --jitter spreads the start of many machines, --limit-rate \
             caps the bandwidth, --deadline bounds the run, --metrics-file feeds node_exporter's \
             textfile collector, --log-file keeps a timestamped history.
@@ -94,6 +100,10 @@ struct Sync: ParsableCommand {
 
     @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75.")
     var wait = false
+
+    @Option(name: .long, help: ArgumentHelp("Ask BASE_URL + each file's path first (a site cache, a neighbour); the manifest's sources follow on a 404 or wrong bytes. Repeatable.", valueName: "BASE_URL"),
+            transform: SourceOrder.parseBase)
+    var prefer: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Trust this CA (PEM) in addition to the system's, for lab servers. TLS verification is always on.", valueName: "PEM"))
     var caFile: String?
@@ -182,6 +192,7 @@ struct Sync: ParsableCommand {
         options.deadline = deadline?.seconds
         options.limitRate = limitRate?.bytesPerSecond
         options.transfer.stallTimeout = Int(stallTimeout.seconds)
+        options.sourceOrder = SourceOrder(preferred: prefer)
         options.transfer.security.caFile = caFile
         options.transfer.security.netrc = try netrcFile.map(Netrc.load(path:))
         options.transfer.security.authorization = try authHeaderEnv.map(RequestSecurity.authorization(fromEnvironment:))

@@ -169,6 +169,25 @@ import MirrorTestSupport
 
     /// The header value must come from the environment: a missing variable is a usage error that
     /// names the variable, before any request.
+    /// A `--prefer` source (a site cache, a neighbour) is the machine's choice, not one of the
+    /// manifest's sources: the `--auth-header-env` header meant for those does not go there.
+    @Test func theAuthorizationHeaderIsNotSentToAPreferredSource() throws {
+        let scene = try Scene(.headerEnv)
+        let a = scene.serve(scene.origin, "a.bin", size: 30_000, seed: 81)
+        let b = scene.serve(scene.origin, "b.bin", size: 30_000, seed: 82)
+        scene.other.serve("/a.bin", bytes: a)
+        scene.list("a.bin", a)
+        scene.list("b.bin", b)
+        let result = try scene.sync(["--prefer", scene.other.baseURL])
+        #expect(result.exitCode == 0, "\(result)")
+        let preferred = scene.other.waitForRequests(count: 2)
+        #expect(preferred.map { "\($0.path) \($0.status)" }.sorted() == ["/a.bin 200", "/b.bin 404"], "\(preferred)")
+        #expect(preferred.allSatisfy { $0.headers["authorization"] == nil }, "\(preferred)")
+        let manifests = scene.origin.waitForRequests(count: 1)
+        #expect(manifests.map(\.path) == ["/b.bin"], "\(manifests)")
+        #expect(manifests.first?.headers["authorization"] == scene.expectedAuthorization, "the manifest's source still gets it")
+    }
+
     @Test func aMissingAuthVariableIsAUsageError() throws {
         let scene = try Scene(.netrc)
         scene.list("good.bin", scene.serve(scene.origin, "good.bin", size: 100, seed: 1))

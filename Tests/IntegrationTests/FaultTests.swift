@@ -136,7 +136,11 @@ import MirrorTestSupport
             + "got \(TestData.sha256(of: wrong)), the same twice from \(fx.server.url("/a.bin"))); republish the manifest or the file"),
                 "\(result.stderr)")
         #expect(fx.digest("a.bin") == nil)
-        #expect(fx.server.waitForRequests(count: 3, timeout: 1).count == 2)
+        let requests = fx.server.waitForRequests(count: 3, timeout: 1)
+        #expect(requests.count == 2)
+        // The second attempt asked caches to revalidate: the same wrong bytes then are the server's.
+        #expect(requests.first?.headers["cache-control"] == nil, "\(requests)")
+        #expect(requests.last?.headers["cache-control"] == "no-cache" && requests.last?.headers["pragma"] == "no-cache", "\(requests)")
     }
 
     /// The file changes on the server between attempts (new ETag): `If-Range` makes the server
@@ -303,6 +307,10 @@ import MirrorTestSupport
         #expect(result.exitCode == 0, "\(result)")
         #expect(fx.digest("a.bin") == TestData.sha256(of: bytes))
         #expect(result.stdout.contains("downloaded a.bin (195.3 KiB) from \(fx.server.url("/a.bin"))"), "\(result.stdout)")
-        #expect(bad.waitForRequests(count: 1).count == 1)
+        // The corrupt source is asked once more, with caches asked to revalidate (a cache on the
+        // way may hold a damaged copy), before the next source (docs/fleet.md).
+        let asked = bad.waitForRequests(count: 3, timeout: 1)
+        #expect(asked.count == 2, "\(asked)")
+        #expect(asked.map { $0.headers["cache-control"] ?? "-" } == ["-", "no-cache"], "\(asked)")
     }
 }

@@ -60,6 +60,8 @@ import MirrorTestSupport
             ("--stall-timeout", "500ms", "the duration must be at least 1s"),
             ("--limit-rate", "fast", "such as 500K, 20M or 1G"),
             ("--limit-rate", "0", "leave the option out for no limit"),
+            ("--prefer", "file:///srv/set/", "give an http:// or https:// base URL without a query"),
+            ("--prefer", "http://cache/set/?x=1", "give an http:// or https:// base URL without a query"),
         ]
         for (option, value, expected) in cases {
             // With `=`, as a negative value needs: alone, `-5s` would read as an option.

@@ -23,15 +23,20 @@ public struct SegmentPolicy: Sendable, Equatable {
         return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
     }
 
+    /// What every segment length is a multiple of (1 MiB), so every segment boundary is too: a
+    /// site cache that stores files in slices (nginx `slice 1m`, docs/fleet.md) then sees each
+    /// segment request cover whole slices, and no slice is fetched from the origin for two segments.
+    public static let sliceAlignment: Int64 = 1 << 20
+
     /// The length of a file's segments: about eight per connection, between 4 and 32 MiB, in whole
-    /// MiB. The connections take the segments lowest first, so the bytes arrive near file order and
-    /// the SHA-256 (which must run in file order) trails the transfer by a few segments at most,
-    /// instead of hashing three quarters of the file after the last byte, as with one segment per
-    /// connection.
+    /// multiples of ``sliceAlignment``. The connections take the segments lowest first, so the
+    /// bytes arrive near file order and the SHA-256 (which must run in file order) trails the
+    /// transfer by a few segments at most, instead of hashing three quarters of the file after the
+    /// last byte, as with one segment per connection.
     public static func segmentLength(size: Int64, connections: Int) -> Int64 {
-        let mib: Int64 = 1 << 20
+        let unit = sliceAlignment
         let wanted = size / Int64(max(1, connections) * 8)
-        return min(32 * mib, max(4 * mib, (wanted + mib - 1) / mib * mib))
+        return min(32 * unit, max(4 * unit, (wanted + unit - 1) / unit * unit))
     }
 
     /// A segmented file starts with one connection and takes more (up to `--segments`) after each

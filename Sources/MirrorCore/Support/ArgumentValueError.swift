@@ -19,6 +19,8 @@ public enum ArgumentValueError: Error, Equatable, CustomStringConvertible {
     case zeroRate
     /// Not a count of files or a percentage (`--max-delete`).
     case notADeleteLimit
+    /// Not an `http://` or `https://` base URL (`--prefer`).
+    case notABaseURL
 
     public var description: String {
         switch self {
@@ -37,6 +39,8 @@ public enum ArgumentValueError: Error, Equatable, CustomStringConvertible {
             return "a rate must be at least 1 byte per second (leave the option out for no limit)"
         case .notADeleteLimit:
             return "give a number of files, such as 100, or a percentage of the files mirror knows in DEST, such as 10%"
+        case .notABaseURL:
+            return "give an http:// or https:// base URL without a query, such as http://cache.lab:8080/set/ (each file is asked at it + its path)"
         }
     }
 }

@@ -79,6 +79,11 @@ struct FailureHistory {
     /// The digest each source gave when its bytes were not the manifest's, by source URL: the same
     /// wrong digest twice from one source means it holds other content, not a damaged copy.
     private var wrongDigests: [String: String] = [:]
+    /// Source URLs that gave wrong bytes: every later attempt at them asks caches to revalidate
+    /// (``MismatchPolicy``, ``CacheRevalidation``).
+    private(set) var revalidating: Set<String> = []
+
+    mutating func revalidate(_ url: String) { revalidating.insert(url) }
 
     /// A failed attempt. A reset or a timeout on the way to a dead server says nothing against
     /// the server's content; a 404, a wrong length or wrong bytes do (docs/faults.md, network lost mid-run).

@@ -27,6 +27,8 @@ public struct SyncOptions: Sendable {
     /// `--limit-rate`: bytes per second for the whole run (see ``RateLimit``).
     public var limitRate: Int64?
     public var transfer = TransferSettings()
+    /// `--prefer`: bases asked first for every entry (a site cache, a neighbour), before the manifest's sources.
+    public var sourceOrder = SourceOrder()
     /// Full downloads whose checksum may fail before the entry fails.
     public var checksumAttempts = 3
     /// Consecutive failed attempts without progress on one source before the next source is tried.

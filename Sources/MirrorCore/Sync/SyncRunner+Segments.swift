@@ -14,7 +14,7 @@ extension SyncRunner {
         var room = min(min(task.segments.width, options.segments) - task.downloads.count, max(1, scheduler.freeConnections))
         for open in partial.openSegments() where !running.contains(open.index) && room > 0 {
             let download = try Download(url: url, offset: open.from, ifRange: ifRange, target: partial,
-                                        settings: options.transfer, segment: (open.index, open.end))
+                                        settings: transferSettings(for: task, url: url), segment: (open.index, open.end))
             submit(download, for: task)
             room -= 1
         }

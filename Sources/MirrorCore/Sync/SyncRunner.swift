@@ -135,7 +135,8 @@ public final class SyncRunner {
     // MARK: - Planning helpers
 
     func addTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) {
-        let task = EntryTask(entry: entry, sources: manifest.sources(for: entry), replacing: replacing,
+        let sources = options.sourceOrder.sources(forPath: entry.path, manifestSources: manifest.sources(for: entry))
+        let task = EntryTask(entry: entry, sources: sources, replacing: replacing,
                              resume: resume, resumeOffset: offset)
         scheduler.enqueue(task)
         allTasks.append(task)
@@ -265,7 +266,7 @@ public final class SyncRunner {
                 return
             }
             let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
-                                        target: partial, settings: options.transfer)
+                                        target: partial, settings: transferSettings(for: task, url: url))
             submit(download, for: task)
         } catch {
             stopOrFail(task.entry, error)
@@ -328,28 +329,7 @@ public final class SyncRunner {
         case .failed(let error):
             stopOrFail(entry, error)
         case .mismatch(let detail, let got):
-            partial.restartFromZero()
-            let source = partial.sourceURL ?? task.currentSource ?? ""
-            // The same wrong bytes twice from one source are that source's content, not damage on
-            // the way: asking it again would only fetch them again (docs/faults.md).
-            let sameTwice = task.history.wrongBytes(from: source, digest: got, detail: detail)
-            let otherSource = task.source.hasAnother
-            let failures = task.history.checksumFailures
-            if failures >= options.checksumAttempts || entry.size == 0 || (sameTwice && !otherSource) {
-                partial.settle()
-                partial.remove()
-                let attempts = failures == 1 ? "1 attempt" : "\(failures) attempts"
-                let why = sameTwice
-                    ? "the server's file differs from the manifest (\(detail), the same twice from \(redactedURL(source))); "
-                        + "republish the manifest or the file"
-                    : "checksum mismatch after \(attempts) (\(detail))"
-                fail(entry, why, unreachable: false)
-                return
-            }
-            // A corrupt copy: try the next source if there is one, else the same again from zero.
-            if otherSource { _ = task.source.advance(resetFailures: false) }
-            task.attempt.fromZero = true
-            scheduler.enqueue(task)
+            checksumMismatch(task, partial: partial, detail: detail, got: got)
         }
     }
 
@@ -365,7 +345,7 @@ public final class SyncRunner {
             let source = entry.size == 0 ? nil : partial.sourceURL
             let result = EntryResult(path: entry.path, outcome: task.replacing ? .replaced : .downloaded, size: entry.size,
                                      source: source.map(redactedURL),
-                                     fromMirror: source != nil && source != task.sources.first)
+                                     fromMirror: source != nil && source != manifest.sources(for: entry).first)
             summary.results.append(result)
             report.entryFinished(result)
         }

@@ -15,6 +15,9 @@ public struct TransferSettings: Sendable {
     public var userAgent: String = "mirror/0.1"
     /// Schemes, TLS and credentials (`--ca-file`, `--netrc-file`, `--auth-header-env`).
     public var security = RequestSecurity()
+    /// Ask caches on the way to revalidate (``CacheRevalidation``): set for the attempts at a URL
+    /// that gave wrong bytes before (``MismatchPolicy``).
+    public var revalidate = false
 
     public init() {}
 
@@ -29,7 +32,7 @@ public struct TransferSettings: Sendable {
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, lowSpeedLimit)
         try easy.set(CURLOPT_LOW_SPEED_TIME, stallTimeout)
         try easy.set(CURLOPT_USERAGENT, userAgent)
-        return headers
+        return headers + CacheRevalidation.headerLines(revalidate: revalidate, url: url)
     }
 }
 

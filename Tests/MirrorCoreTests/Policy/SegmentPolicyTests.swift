@@ -24,6 +24,18 @@ struct SegmentPolicyTests {
         #expect(SegmentPolicy.segmentLength(size: 100 * mib + 1, connections: 4) == 4 * mib)
     }
 
+    /// A slice cache (nginx `slice 1m`, docs/fleet.md) gets hits only if no segment boundary
+    /// falls inside a slice.
+    @Test func segmentBoundariesAreWholeSlices() {
+        #expect(SegmentPolicy.sliceAlignment == 1 << 20)
+        for size: Int64 in [2 << 20, (64 << 20) + 1, 100_000_007, 3 << 30, (8 << 30) + 12_345, 1 << 40] {
+            for connections in [1, 2, 3, 4, 7, 16] {
+                let length = SegmentPolicy.segmentLength(size: size, connections: connections)
+                #expect(length % SegmentPolicy.sliceAlignment == 0, "size \(size), \(connections) connections: \(length)")
+            }
+        }
+    }
+
     @Test func aFileWidensOnlyWhileTheHashWaitsAndItRunsAtFullWidth() {
         #expect(policy.widen(waited: 0.4, running: 1, width: 1) == nil, "the hash is busy: more connections would not help")
         #expect(policy.widen(waited: 0.6, running: 1, width: 1) == 2)

@@ -1,0 +1,50 @@
+/// The runner's side of caches and preferred sources: which headers and credentials one request
+/// carries (``CacheRevalidation``, ``SourceOrder``), and what a checksum mismatch leads to
+/// (``MismatchPolicy``). docs/fleet.md describes the site cache these serve.
+extension SyncRunner {
+    /// The settings of one request of `task` at `url`: it asks caches to revalidate once that URL
+    /// gave wrong bytes, and a `--prefer` URL does not get the `--auth-header-env` header, which
+    /// is meant for the manifest's sources (netrc credentials still go by host).
+    func transferSettings(for task: EntryTask, url: String) -> TransferSettings {
+        var settings = options.transfer
+        settings.revalidate = task.history.revalidating.contains(url)
+        if options.sourceOrder.isPreferred(url) && !manifest.sources(for: task.entry).contains(url) {
+            settings.security.authorization = nil
+        }
+        return settings
+    }
+
+    /// The verified digest of `task`'s bytes is not the manifest's: the file is fetched again from
+    /// zero (revalidating, or from the next source) or the entry fails; never is it installed.
+    func checksumMismatch(_ task: EntryTask, partial: PartialFile, detail: String, got: String) {
+        let entry = task.entry
+        partial.restartFromZero()
+        let source = partial.sourceURL ?? task.currentSource ?? ""
+        let revalidated = task.history.revalidating.contains(source)
+        let sameAsBefore = task.history.wrongBytes(from: source, digest: got, detail: detail)
+        let failures = task.history.checksumFailures
+        let facts = MismatchPolicy.Facts(failures: failures, size: entry.size, revalidated: revalidated,
+                                         sameAsBefore: sameAsBefore, otherSource: task.source.hasAnother)
+        switch MismatchPolicy(attempts: options.checksumAttempts).decide(facts) {
+        case .fail(let sameTwice):
+            partial.settle()
+            partial.remove()
+            let attempts = failures == 1 ? "1 attempt" : "\(failures) attempts"
+            let why = sameTwice
+                ? "the server's file differs from the manifest (\(detail), the same twice from \(redactedURL(source))); "
+                    + "republish the manifest or the file"
+                : "checksum mismatch after \(attempts) (\(detail))"
+            fail(entry, why, unreachable: false)
+            return
+        case .revalidate:
+            task.history.revalidate(source)
+            if let current = task.currentSource { task.history.revalidate(current) }
+        case .nextSource:
+            _ = task.source.advance(resetFailures: false)
+        case .retry:
+            break
+        }
+        task.attempt.fromZero = true
+        scheduler.enqueue(task)
+    }
+}

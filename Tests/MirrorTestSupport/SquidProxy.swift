@@ -1,0 +1,96 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// A real forward proxy, Debian's `squid`, on 127.0.0.1, for tests of `http_proxy`,
+/// `https_proxy` and `no_proxy` (docs/fleet.md). It caches nothing (`cache deny all`), allows
+/// every request and `CONNECT` to any port (it listens on loopback only), and logs each request
+/// to its own access log. Everything it writes is in a private ``TemporaryDirectory``.
+///
+/// As root, squid would switch to its `proxy` user and could not write the 0700 folder, so it
+/// runs as nobody (`setpriv`), with the folder handed to nobody; as another user it runs as that user.
+public final class SquidProxy {
+    public let port: Int
+    public let accessLogPath: String
+    private let folder: TemporaryDirectory
+    private var process: ChildProcess?
+
+    /// "http://127.0.0.1:PORT"
+    public var url: String { "http://127.0.0.1:\(port)" }
+
+    public init() throws {
+        let squid = "/usr/sbin/squid"
+        guard access(squid, X_OK) == 0 else { throw HarnessError("squid not found: run scripts/setup") }
+        folder = try TemporaryDirectory(prefix: "mirror-squid")
+        accessLogPath = folder.path("access.log")
+        let asRoot = getuid() == 0
+        if asRoot { guard chown(folder.path, 65534, 65534) == 0 else { throw HarnessError.posix("chown \(folder.path)") } }
+        var failures: [String] = []
+        for _ in 1...3 {
+            let candidate = try Loopback.freePort()
+            let config = """
+                http_port 127.0.0.1:\(candidate)
+                pid_filename \(folder.path("squid.pid"))
+                access_log stdio:\(accessLogPath) squid
+                cache_log \(folder.path("cache.log"))
+                cache_store_log none
+                cache deny all
+                http_access allow all
+                visible_hostname localhost
+                coredump_dir \(folder.path)
+                pinger_enable off
+                netdb_filename none
+                shutdown_lifetime 0 seconds
+                logfile_rotate 0
+
+                """
+            try Data(config.utf8).write(to: URL(fileURLWithPath: folder.path("squid.conf")))
+            let command = [squid, "-N", "-f", folder.path("squid.conf")]
+            let child = asRoot
+                ? try ChildProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + command, cwd: folder.path)
+                : try ChildProcess(squid, Array(command.dropFirst()), cwd: folder.path)
+            let deadline = monotonicSeconds() + 15
+            while monotonicSeconds() < deadline && child.isRunning {
+                // Any HTTP answer (squid refuses a request without an absolute URL) means it listens.
+                if (try? Loopback.httpGet(port: candidate, path: "/", timeout: 1)) != nil {
+                    process = child
+                    port = candidate
+                    return
+                }
+                sleepSeconds(0.05)
+            }
+            child.signal(SIGKILL, toGroup: true)
+            _ = try? child.wait(timeout: 5)
+            failures.append((try? String(contentsOfFile: folder.path("cache.log"), encoding: .utf8)) ?? "")
+        }
+        throw HarnessError("squid did not start in 3 attempts:\n" + failures.joined(separator: "\n---\n"))
+    }
+
+    deinit { stop() }
+
+    /// Stops squid (SIGTERM; `shutdown_lifetime 0` makes it exit at once). Idempotent.
+    public func stop() {
+        guard let child = process else { return }
+        process = nil
+        child.signal(SIGTERM)
+        _ = try? child.wait(timeout: 10)
+    }
+
+    /// The requests squid handled so far: method and URL (`CONNECT 127.0.0.1:PORT` for a tunnel),
+    /// without the readiness probe. squid writes a line when the request ends: poll briefly.
+    public func requests(atLeast count: Int = 0, timeout: Double = 5) -> [(method: String, url: String)] {
+        let deadline = monotonicSeconds() + timeout
+        while true {
+            let text = (try? String(contentsOfFile: accessLogPath, encoding: .utf8)) ?? ""
+            let lines: [(method: String, url: String)] = text.split(separator: "\n").compactMap { line in
+                // squid format: time elapsed client code/status bytes method URL user hierarchy type
+                let f = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard f.count >= 7, f[6].hasPrefix("http") || f[5] == "CONNECT" else { return nil }
+                return (String(f[5]), String(f[6]))
+            }
+            if lines.count >= count || monotonicSeconds() >= deadline { return lines }
+            sleepSeconds(0.05)
+        }
+    }
+}
