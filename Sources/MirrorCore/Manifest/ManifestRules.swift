@@ -9,6 +9,8 @@ struct ManifestRules {
     let file: String
     var baseURL: String?
     var paths = PathIndex()
+    /// The `files` entries when the reader streamed them (``ManifestEntryStream``).
+    var streamed: ManifestEntryStream?
 
     init(tree: YAMLTree, file: String) {
         self.tree = tree

@@ -44,20 +44,28 @@ final class YAMLParser {
     private let parser: UnsafeMutablePointer<yaml_parser_t>
     private let input: UnsafeBufferPointer<UInt8>
 
-    /// Parses `bytes` as one YAML document. Returns nil when the stream holds no document at all
-    /// (empty file, or only comments).
+    /// Parses `bytes` as one YAML document into a whole tree. Returns nil when the stream holds no
+    /// document at all (empty file, or only comments).
     ///
     /// - Parameter fastPath: try ``FastManifestScanner`` first (tests turn it off to compare).
     static func parse(_ bytes: [UInt8], fastPath: Bool = true) throws -> YAMLTree? {
+        try parse(bytes, fastPath: fastPath, entries: nil)?.tree
+    }
+
+    /// Parses `bytes` as one YAML document; with `entries`, the items of the root mapping's `files`
+    /// list go there as they are read instead of into the tree (``YAMLTreeBuilder``).
+    static func parse(_ bytes: [UInt8], fastPath: Bool, entries: ManifestEntryStream?) throws -> YAMLTreeBuilder.Parsed? {
         guard !bytes.isEmpty else { return nil }
         // The tree stores offsets in 32 bits (``YAMLTree/Node``); no real manifest comes near.
         guard bytes.count < Int(Int32.max) else {
             throw YAMLError(line: nil, column: nil, message: "the manifest is 2 GiB or larger; split it or compress it less")
         }
-        if fastPath, let tree = bytes.withUnsafeBufferPointer({ FastManifestScanner.tree(from: $0) }) { return tree }
+        if fastPath, let parsed = bytes.withUnsafeBufferPointer({ FastManifestScanner.read($0, entries: entries) }) {
+            return parsed
+        }
         return try bytes.withUnsafeBufferPointer { buffer in
             let parser = try YAMLParser(input: buffer)
-            return try parser.run()
+            return try parser.run(entries: entries)
         }
     }
 
@@ -78,10 +86,10 @@ final class YAMLParser {
         parser.deallocate()
     }
 
-    private func run() throws -> YAMLTree? {
+    private func run(entries: ManifestEntryStream?) throws -> YAMLTreeBuilder.Parsed? {
         // The builder is a local struct, not state of this class: its many small mutations then
         // need no dynamic exclusivity checks (swift_beginAccess showed up in profiles otherwise).
-        var builder = YAMLTreeBuilder(inputSize: input.count)
+        var builder = YAMLTreeBuilder(inputSize: input.count, entries: entries)
         var event = yaml_event_t()
         while true {
             guard yaml_parser_parse(parser, &event) == 1 else { throw syntaxError() }

@@ -6,7 +6,18 @@ import Darwin
 #endif
 
 /// Turns libyaml events into a `YAMLTree`, enforcing the structural limits as it goes.
+///
+/// With a ``ManifestEntryStream`` it keeps no whole-document tree: each item of the root mapping's
+/// `files` list is handed to the stream as soon as it is complete, and its nodes are dropped
+/// (unless it defines an anchor, which a later alias may use). Every structural check still runs on
+/// every node, so the errors are the same as with the whole tree.
 struct YAMLTreeBuilder {
+    /// What the reader produced: the tree (without the streamed `files` items) and the stream.
+    struct Parsed {
+        var tree: YAMLTree
+        var entries: ManifestEntryStream?
+    }
+
     struct Frame {
         var node: Int
         var pendingStart: Int
@@ -25,17 +36,31 @@ struct YAMLTreeBuilder {
     private var expanded = 0
     private var documents = 0
     private var hasRoot = false
+    /// Every node made so far, dropped ones included: the alias budget is relative to it.
+    private var nodesParsed = 0
+    /// Anchors registered so far (a name given twice counts twice).
+    private var anchorsDefined = 0
 
-    init(inputSize: Int) {
-        // About one node per 16 bytes of a typical manifest (three short pairs per entry).
-        tree.nodes.reserveCapacity(min(inputSize / 16, 1 << 24))
-        tree.children.reserveCapacity(min(inputSize / 16, 1 << 24))
-        tree.arena.reserveCapacity(inputSize / 2)
+    /// Where the `files` items go; nil keeps them in the tree.
+    private var entries: ManifestEntryStream?
+    /// True while `frames[1]` is the root mapping's `files` list and its items are streamed.
+    private var streamingFiles = false
+    /// The tree's sizes (and `anchorsDefined`) where the next `files` item begins.
+    private var itemMark = (nodes: 0, children: 0, arena: 0, anchors: 0)
+
+    init(inputSize: Int, entries: ManifestEntryStream? = nil) {
+        self.entries = entries
+        // About one node per 16 bytes of a typical manifest (three short pairs per entry); when
+        // the entries are streamed the tree holds only the top-level keys and the anchored nodes.
+        let nodes = entries == nil ? min(inputSize / 16, 1 << 24) : 1024
+        tree.nodes.reserveCapacity(nodes)
+        tree.children.reserveCapacity(nodes)
+        tree.arena.reserveCapacity(entries == nil ? inputSize / 2 : 16 * 1024)
     }
 
-    /// The tree, or nil when the stream held no document.
-    func finish() -> YAMLTree? {
-        documents > 0 && hasRoot ? tree : nil
+    /// The tree and the streamed entries, or nil when the stream held no document.
+    func finish() -> Parsed? {
+        documents > 0 && hasRoot ? Parsed(tree: tree, entries: entries) : nil
     }
 
     mutating func handle(_ event: inout yaml_event_t) throws {
@@ -75,7 +100,7 @@ struct YAMLTreeBuilder {
             }
             let (sum, overflow) = expanded.addingReportingOverflow(target.size)
             expanded = overflow ? Int.max : sum
-            let limit = max(YAMLParser.expansionFloor, YAMLParser.expansionFactor * tree.nodes.count)
+            let limit = max(YAMLParser.expansionFloor, YAMLParser.expansionFactor * nodesParsed)
             guard expanded <= limit else {
                 throw YAMLError(line: Int(line), column: Int(column),
                                 message: "aliases expand beyond \(limit) nodes (alias bomb?); manifests may reuse nodes with aliases, but not multiply them")
@@ -101,7 +126,7 @@ struct YAMLTreeBuilder {
         if !value.isEmpty { tree.arena.append(contentsOf: value) }
         let node = addNode(YAMLTree.Node(kind: .scalar, isPlain: isPlain, line: line, column: column,
                                          start: start, count: value.count))
-        if let anchor { anchors[anchor] = (node, 1) }
+        if let anchor { register(anchor, node: node, size: 1) }
         try attach(node, size: 1)
     }
 
@@ -113,22 +138,47 @@ struct YAMLTreeBuilder {
         let node = addNode(YAMLTree.Node(kind: isMapping ? .mapping : .sequence, isPlain: false,
                                          line: line, column: column, start: 0, count: 0))
         frames.append(Frame(node: node, pendingStart: pending.count, size: 1, anchor: anchor))
+        if !isMapping && anchor == nil && frames.count == 2 && entries != nil && isFilesValue() {
+            streamingFiles = true
+            itemMark = (tree.nodes.count, tree.children.count, tree.arena.count, anchorsDefined)
+        }
+    }
+
+    /// Whether the list just opened is the value of the root mapping's `files` key (the key
+    /// resolved as ``ManifestRules`` resolves it: through an alias, by its text). An anchored list
+    /// is kept whole: an alias elsewhere may show it to the rules a second time.
+    private func isFilesValue() -> Bool {
+        let root = frames[0]
+        guard tree.nodes[root.node].kind == .mapping, (pending.count - root.pendingStart) % 2 == 1,
+              let last = pending.last else { return false }
+        let key = tree.ref(Int(last))
+        return tree.kind(key) == .scalar && tree.bytes(key).elementsEqual("files".utf8)
+    }
+
+    private mutating func register(_ anchor: String, node: Int, size: Int) {
+        anchors[anchor] = (node, size)
+        anchorsDefined += 1
     }
 
     mutating func endCollection(isMapping: Bool) throws {
         guard let frame = frames.popLast() else { return }  // libyaml guarantees balance
+        if streamingFiles && frames.count == 1 {
+            streamingFiles = false
+            entries?.filesNode = frame.node
+        }
         let childStart = tree.children.count
         tree.children.append(contentsOf: pending[frame.pendingStart...])
         pending.removeSubrange(frame.pendingStart...)
         tree.nodes[frame.node].start = childStart
         tree.nodes[frame.node].count = tree.children.count - childStart
         if isMapping { try checkKeys(of: frame.node) }
-        if let anchor = frame.anchor { anchors[anchor] = (frame.node, frame.size) }
+        if let anchor = frame.anchor { register(anchor, node: frame.node, size: frame.size) }
         try attach(frame.node, size: frame.size)
     }
 
     private mutating func addNode(_ node: YAMLTree.Node) -> Int {
         tree.nodes.append(node)
+        nodesParsed += 1
         if node.kind != .alias { expanded &+= 1 }
         return tree.nodes.count - 1
     }
@@ -140,9 +190,20 @@ struct YAMLTreeBuilder {
             hasRoot = true
             return
         }
-        pending.append(UInt32(truncatingIfNeeded: node))
         let (sum, overflow) = frames[frames.count - 1].size.addingReportingOverflow(size)
         frames[frames.count - 1].size = overflow ? Int.max : sum
+        guard streamingFiles && frames.count == 2 else {
+            pending.append(UInt32(truncatingIfNeeded: node))
+            return
+        }
+        entries?.take(tree.ref(node), in: tree)
+        // The item's nodes are the last ones made; without an anchor nothing can refer to them.
+        if anchorsDefined == itemMark.anchors {
+            tree.nodes.removeSubrange(itemMark.nodes...)
+            tree.children.removeSubrange(itemMark.children...)
+            tree.arena.removeSubrange(itemMark.arena...)
+        }
+        itemMark = (tree.nodes.count, tree.children.count, tree.arena.count, anchorsDefined)
     }
 
     /// Only YAML's own core tags are accepted, and only on the matching kind of node: application
