@@ -5,42 +5,52 @@
 /// The result must be what ``ManifestRules`` would give on the whole tree, errors included, and
 /// those rules report the first problem in a fixed order: YAML errors anywhere in the file, then
 /// the top-level keys, then the entries in order. So nothing here is thrown while reading: the first
-/// entry error is kept and reported by ``result(baseURL:)``, which the rules call in the entries'
-/// turn. Whether `base_url` exists is known only at the end, so the first entry that needs it is
-/// noted and judged then.
+/// entry error is kept in ``StreamedEntries`` and reported in the entries' turn. Whether `base_url`
+/// exists is known only at the end, so the first entry that needs it is noted and judged then.
 struct ManifestEntryStream {
-    let file: String
-    private(set) var entries: [ManifestEntry] = []
-    private var paths = PathIndex()
-    /// The first entry that broke a rule; later items are no longer checked.
-    private var firstError: ManifestError?
-    /// The first entry before that one with a relative `url`: an error if there is no `base_url`.
-    private var firstRelative: ManifestError?
-    /// The `files` list whose items came here (its node in the tree has no children).
-    var filesNode: Int?
+    private(set) var output = StreamedEntries()
+    /// The entry rules, shown one item at a time; they also keep the paths seen so far.
+    private var rules: ManifestRules
 
     init(file: String) {
-        self.file = file
+        rules = ManifestRules(tree: YAMLTree(), file: file)
     }
 
     /// Checks one item of `files` (a node of `tree`) and keeps its entry.
     mutating func take(_ item: YAMLTree.Ref, in tree: YAMLTree) {
-        guard firstError == nil else { return }
-        var rules = ManifestRules(tree: tree, file: file)
-        swap(&rules.paths, &paths)  // moved, not copied: the index stays uniquely referenced
-        defer { swap(&rules.paths, &paths) }
+        guard output.firstError == nil else { return }
+        // Lent for this item only: the builder then drops the item's nodes, which must not copy
+        // the tree's arrays because this still holds them.
+        rules.tree = tree
+        defer { rules.tree = YAMLTree() }
         do {
             let (entry, relativeURL) = try rules.entryIgnoringBase(item)
-            if let relativeURL, firstRelative == nil {
-                firstRelative = rules.missingBaseError(entry, at: relativeURL)
+            if let relativeURL, output.firstRelative == nil {
+                output.firstRelative = rules.missingBaseError(entry, at: relativeURL)
             }
-            entries.append(entry)
+            output.entries.append(entry)
         } catch let error as ManifestError {
-            firstError = error
+            output.firstError = error
         } catch {
-            firstError = ManifestError(file: file, line: item.line, column: item.column, message: "\(error)")
+            output.firstError = ManifestError(file: rules.file, line: item.line, column: item.column, message: "\(error)")
         }
     }
+
+    /// The `files` list whose items came here (its node in the tree has no children).
+    var filesNode: Int? {
+        get { output.filesNode }
+        set { output.filesNode = newValue }
+    }
+}
+
+/// What ``ManifestEntryStream`` found, for ``ManifestRules/entries(_:)``.
+struct StreamedEntries {
+    var entries: [ManifestEntry] = []
+    /// The first entry that broke a rule; later items are no longer checked.
+    var firstError: ManifestError?
+    /// The first entry before that one with a relative `url`: an error if there is no `base_url`.
+    var firstRelative: ManifestError?
+    var filesNode: Int?
 
     /// The entries, or the error the rules would have stopped at among them.
     func result(baseURL: String?) throws -> [ManifestEntry] {

@@ -11,6 +11,10 @@ public enum ManifestLoader {
     /// Reads the file at `path` (gzip recognised by its magic bytes 1f 8b, never by name), then
     /// parses it. `displayName` (default: `path`) is the `FILE` of error messages.
     public static func load(path: String, displayName: String? = nil) throws -> Manifest {
+        try load(path: path, displayName: displayName, reader: Reader())
+    }
+
+    static func load(path: String, displayName: String? = nil, reader: Reader) throws -> Manifest {
         let name = displayName ?? path
         var bytes: [UInt8]
         do {
@@ -21,7 +25,7 @@ public enum ManifestLoader {
             }
             throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
         }
-        return try manifest(from: &bytes, sourceName: name)
+        return try manifest(from: &bytes, sourceName: name, reader: reader)
     }
 
     /// Parses bytes already in memory (also gunzips when they start with 1f 8b).
@@ -41,7 +45,7 @@ public enum ManifestLoader {
     static func manifest(from bytes: inout [UInt8], sourceName: String, reader: Reader = Reader()) throws -> Manifest {
         let parsed = try parseTree(&bytes, sourceName: sourceName, reader: reader)
         var rules = ManifestRules(tree: parsed.tree, file: sourceName)
-        rules.streamed = parsed.entries
+        rules.streamed = parsed.entries?.output
         return try rules.manifest()
     }
 

@@ -117,6 +117,6 @@ import Testing
         var text = Array(Self.big(1000).utf8)
         let parsed = try ManifestLoader.parseTree(&text, sourceName: "m.yaml", reader: .init(fastPath: false, streaming: true))
         #expect(parsed.tree.nodes.count < 20)
-        #expect(parsed.entries?.entries.count == 1000)
+        #expect(parsed.entries?.output.entries.count == 1000)
     }
 }
