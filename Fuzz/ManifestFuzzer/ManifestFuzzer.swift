@@ -10,7 +10,14 @@ func fuzzManifest(_ bytes: [UInt8]) {
         }
         if fast != reference { fatalError("the fast reader and libyaml built different trees") }
     }
-    guard let manifest = try? ManifestLoader.parse(bytes, sourceName: "fuzz.yaml") else { return }
+    // Entries built while reading (ManifestEntryStream) must be what the whole tree gives, and so
+    // must the first error (line, column, message), with libyaml alone and with the fast reader.
+    let whole = load(bytes, ManifestLoader.Reader(fastPath: false, streaming: false))
+    let events = load(bytes, ManifestLoader.Reader(fastPath: false, streaming: true))
+    let production = load(bytes, ManifestLoader.Reader())
+    if !same(events, whole) { fatalError("the streamed libyaml reader and the whole tree disagree: \(events) vs \(whole)") }
+    if !same(production, whole) { fatalError("the loader and the whole tree disagree: \(production) vs \(whole)") }
+    guard case .success(let manifest) = production else { return }
     // What the loader promises downstream code (docs/manifest.md): checked, so a violation is a finding.
     var seen = Set<String>()
     for entry in manifest.entries {
@@ -20,5 +27,27 @@ func fuzzManifest(_ bytes: [UInt8]) {
             fatalError("path with an empty, . or .. component accepted: \(entry.path)")
         }
         if !seen.insert(entry.path).inserted { fatalError("duplicate path accepted: \(entry.path)") }
+    }
+}
+
+private func load(_ bytes: [UInt8], _ reader: ManifestLoader.Reader) -> Result<Manifest, ManifestError> {
+    var text = bytes
+    do {
+        return .success(try ManifestLoader.manifest(from: &text, sourceName: "fuzz.yaml", reader: reader))
+    } catch let error as ManifestError {
+        return .failure(error)
+    } catch {
+        fatalError("the loader threw something other than a ManifestError: \(error)")
+    }
+}
+
+private func same(_ a: Result<Manifest, ManifestError>, _ b: Result<Manifest, ManifestError>) -> Bool {
+    switch (a, b) {
+    case (.success(let x), .success(let y)):
+        return x.baseURL == y.baseURL && x.mirrors == y.mirrors && x.destination == y.destination && x.entries == y.entries
+    case (.failure(let x), .failure(let y)):
+        return x == y
+    default:
+        return false
     }
 }

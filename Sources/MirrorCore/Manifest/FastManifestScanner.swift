@@ -29,8 +29,14 @@ struct FastManifestScanner {
 
     /// The tree for `input`, or nil when libyaml must read it.
     static func tree(from input: UnsafeBufferPointer<UInt8>) -> YAMLTree? {
+        read(input, entries: nil)?.tree
+    }
+
+    /// The tree (and, with `entries`, the streamed `files` items: ``YAMLTreeBuilder``), or nil when
+    /// libyaml must read it.
+    static func read(_ input: UnsafeBufferPointer<UInt8>, entries: ManifestEntryStream?) -> YAMLTreeBuilder.Parsed? {
         guard isPlainText(input) else { return nil }
-        var scanner = FastManifestScanner(b: input, builder: YAMLTreeBuilder(inputSize: input.count))
+        var scanner = FastManifestScanner(b: input, builder: YAMLTreeBuilder(inputSize: input.count, entries: entries))
         do {
             return try scanner.document()
         } catch {
@@ -75,7 +81,7 @@ struct FastManifestScanner {
 
     // MARK: - Structure
 
-    private mutating func document() throws -> YAMLTree? {
+    private mutating func document() throws -> YAMLTreeBuilder.Parsed? {
         nextContentLine(from: 0)
         guard !atEnd, indent == 0, !isSequenceEntry else { throw Unsupported() }
         builder.startDocument()

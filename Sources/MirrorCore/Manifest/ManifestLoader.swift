@@ -11,6 +11,10 @@ public enum ManifestLoader {
     /// Reads the file at `path` (gzip recognised by its magic bytes 1f 8b, never by name), then
     /// parses it. `displayName` (default: `path`) is the `FILE` of error messages.
     public static func load(path: String, displayName: String? = nil) throws -> Manifest {
+        try load(path: path, displayName: displayName, reader: Reader())
+    }
+
+    static func load(path: String, displayName: String? = nil, reader: Reader) throws -> Manifest {
         let name = displayName ?? path
         var bytes: [UInt8]
         do {
@@ -21,23 +25,33 @@ public enum ManifestLoader {
             }
             throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
         }
-        // The file's bytes are released once the tree holds what it needs, before the entries are built.
-        let tree = try parseTree(&bytes, sourceName: name)
-        var rules = ManifestRules(tree: tree, file: name)
-        return try rules.manifest()
+        return try manifest(from: &bytes, sourceName: name, reader: reader)
     }
 
     /// Parses bytes already in memory (also gunzips when they start with 1f 8b).
     public static func parse(_ bytes: [UInt8], sourceName: String) throws -> Manifest {
         var text = bytes
-        let tree = try parseTree(&text, sourceName: sourceName)
-        var rules = ManifestRules(tree: tree, file: sourceName)
+        return try manifest(from: &text, sourceName: sourceName)
+    }
+
+    /// How the YAML is read. Production uses the default; tests and the reader benchmark compare.
+    struct Reader {
+        /// Try ``FastManifestScanner`` before libyaml.
+        var fastPath = true
+        /// Build the entries while reading (``ManifestEntryStream``) rather than from a whole tree.
+        var streaming = true
+    }
+
+    static func manifest(from bytes: inout [UInt8], sourceName: String, reader: Reader = Reader()) throws -> Manifest {
+        let parsed = try parseTree(&bytes, sourceName: sourceName, reader: reader)
+        var rules = ManifestRules(tree: parsed.tree, file: sourceName)
+        rules.streamed = parsed.entries?.output
         return try rules.manifest()
     }
 
     /// Gunzips (when the bytes start with 1f 8b) and parses; empties `bytes` when done, so that a
-    /// caller owning the only copy frees it before building the entries.
-    static func parseTree(_ bytes: inout [UInt8], sourceName: String) throws -> YAMLTree {
+    /// caller owning the only copy frees it before the rules run.
+    static func parseTree(_ bytes: inout [UInt8], sourceName: String, reader: Reader) throws -> YAMLTreeBuilder.Parsed {
         if Gzip.isCompressed(bytes) {
             do {
                 bytes = try Gzip.decompress(bytes)
@@ -52,9 +66,10 @@ public enum ManifestLoader {
             throw ManifestError(file: sourceName, line: 1, column: 1,
                                 message: "manifest is UTF-16 (it starts with a UTF-16 byte-order mark); manifests must be UTF-8")
         }
-        let parsed: YAMLTree?
+        let parsed: YAMLTreeBuilder.Parsed?
         do {
-            parsed = try YAMLParser.parse(bytes)
+            parsed = try YAMLParser.parse(bytes, fastPath: reader.fastPath,
+                                          entries: reader.streaming ? ManifestEntryStream(file: sourceName) : nil)
         } catch let e as YAMLError {
             throw ManifestError(file: sourceName, line: e.line, column: e.column, message: e.message)
         }

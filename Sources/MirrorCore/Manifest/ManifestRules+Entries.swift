@@ -30,6 +30,9 @@ extension ManifestRules {
             let hint = tree.isNull(files) ? " (write \"files: []\" for none)" : ""
             throw error(files, "files must be a list of entries\(hint), got \(tree.describe(files))")
         }
+        if let streamed, streamed.filesNode == files.id {
+            return try streamed.result(baseURL: baseURL)
+        }
         let count = tree.count(files)
         paths.reserve(count)
         var entries: [ManifestEntry] = []
@@ -41,6 +44,21 @@ extension ManifestRules {
     }
 
     mutating func entry(_ node: YAMLTree.Ref) throws -> ManifestEntry {
+        let (entry, relativeURL) = try entryIgnoringBase(node)
+        if let relativeURL, baseURL == nil { throw missingBaseError(entry, at: relativeURL) }
+        return entry
+    }
+
+    /// Where an entry with a relative url is refused when the manifest has no `base_url`.
+    struct RelativeURL {
+        var at: YAMLTree.Ref
+        var hasURLKey: Bool
+    }
+
+    /// An entry, checked by every rule but one: a relative url needs `base_url`, which a streamed
+    /// reader (``ManifestEntryStream``) knows only at the end. The second value says where that
+    /// rule would apply.
+    mutating func entryIgnoringBase(_ node: YAMLTree.Ref) throws -> (ManifestEntry, RelativeURL?) {
         guard tree.kind(node) == .mapping else {
             throw error(node, "each entry of files must be a mapping with path, size and sha256, got \(tree.describe(node))")
         }
@@ -88,12 +106,15 @@ extension ManifestRules {
             throw error(node, "entry \(quoted(path)) has no sha256; every entry needs path, size and sha256 (64 hex digits) or sha512 (128)")
         }
         let url = location ?? .relative(URLReference.encodePath(path))
-        if case .relative = url, baseURL == nil {
-            let hint = urlNode == nil ? " (an entry without url is fetched from base_url + its path)" : ""
-            throw error(urlNode ?? node, "entry \(quoted(path)) has a relative url but the manifest has no base_url\(hint)")
-        }
-        return ManifestEntry(path: path, url: url, size: size, digests: digests,
-                             mtime: mtime, mode: mode, line: node.line)
+        var relativeURL: RelativeURL?
+        if case .relative = url { relativeURL = RelativeURL(at: urlNode ?? node, hasURLKey: urlNode != nil) }
+        return (ManifestEntry(path: path, url: url, size: size, digests: digests,
+                              mtime: mtime, mode: mode, line: node.line), relativeURL)
+    }
+
+    func missingBaseError(_ entry: ManifestEntry, at place: RelativeURL) -> ManifestError {
+        let hint = place.hasURLKey ? "" : " (an entry without url is fetched from base_url + its path)"
+        return error(place.at, "entry \(quoted(entry.path)) has a relative url but the manifest has no base_url\(hint)")
     }
 
     /// `path`: a string that passes `ManifestRules.pathProblem`.

@@ -5,10 +5,13 @@ struct ManifestRules {
     static let topKeys = ["version", "base_url", "mirrors", "destination", "files"]
     static let supportedVersion = 1
 
-    let tree: YAMLTree
+    /// `var` only for ``ManifestEntryStream``, which shows the rules one item at a time.
+    var tree: YAMLTree
     let file: String
     var baseURL: String?
     var paths = PathIndex()
+    /// The `files` entries when the reader streamed them (``ManifestEntryStream``).
+    var streamed: StreamedEntries?
 
     init(tree: YAMLTree, file: String) {
         self.tree = tree

@@ -102,9 +102,7 @@ import MirrorTestSupport
 extension ManifestLoader {
     /// The YAML tree with or without the fast reader (tests compare both).
     static func parseTree(_ bytes: [UInt8], fastPath: Bool) throws -> YAMLTree {
-        guard let tree = try YAMLParser.parse(bytes, fastPath: fastPath) else {
-            throw ManifestError(file: "m.yaml", line: 1, column: 1, message: ManifestRules.emptyMessage)
-        }
-        return tree
+        var text = bytes
+        return try parseTree(&text, sourceName: "m.yaml", reader: Reader(fastPath: fastPath, streaming: false)).tree
     }
 }

@@ -26,7 +26,7 @@ private let sha = ManifestFixture.sha256
 /// Positions were worked out by hand from the text: 1-based, pointing at the offending node (for
 /// `oneEntry`, the entry's mapping is at 4:5, `path`'s value at 4:11, `size`'s at 5:11, `sha256`'s
 /// at 6:13, and extra lines start at line 7).
-private let invalidManifests: [InvalidManifest] = [
+let invalidManifests: [InvalidManifest] = [
     // YAML level
     InvalidManifest("syntax error", F.yaml("version: 1", "base_url: https://x/: y", "files: []"),
                     2, 21, "YAML syntax error: mapping values are not allowed"),
