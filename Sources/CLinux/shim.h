@@ -53,6 +53,17 @@ static inline int mirror_rename_exchange(int olddirfd, const char *oldpath, int 
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, 2 /* RENAME_EXCHANGE */);
 }
 
+/* copy_file_range(2) (Linux 4.5; across file systems since 5.3): the kernel copies `len` bytes
+   between two files without bringing them to user space (server-side on NFS 4.2, shared
+   extents on some file systems). Declared by <unistd.h> only with _GNU_SOURCE. Reuse by content
+   (`LocalCopy`) falls back to read/write where it fails. */
+#ifndef SYS_copy_file_range
+#define SYS_copy_file_range 326
+#endif
+static inline long long mirror_copy_file_range(int infd, long long *inoff, int outfd, long long *outoff, unsigned long len) {
+    return (long long)syscall(SYS_copy_file_range, infd, inoff, outfd, outoff, len, 0u);
+}
+
 /* O_PATH (Linux 2.6.39) is only declared by <fcntl.h> with _GNU_SOURCE: a descriptor that names a
    file or folder without opening it for reading, enough to fstat it or to resolve *at() paths
    beneath it, and with O_NOFOLLOW it refers to a symlink itself. */

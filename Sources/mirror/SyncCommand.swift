@@ -92,6 +92,9 @@ struct Sync: ParsableCommand {
             transform: DeleteLimit.parse)
     var maxDelete: DeleteLimit?
 
+    @Option(name: .long, help: ArgumentHelp("A folder whose files may hold entries' bytes (a USB disk, an old tree); a file of the right size is hashed and, if it matches, copied instead of downloaded. Repeatable.", valueName: "DIR"))
+    var seed: [String] = []
+
     @Flag(name: .long, help: "Publish the set whole: build it as a new generation beside DEST and switch DEST (a symlink) to it once every file verified.")
     var atomic = false
 
@@ -155,6 +158,12 @@ struct Sync: ParsableCommand {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
+        for folder in seed {
+            var st = stat()
+            guard stat(folder, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw ValidationError("--seed \(folder): not a folder this user can read")
+            }
+        }
         guard keep >= 1 && keep <= 1000 else { throw ValidationError("--keep must be between 1 and 1000") }
         if maxDelete != nil && !delete && !deleteUnlisted && !atomic {
             throw ValidationError("--max-delete limits --delete, --delete-unlisted or --atomic; add one of them")
@@ -186,6 +195,7 @@ struct Sync: ParsableCommand {
         options.deletion = deleteUnlisted ? .unlisted : delete ? .installed : nil
         if let maxDelete { options.deletionPolicy = DeletionPolicy(limit: maxDelete) }
         options.atomic = atomic
+        options.seeds = seed
         options.keepGenerations = keep
         options.waitForLock = wait
         options.retries = retries

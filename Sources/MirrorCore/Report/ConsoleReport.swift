@@ -33,8 +33,13 @@ public final class ConsoleReport {
             printError("\(result.path): \(message)")
         case .downloaded, .replaced:
             let verb = result.outcome == .replaced ? "replaced" : "downloaded"
-            logLine("info", "\(verb) \(result.path) (\(result.size) bytes)" + (result.source.map { " from \($0)" } ?? ""))
+            logLine("info", "\(verb) \(result.path) (\(result.size) bytes)" + (result.source.map { " from \($0)" } ?? "")
+                    + (result.copiedFrom.map { " copied from \($0)" } ?? ""))
             guard mode == .text else { return }
+            if let local = result.copiedFrom {
+                printOut("\(result.outcome == .replaced ? "replaced" : "copied") \(result.path) (\(Formatting.bytes(result.size))) from \(local)")
+                return
+            }
             let from = result.fromMirror ? " from \(result.source ?? "a mirror")" : ""
             printOut("\(verb) \(result.path) (\(Formatting.bytes(result.size)))\(from)")
         case .deleted:
@@ -85,7 +90,7 @@ public final class ConsoleReport {
     /// `mirror: 3 downloaded (1.0 GiB), 1 failed, 198 up to date, 12.3 s`.
     public static func summaryLine(_ s: SyncSummary) -> String {
         var parts: [String] = []
-        if s.downloaded > 0 { parts.append("\(s.downloaded) downloaded") }
+        if s.downloaded > 0 { parts.append("\(s.downloaded) downloaded" + (s.copied > 0 ? " (\(s.copied) copied from this machine)" : "")) }
         if s.replaced > 0 { parts.append("\(s.replaced) replaced") }
         if s.deleted > 0 { parts.append("\(s.deleted) deleted") }
         if s.failed > 0 { parts.append("\(s.failed) failed") }

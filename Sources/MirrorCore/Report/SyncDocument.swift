@@ -28,6 +28,10 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var size: Int64
         /// Null for an empty file, which needs no source.
         public var source: OrNull<String>
+        /// The file on this machine the bytes were copied from (reuse by content); absent otherwise.
+        public var copiedFrom: String?
+
+        enum CodingKeys: String, CodingKey { case path, action, size, source, copiedFrom = "copied_from" }
     }
 
     public struct Failure: Codable, Equatable, Sendable {
@@ -79,7 +83,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
             case .deleted: action = "deleted"
             case .failed: return nil
             }
-            return Changed(path: r.path, action: action, size: r.size, source: OrNull(r.source))
+            return Changed(path: r.path, action: action, size: r.size, source: OrNull(r.source), copiedFrom: r.copiedFrom)
         }
         failures = s.results.compactMap { r in
             guard case .failed(let message) = r.outcome else { return nil }

@@ -17,6 +17,8 @@ public struct EntryResult: Sendable, Equatable {
     public var source: String?
     /// True when `source` is not the entry's first source (a mirror, after the first failed).
     public var fromMirror: Bool
+    /// The file on this machine the bytes were copied from (reuse by content), when they were.
+    public var copiedFrom: String?
 
     public init(path: String, outcome: Outcome, size: Int64, source: String?, fromMirror: Bool = false) {
         self.path = path
@@ -56,6 +58,8 @@ public struct SyncSummary: Sendable {
     public var failed = 0
     /// Not finished because the run stopped early.
     public var pending = 0
+    /// Of `downloaded` and `replaced`: copied from a file on this machine (reuse by content).
+    public var copied = 0
     /// Files removed by `--delete` or `--delete-unlisted` (not manifest entries: not in `total`).
     public var deleted = 0
     /// Why deleting was refused (``DeletionPolicy/refusal(_:)``): the run then fails (exit 1).

@@ -58,6 +58,10 @@ struct Attempts {
     var lengthAtStart: Int64 = 0
     /// The next attempt asks for the whole file (the source's ranges are not to be trusted).
     var fromZero = false
+    /// A copy of a local file with the entry's content was tried (``ContentIndex``): once only.
+    var triedLocalCopy = false
+    /// The local file the partial file was copied from, when it was (for the output).
+    var copiedFrom: String?
 
     mutating func begin(at length: Int64) {
         count += 1

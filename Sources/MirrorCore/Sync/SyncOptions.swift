@@ -18,6 +18,8 @@ public struct SyncOptions: Sendable {
     /// `--atomic`: publish the set whole, as a new generation (``GenerationStore``). A DEST that
     /// already is atomic is synced atomically without it.
     public var atomic = false
+    /// `--seed DIR`: folders whose files may hold entries' bytes (``ContentIndex``).
+    public var seeds: [String] = []
     /// `--keep`: complete generations kept.
     public var keepGenerations = 2
     /// `--wait`: wait for another run's lock instead of exiting 75.

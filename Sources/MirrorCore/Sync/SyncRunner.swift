@@ -29,6 +29,8 @@ public final class SyncRunner {
     /// Failures to reach each host since it last answered (``RetryPolicy/Facts/hostUnreachableFailures``).
     var unreachableCounts: [String: Int] = [:]
     var installer: Installer?
+    /// Files on this machine that may hold an entry's bytes (renamed, duplicated, `--seed`).
+    var contentIndex: ContentIndex?
     /// The generation store when DEST is atomic (``GenerationStore``); the run then installs into
     /// its building folder and ``publishGeneration(_:)`` switches DEST at the end.
     var generations: GenerationStore?
@@ -215,6 +217,15 @@ public final class SyncRunner {
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
     func start(_ task: EntryTask) {
         do {
+            // Bytes already on this machine come first: they need no source, reachable or not.
+            if task.partial == nil, copyLocally(task) {
+                task.partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
+                                               folderDisplay: destination.display(".mirror/partial"), journal: journal,
+                                               writer: writer, resumeFrom: task.entry.size, saved: nil)
+                task.partial?.sourceURL = task.attempt.copiedFrom.map { "file://" + $0 }
+                verifyAndInstall(task)
+                return
+            }
             // A host that refused twice is not asked again in this run; the check comes before
             // any file is created, so a dead server leaves nothing behind (D3 in docs/faults.md).
             while let source = task.currentSource, !unreachableHosts.isEmpty, unreachableHosts.contains(hostKey(of: source)) {
@@ -343,9 +354,13 @@ public final class SyncRunner {
             let entry = task.entry
             if task.replacing { summary.replaced += 1 } else { summary.downloaded += 1 }
             let source = entry.size == 0 ? nil : partial.sourceURL
-            let result = EntryResult(path: entry.path, outcome: task.replacing ? .replaced : .downloaded, size: entry.size,
+            var result = EntryResult(path: entry.path, outcome: task.replacing ? .replaced : .downloaded, size: entry.size,
                                      source: source.map(redactedURL),
                                      fromMirror: source != nil && source != manifest.sources(for: entry).first)
+            if let local = task.attempt.copiedFrom, partial.sourceURL == "file://" + local {
+                (result.copiedFrom, result.source, result.fromMirror) = (local, nil, false)
+                summary.copied += 1
+            }
             summary.results.append(result)
             report.entryFinished(result)
         }

@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where on this machine the bytes of an entry may already be (docs/cli.md, "Reuse by content"),
+/// so that a renamed or duplicated file, or one a `--seed` folder holds, costs no download:
+///
+/// - a file in DEST that the journal verified with the same size and digests, still unchanged
+///   (its record matches one `stat`): the journal indexed by content;
+/// - a file of the same size in a `--seed` folder (a USB disk, an old tree, a neighbour's share),
+///   hashed when first asked for and remembered for the run.
+///
+/// Built on the first question only: a run that downloads nothing never decodes the journal.
+/// A candidate is only a guess: what is copied is verified like a download.
+final class ContentIndex {
+    struct Key: Hashable {
+        var size: Int64
+        var digests: PerAlgorithm<String>
+    }
+
+    /// A file to copy from, opened (never through a symlink) and described for the output.
+    struct Source {
+        let file: FileDescriptor
+        let display: String
+    }
+
+    private let journal: Journal
+    private let destination: Destination
+    private let seeds: [String]
+    private var installed: [Key: [VerifiedRecord]]?
+    /// Seed files by size (absolute paths), and the digests of those hashed so far.
+    private var seedFiles: [Int64: [String]]?
+    private var seedDigests: [String: DigestSet] = [:]
+
+    init(journal: Journal, destination: Destination, seeds: [String]) {
+        self.journal = journal
+        self.destination = destination
+        self.seeds = seeds
+    }
+
+    /// An unchanged file in DEST, else a seed file, whose bytes should be `entry`'s; nil when none.
+    func source(for entry: ManifestEntry) -> Source? {
+        let key = Key(size: entry.size, digests: entry.digests.mapValues(\.hex))
+        if installed == nil { installed = indexJournal() }
+        for record in installed?[key] ?? [] where !record.identity.path.utf8.elementsEqual(entry.path.utf8) {
+            guard let status = try? destination.status(of: record.identity.path), record.matches(status),
+                  let file = try? destination.openForReading(record.identity.path) else { continue }
+            return Source(file: file, display: destination.display(record.identity.path))
+        }
+        return seedSource(for: entry)
+    }
+
+    private func indexJournal() -> [Key: [VerifiedRecord]] {
+        var out: [Key: [VerifiedRecord]] = [:]
+        for records in journal.entries.values {
+            guard let v = records.verified else { continue }
+            out[Key(size: v.identity.size, digests: v.identity.digests), default: []].append(v)
+        }
+        return out
+    }
+
+    private func seedSource(for entry: ManifestEntry) -> Source? {
+        guard !seeds.isEmpty else { return nil }
+        if seedFiles == nil { seedFiles = ContentIndex.walk(seeds) }
+        for path in seedFiles?[entry.size] ?? [] {
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            let file = FileDescriptor(fd: fd, displayPath: path)
+            guard let st = try? file.stat(), st.isRegularFile, st.size == entry.size else { file.close(); continue }
+            let digests: DigestSet
+            if let known = seedDigests[path], entry.digests.allSatisfy({ known[$0.algorithm] != nil }) {
+                digests = known
+            } else if let computed = try? FileHashing.digests(of: file, for: entry) {
+                digests = computed
+                seedDigests[path] = computed
+            } else {
+                file.close()
+                continue
+            }
+            if FileHashing.matches(entry, digests) { return Source(file: file, display: path) }
+            file.close()
+        }
+        return nil
+    }
+
+    /// Every regular file under the seed folders, by size; links are not followed.
+    static func walk(_ folders: [String]) -> [Int64: [String]] {
+        var out: [Int64: [String]] = [:]
+        func visit(_ path: String, depth: Int) {
+            guard depth < 64, let dir = opendir(path) else { return }
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                if name == "." || name == ".." || name == Destination.stateFolderName { continue }
+                let child = path.hasSuffix("/") ? path + name : path + "/" + name
+                var st = stat()
+                guard lstat(child, &st) == 0 else { continue }
+                let status = FileStatus(st)
+                if status.isDirectory { visit(child, depth: depth + 1) } else if status.isRegularFile { out[status.size, default: []].append(child) }
+            }
+        }
+        for folder in folders { visit(folder, depth: 0) }
+        return out
+    }
+}
