@@ -25,16 +25,17 @@ final class ContentIndex {
     }
 
     private let journal: Journal
-    private let destination: Destination
+    /// DEST (for an atomic DEST, the building folder, then the set it shows).
+    private let destinations: [Destination]
     private let seeds: [String]
     private var installed: [Key: [VerifiedRecord]]?
     /// Seed files by size (absolute paths), and the digests of those hashed so far.
     private var seedFiles: [Int64: [String]]?
     private var seedDigests: [String: DigestSet] = [:]
 
-    init(journal: Journal, destination: Destination, seeds: [String]) {
+    init(journal: Journal, destinations: [Destination], seeds: [String]) {
         self.journal = journal
-        self.destination = destination
+        self.destinations = destinations
         self.seeds = seeds
     }
 
@@ -43,9 +44,11 @@ final class ContentIndex {
         let key = Key(size: entry.size, digests: entry.digests.mapValues(\.hex))
         if installed == nil { installed = indexJournal() }
         for record in installed?[key] ?? [] where !record.identity.path.utf8.elementsEqual(entry.path.utf8) {
-            guard let status = try? destination.status(of: record.identity.path), record.matches(status),
-                  let file = try? destination.openForReading(record.identity.path) else { continue }
-            return Source(file: file, display: destination.display(record.identity.path))
+            for destination in destinations {
+                guard let status = try? destination.status(of: record.identity.path), record.matches(status),
+                      let file = try? destination.openForReading(record.identity.path) else { continue }
+                return Source(file: file, display: destination.display(record.identity.path))
+            }
         }
         return seedSource(for: entry)
     }

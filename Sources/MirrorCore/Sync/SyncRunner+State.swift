@@ -32,7 +32,7 @@ extension SyncRunner {
         journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: false)
         if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         installer = Installer(destination: destination, partialFolder: partials, journal: journal)
-        contentIndex = ContentIndex(journal: journal, destination: destination, seeds: options.seeds)
+        contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)
         return (lock, current)
     }
 }
