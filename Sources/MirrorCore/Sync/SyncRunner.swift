@@ -329,54 +329,6 @@ public final class SyncRunner {
         }
     }
 
-    // MARK: - Verify and install
-
-    func verifyAndInstall(_ task: EntryTask) {
-        guard let partial = task.partial, let installer else { return }
-        let entry = task.entry
-        switch installer.verify(partial, for: task) {
-        case .queued:
-            if installer.isDue(now: monotonicSeconds()) { commitBatch() }
-        case .failed(let error):
-            stopOrFail(entry, error)
-        case .mismatch(let detail, let got):
-            checksumMismatch(task, partial: partial, detail: detail, got: got)
-        }
-    }
-
-    /// Installs the verified files waiting in the batch and reports each.
-    func commitBatch() {
-        guard let installer else { return }
-        let done = installer.commit()
-        if let error = done.fatal, fatal == nil { fatal = error }
-        for (task, error) in done.failed { stopOrFail(task.entry, error) }
-        for (task, partial) in done.installed {
-            let entry = task.entry
-            if task.replacing { summary.replaced += 1 } else { summary.downloaded += 1 }
-            let source = entry.size == 0 ? nil : partial.sourceURL
-            var result = EntryResult(path: entry.path, outcome: task.replacing ? .replaced : .downloaded, size: entry.size,
-                                     source: source.map(redactedURL),
-                                     fromMirror: source != nil && source != manifest.sources(for: entry).first)
-            if let local = task.attempt.copiedFrom, partial.sourceURL == "file://" + local {
-                (result.copiedFrom, result.source, result.fromMirror) = (local, nil, false)
-                summary.copied += 1
-            }
-            summary.results.append(result)
-            report.entryFinished(result)
-        }
-    }
-
-    /// A file present at its path and unknown to the journal: hashed on this thread.
-    func check(_ entry: ManifestEntry) {
-        guard let installer else { return }
-        switch installer.check(entry) {
-        case .verified: summary.checked += 1
-        case .differs: addTask(entry, replacing: true)
-        case .unreadable(let error): fail(entry, "\(error)", unreachable: false)
-        case .failed(let error): stopOrFail(entry, error)
-        }
-    }
-
     func finishRun() {
         if let error = fatal { fatal = explainedFatal(error) }
         if let partialFolder {
