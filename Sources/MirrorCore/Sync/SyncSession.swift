@@ -67,7 +67,8 @@ public enum SyncSession {
             }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
-            let (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted)
+            let (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
+                                                    digest: request.json || request.metricsFile != nil)
             provenance = origin
             // --deadline counts from the start of the command, jitter and manifest fetch included,
             // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
@@ -145,10 +146,10 @@ public enum SyncSession {
     /// (``RequestSecurity/manifestIsLocal``): only one read now from the local disk, as the
     /// command line named it, has it.
     private static func loadManifest(_ manifest: String, options: inout SyncOptions, report: ConsoleReport,
-                                     trust: ManifestTrust?) throws -> (Manifest, ManifestProvenance?) {
+                                     trust: ManifestTrust?, digest: Bool) throws -> (Manifest, ManifestProvenance?) {
         guard RemoteManifest.isURL(manifest), let dest = options.destination else {
             let loaded = try trust.map { try ManifestLoader.load(path: manifest, trust: $0) } ?? ManifestLoader.load(path: manifest)
-            return (loaded, ManifestProvenance.ofFile(manifest))
+            return (loaded, ManifestProvenance.ofFile(manifest, digest: digest))
         }
         // The kept copy lives in DEST: a file there is the first thing to say, not a failure to
         // keep it (Destination.openExisting says so, as it does for the run itself).
