@@ -36,7 +36,12 @@ final class SequenceWorld {
             while files.count < 4 {
                 files = [:]
                 for (path, large) in Self.paths {
-                    if let old = versions.last?[path] {
+                    // Now and then a path takes the bytes another path had in the version before
+                    // (a rename or a duplicate), so runs meet reuse by content.
+                    let others = (versions.last ?? [:]).filter { $0.key != path && $0.value.size > 0 }.sorted { $0.key < $1.key }
+                    if !others.isEmpty && rng.chance(0.12) {
+                        files[path] = others[rng.below(others.count)].value                // renamed or duplicated
+                    } else if let old = versions.last?[path] {
                         switch rng.weighted([10, 15, 35, 40]) {
                         case 0: continue                                                  // dropped
                         case 1: files[path] = old                                         // unchanged
