@@ -17,8 +17,18 @@ struct Sync: ParsableCommand {
             --delete-unlisted deletes everything else in DEST too (not .mirror), for a folder only \
             mirror writes. Nothing is deleted for a manifest with no files, or when more files \
             would go than --max-delete allows (default 50% of the files mirror knows): then the \
-            run deletes nothing and exits 1. Without a terminal, prints nothing unless a file changed or failed; \
-            on a terminal, shows the files in flight and the total (bytes, rate, ETA).
+            run deletes nothing and exits 1.
+
+            With --atomic, the set is built beside DEST (DEST.generations/) and DEST, a symlink, \
+            is switched to it in one rename once every file verified: a program that opens DEST \
+            once sees the old set or the new one, never a mix; `mirror rollback` goes back. \
+            Before the first request, a set that cannot fit on DEST's file system stops the run \
+            (exit 73). A file renamed in the manifest or listed twice is copied from the \
+            verified copy in DEST, and --seed DIR offers more files to copy; every copy is \
+            verified like a download.
+
+            Without a terminal, prints nothing unless a file changed or failed; on a terminal, \
+            shows the files in flight and the total (bytes, rate, ETA).
 
             MANIFEST may be an https://, http:// or file:// URL (then --dest is required): it is \
             fetched conditionally (ETag, Last-Modified) and the last good copy is kept in \
