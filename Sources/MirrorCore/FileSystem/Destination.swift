@@ -79,6 +79,12 @@ public final class Destination {
         path.hasSuffix("/") ? path + relative : path + "/" + relative
     }
 
+    /// Human-readable path of something in the state folder (`.mirror/journal`): under DEST, or
+    /// for an atomic DEST in its store beside it (``GenerationStore``), where it really is.
+    public func displayState(_ relative: String) -> String {
+        generations.map { $0.store.displayPath + "/" + relative } ?? display(relative)
+    }
+
     // MARK: - Reading
 
     /// The status of what is at `relative` (a final symlink is reported as one, not followed).

@@ -97,7 +97,7 @@ public enum StatusInspector {
             var st = stat()
             hasJournal = fstatat(state.fd, Journal.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0
             if hasJournal {
-                journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: true)
+                journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: true)
             }
         }
         let partials = try destination.stateFolder("partial", create: false)

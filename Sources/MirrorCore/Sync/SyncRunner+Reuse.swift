@@ -16,7 +16,7 @@ extension SyncRunner {
             // A fresh file takes the name: the journal stops vouching for an old one first.
             if journal.partialRecord(for: path) != nil { try journal.append(.forget(path: path), durable: true) }
             _ = try LocalCopy.copy(source.file, size: task.entry.size, to: name, in: partialFolder,
-                                   displayPath: destination.display(".mirror/partial/" + name))
+                                   displayPath: destination.displayState(".mirror/partial/" + name))
             task.attempt.copiedFrom = source.display
             return true
         } catch {

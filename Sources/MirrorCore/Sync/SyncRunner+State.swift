@@ -22,14 +22,14 @@ extension SyncRunner {
         if destination == nil { destination = try Destination.create(destPath) }
         guard let state = try destination.stateFolder(create: true),
               let partials = try destination.stateFolder("partial", create: true) else {
-            throw SystemError("create", destination.display(Destination.stateFolderName), code: ENOENT)
+            throw SystemError("create", destination.displayState(Destination.stateFolderName), code: ENOENT)
         }
         // Nobody else may have written what the run is about to trust (SECURITY.md).
-        try StateOwnership.require(state, destination.display(Destination.stateFolderName))
-        try StateOwnership.require(partials, destination.display(".mirror/partial"))
+        try StateOwnership.require(state, destination.displayState(Destination.stateFolderName))
+        try StateOwnership.require(partials, destination.displayState(".mirror/partial"))
         partialFolder = partials
         let lock = try adopted ?? DestinationLock(stateFolder: state, destination: destPath, wait: options.waitForLock)
-        journal = try Journal(folder: state, displayPath: destination.display(".mirror/journal"), readOnly: false)
+        journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
         if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         installer = Installer(destination: destination, partialFolder: partials, journal: journal)
         contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)

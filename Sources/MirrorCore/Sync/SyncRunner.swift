@@ -220,7 +220,7 @@ public final class SyncRunner {
             // Bytes already on this machine come first: they need no source, reachable or not.
             if task.partial == nil, copyLocally(task) {
                 task.partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
-                                               folderDisplay: destination.display(".mirror/partial"), journal: journal,
+                                               folderDisplay: destination.displayState(".mirror/partial"), journal: journal,
                                                writer: writer, resumeFrom: task.entry.size, saved: nil)
                 task.partial?.sourceURL = task.attempt.copiedFrom.map { "file://" + $0 }
                 verifyAndInstall(task)
@@ -238,7 +238,7 @@ public final class SyncRunner {
             }
             if task.partial == nil {
                 let partial = try PartialFile(identity: EntryIdentity(task.entry),
-                                              folder: partialFolder, folderDisplay: destination.display(".mirror/partial"),
+                                              folder: partialFolder, folderDisplay: destination.displayState(".mirror/partial"),
                                               journal: journal, writer: writer, resumeFrom: task.resumeOffset, saved: task.resume)
                 if partial.length > 0, let record = task.resume {
                     partial.sourceURL = record.url
