@@ -70,8 +70,8 @@ public final class GenerationStore {
             if errno == ENOENT && !create { return nil }
             throw SystemError("open folder", folder + "/" + storeName)
         }
-        return GenerationStore(destPath: destPath, parent: parent, name: name,
-                               store: FileDescriptor(fd: fd, displayPath: folder + "/" + storeName))
+        let display = folder == "." && !destPath.hasPrefix("./") ? storeName : (folder.hasSuffix("/") ? folder : folder + "/") + storeName
+        return GenerationStore(destPath: destPath, parent: parent, name: name, store: FileDescriptor(fd: fd, displayPath: display))
     }
 
     /// Whether DEST is an atomic destination: a symlink to a generation of its store.
