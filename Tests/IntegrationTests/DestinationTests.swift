@@ -77,6 +77,40 @@ struct DestinationTests {
         _ = disk
     }
 
+    /// A disk filled mid-run by another writer, then the big file unpublished: the manifest's
+    /// new copy cannot be kept (the disk is full), but the run goes on with the fetched manifest,
+    /// sweeps the partial no entry owns and ends ok, which frees the space (before: exit 73
+    /// "cannot keep the last good copy", and the partial stayed for ever).
+    @Test func aFullDiskDoesNotKeepTheRunThatFreesItFromRunning() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "8m"))
+        try fx.addFile("small.bin", size: 1 << 20, seed: 1)
+        try fx.addFile("big.bin", size: 24 << 20, seed: 2)
+        try fx.manifest.write(to: fx.www + "/manifest.yaml")
+        let disk = try SmallFilesystem(at: fx.dest, size: "40m")
+        let url = fx.server.url("manifest.yaml")
+        func sync() throws -> ProcessResult {
+            try ChildProcess.run(try MirrorBinary.path(), ["sync", url, "--dest", fx.dest, "--jobs", "1"],
+                                 environment: SyncFixture.loopbackOnly, timeout: 60)
+        }
+        let run = try ChildProcess(try MirrorBinary.path(), ["sync", url, "--dest", fx.dest, "--jobs", "1"],
+                                   environment: SyncFixture.loopbackOnly)
+        usleep(1_600_000)
+        _ = try Self.fill(fx.dest, leaving: 1 << 20)
+        let full = try run.wait(timeout: 60)
+        #expect(full.exitCode == 73, "\(full)")
+
+        fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+        fx.manifest.add(path: "small.bin", size: 1 << 20, sha256: try TestData.sha256(ofFileAt: fx.www + "/small.bin"))
+        usleep(1_100_000)  // nginx's validators are whole seconds: the new manifest gets a new ETag
+        try fx.manifest.write(to: fx.www + "/manifest.yaml")
+        let after = try sync()
+        #expect(after.exitCode == 0, "\(after)")
+        #expect(after.stderr.contains("is not kept as the last good copy"), "\(after.stderr)")
+        let partials = try FileManager.default.contentsOfDirectory(atPath: fx.destPath(".mirror/partial"))
+        #expect(partials.isEmpty, "the partial of the unpublished big.bin is swept: \(partials)")
+        _ = disk
+    }
+
     @Test func aReadOnlyDestinationExits73() throws {
         let fx = try SyncFixture()
         try fx.addFile("a.bin", size: 1000, seed: 1)

@@ -173,6 +173,11 @@ public enum RemoteManifest {
                                                 validators: Validators(url: name, etag: response.etag, lastModified: response.lastModified)) {
                 warnings.append("\(name): \(why)")
             }
+        } catch let error as SystemError where error.code == ENOSPC || error.code == EDQUOT {
+            // A full disk must not stop the run that would free space (its sweep of partials no
+            // entry owns, its deletions): it goes on with the manifest fetched, not kept.
+            try? cache.remove()
+            warnings.append("\(name): the manifest is not kept as the last good copy (\(error)); the run goes on with the copy fetched")
         } catch let error as SystemError {
             throw Failure.cache(error)
         }
