@@ -19,10 +19,11 @@ struct DryRun {
         summary.lastSuccess = journal?.lastSuccess?.end
         let reconciler = Reconciler(planner: Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil),
                                     journal: journal)
-        for item in reconciler.plan(manifest) {
-            let entry = item.entry
+        // One entry at a time, as the run plans: no array of a plan item per entry (10^6 entries
+        // held ~280 MB more that way).
+        for entry in manifest.entries {
             let line: String
-            switch item.action {
+            switch reconciler.action(for: entry) {
             case .upToDate:
                 summary.upToDate += 1
                 continue
