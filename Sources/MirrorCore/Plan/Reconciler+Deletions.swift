@@ -8,18 +8,13 @@ extension Reconciler {
     public func deletions(for manifest: Manifest, mode: DeletionMode) throws -> DeletionPlan {
         guard let destination = planner.destination else { return DeletionPlan() }
         var plan = DeletionPlan()
+        let listed = Reconciler.paths(of: manifest)
         var listedFolders = Set<PathKey>()
-        for entry in manifest.entries {
-            var path = Array(entry.path.utf8)
-            while let slash = path.lastIndex(of: UInt8(ascii: "/")) {
-                path.removeSubrange(slash...)
-                listedFolders.insert(PathKey(bytes: path))
-            }
-        }
+        for entry in manifest.entries { listedFolders.formUnion(Reconciler.folders(above: Array(entry.path.utf8))) }
         var emptied = Set<PathKey>()
         switch mode {
         case .installed:
-            let unlisted = self.unlisted(by: manifest)
+            let unlisted = self.unlisted(listed: listed)
             plan.known = journal?.verifiedCount ?? 0
             for record in unlisted {
                 let path = record.identity.path
@@ -41,7 +36,6 @@ extension Reconciler {
                 emptied.formUnion(Reconciler.folders(above: Array(path.utf8)))
             }
         case .unlisted:
-            let listed = Set(manifest.entries.lazy.map { PathKey($0.path) })
             let tree = try destination.walk(skippingTopLevel: Destination.stateFolderName)
             plan.known = tree.files.count
             for item in tree.files where !listed.contains(PathKey(bytes: item.path)) {
@@ -51,7 +45,7 @@ extension Reconciler {
             // files and nothing else, so an empty folder of the user's goes too.
             for folder in tree.folders { emptied.insert(PathKey(bytes: folder)) }
             let present = Set(tree.files.lazy.map { PathKey(bytes: $0.path) })
-            for record in self.unlisted(by: manifest) where !present.contains(PathKey(record.identity.path)) {
+            for record in self.unlisted(listed: listed) where !present.contains(PathKey(record.identity.path)) {
                 plan.stale.append(record.identity.path)
             }
         }

@@ -31,11 +31,22 @@ public struct Reconciler {
     /// The journal's verified records whose paths the manifest does not list (compared as bytes),
     /// sorted by path bytes. Decodes every verified record: asked for only when deleting.
     public func unlisted(by manifest: Manifest) -> [VerifiedRecord] {
+        unlisted(listed: Reconciler.paths(of: manifest))
+    }
+
+    /// The same, for `listed`, the manifest's paths (``paths(of:)``) the caller already has.
+    func unlisted(listed: Set<PathKey>) -> [VerifiedRecord] {
         guard let journal else { return [] }
+        return journal.entries.compactMap { key, records in listed.contains(key) ? nil : records.verified }
+            .sorted { PathKey($0.identity.path) < PathKey($1.identity.path) }
+    }
+
+    /// The manifest's paths as bytes (never compared as `String`s): the one set the deletion plan,
+    /// the building of a generation and compaction ask "is it listed?" of.
+    public static func paths(of manifest: Manifest) -> Set<PathKey> {
         var listed = Set<PathKey>()
         listed.reserveCapacity(manifest.entries.count)
         for entry in manifest.entries { listed.insert(PathKey(entry.path)) }
-        return journal.entries.compactMap { key, records in listed.contains(key) ? nil : records.verified }
-            .sorted { PathKey($0.identity.path) < PathKey($1.identity.path) }
+        return listed
     }
 }
