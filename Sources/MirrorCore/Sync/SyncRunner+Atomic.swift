@@ -43,13 +43,14 @@ extension SyncRunner {
     /// file the journal had verified is journaled again with its new status, after checking that it
     /// is the same inode, size and modification time: it is not hashed again.
     func seedBuilding(from current: Destination?) throws {
-        let listed = Set(manifest.entries.lazy.map { PathKey($0.path) })
+        let listed = Reconciler.paths(of: manifest)
         let leftover = try destination.walk(skippingTopLevel: "")
         for file in leftover.files where !listed.contains(PathKey(bytes: file.path)) {
             _ = try destination.removeFile(file.path, expected: file.status)
         }
         for folder in leftover.folders.reversed() { _ = destination.removeFolderIfEmpty(folder) }
         guard let current else { return }
+        var linked: [(ManifestEntry, FileStatus)] = []
         for entry in manifest.entries {
             guard try destination.status(of: entry.path) == nil,
                   let old = try? current.status(of: entry.path), old.isRegularFile else { continue }
@@ -63,12 +64,9 @@ extension SyncRunner {
                 if errno == EMLINK || errno == EXDEV || errno == EPERM { continue }  // fetched instead
                 throw SystemError("link", destination.display(entry.path) + " into the next generation")
             }
-            if verified, let now = try destination.status(of: entry.path), now.sameFile(as: old),
-               now.size == old.size, now.mtime == old.mtime {
-                let adopted = journal.records(for: entry.path)?.verified?.adopted ?? false
-                try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: now, adopted: adopted)), durable: false)
-            }
+            if verified { linked.append((entry, old)) }
         }
+        try refreshRecords(linked, in: destination)
     }
 
     /// After a run in which every listed file verified: the files of the current set that the new
@@ -82,7 +80,7 @@ extension SyncRunner {
             return
         }
         do {
-            let listed = Set(manifest.entries.lazy.map { PathKey($0.path) })
+            let listed = Reconciler.paths(of: manifest)
             let current = try Destination.openExisting(store.destPath)
             let before = try current?.walk(skippingTopLevel: Destination.stateFolderName).files ?? []
             let dropped = before.filter { !listed.contains(PathKey(bytes: $0.path)) }
