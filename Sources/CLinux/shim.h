@@ -68,4 +68,31 @@ static inline long long mirror_copy_file_range(int infd, long long *inoff, int o
    file or folder without opening it for reading, enough to fstat it or to resolve *at() paths
    beneath it, and with O_NOFOLLOW it refers to a symlink itself. */
 static const int mirror_O_PATH = 010000000;
+/* Content-defined chunking (docs/manifest.md, "Chunk indexes"): the length of the chunk that
+   starts at p[0], given the n bytes available from there. A gear hash, h = (h << 1) + gear[byte],
+   runs over the bytes; its top bits depend on the last 64 bytes only, so a cut point depends on
+   the content around it and not on its offset, and an insertion or a deletion moves the cuts
+   after it by the same amount instead of shifting every chunk (FastCDC's normalized chunking,
+   Xia et al., USENIX ATC 2016: a harder mask before `avg`, an easier one after). Chunks are at
+   least `min` bytes (none of those bytes is looked at), at most `max`, and the last one may be
+   shorter. Written in C because it looks at every byte of a file: a few cycles a byte. */
+static inline unsigned long mirror_cdc_cut(const unsigned char *p, unsigned long n, const unsigned long long *gear,
+                                           unsigned long long mask_small, unsigned long long mask_large,
+                                           unsigned long min, unsigned long avg, unsigned long max) {
+    if (n <= min) return n;
+    if (n > max) n = max;
+    unsigned long normal = avg < n ? avg : n;
+    unsigned long long h = 0;
+    unsigned long i = min;
+    for (; i < normal; i++) {
+        h = (h << 1) + gear[p[i]];
+        if (!(h & mask_small)) return i + 1;
+    }
+    for (; i < n; i++) {
+        h = (h << 1) + gear[p[i]];
+        if (!(h & mask_large)) return i + 1;
+    }
+    return n;
+}
+
 #endif

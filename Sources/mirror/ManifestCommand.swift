@@ -25,6 +25,12 @@ struct ManifestGroup: ParsableCommand {
                 state), the -o file and its signature (FILE.sig), so that a folder can be republished \
                 in place, and whatever matches an --exclude pattern; empty folders do not appear.
 
+                With --chunks, every file of at least --chunks-above bytes also gets a chunk \
+                index, written to DIR/.mirror-chunks/PATH (replaced atomically) and named in its \
+                entry with its size and SHA-256, so a signed manifest covers it. A client that holds \
+                an older version of such a file fetches only the chunks it lacks. Publish DIR with \
+                its .mirror-chunks folder; manifest create never lists that folder.
+
                 Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
                 a file in it cannot be read (nothing is written then).
 
@@ -51,6 +57,13 @@ struct ManifestGroup: ParsableCommand {
             valueName: "GLOB"))
         var exclude: [String] = []
 
+        @Flag(name: .long, help: "Write a chunk index for every file of at least --chunks-above bytes (under DIR/.mirror-chunks/), so clients with an older version fetch only what changed.")
+        var chunks = false
+
+        @Option(name: .long, help: ArgumentHelp("With --chunks: the smallest file that gets an index (64M, 1.5G). (default: 64M)", valueName: "SIZE"),
+                transform: ByteCount.parse)
+        var chunksAbove = ByteCount(bytes: 64 << 20)
+
         func validate() throws {
             guard ParseOrder.checksMeaning else { return }
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
@@ -66,7 +79,8 @@ struct ManifestGroup: ParsableCommand {
             }
             do {
                 let result = try ManifestWriter.create(directory: directory, baseURL: baseURL, excluding: excluded,
-                                                       threads: jobs ?? WorkerPool.coreCount)
+                                                       threads: jobs ?? WorkerPool.coreCount,
+                                                       chunksAbove: chunks ? chunksAbove.bytes : nil)
                 for skipped in result.skipped { report.fatal("skipped \(skipped.path): \(skipped.reason)") }
                 if let output {
                     try ManifestWriter.writeAtomically(result.yaml, to: output)

@@ -57,6 +57,31 @@ enum LocalCopy {
         return true
     }
 
+    /// Copies `length` bytes at `from` in `source` to `to` in `target` (a chunk delta's local
+    /// part, ``PartialFile/beginDelta(_:from:url:)``): `copy_file_range`, else `pread`/`pwrite`.
+    static func copyRange(from source: FileDescriptor, at from: Int64, to target: FileDescriptor, at to: Int64, length: Int64) throws {
+        var inOffset = from
+        var outOffset = to
+        let end = from + length
+        while inOffset < end {
+            let n = mirror_copy_file_range(source.fd, &inOffset, target.fd, &outOffset, UInt(min(end - inOffset, 1 << 30)))
+            if n > 0 { continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && ![EXDEV, ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) { throw SystemError("copy into", target.displayPath) }
+            if n == 0 { throw SystemError("copy into", target.displayPath + " (the source ended early)", code: EIO) }
+            // The kernel cannot copy between these files: read and write what is left.
+            var buffer = [UInt8](repeating: 0, count: Int(min(end - inOffset, 1 << 20)))
+            while inOffset < end {
+                let want = Int(min(end - inOffset, Int64(buffer.count)))
+                let got = try buffer.withUnsafeMutableBytes { try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: inOffset) }
+                if got == 0 { throw SystemError("copy into", target.displayPath + " (the source ended early)", code: EIO) }
+                try buffer.withUnsafeBytes { try target.write(UnsafeRawBufferPointer(rebasing: $0[0..<got]), at: outOffset) }
+                inOffset += Int64(got)
+                outOffset += Int64(got)
+            }
+        }
+    }
+
     private static func readWriteCopy(from source: FileDescriptor, to target: FileDescriptor, size: Int64) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: Int64 = 0

@@ -36,6 +36,14 @@ public struct Manifest: Sendable {
             return bases.compactMap { URLReference.resolve(reference, against: $0) }
         }
     }
+
+    /// The URLs of `entry`'s chunk index, in order: its path, percent-encoded, resolved against
+    /// `base_url`, then against each mirror. None without a `base_url`.
+    public func chunkIndexSources(for entry: ManifestEntry) -> [String] {
+        guard let chunks = entry.chunks, let baseURL else { return [] }
+        let reference = URLReference.encodePath(chunks.path)
+        return ([baseURL] + mirrors).compactMap { URLReference.resolve(reference, against: $0) }
+    }
 }
 
 /// One file the destination must hold.
@@ -61,9 +69,12 @@ public struct ManifestEntry: Sendable, Hashable {
     public var mode: UInt32?
     /// Line of the entry in the manifest (1-based), for messages.
     public var line: Int
+    /// The file's chunk index, when the publisher wrote one (`chunks:`; docs/manifest.md, "Chunk
+    /// indexes"): lets a client that holds an older version fetch only the chunks it lacks.
+    public var chunks: ChunkIndexReference?
 
     public init(path: String, url: Location, size: Int64, digests: DigestSet,
-                mtime: FileTime? = nil, mode: UInt32? = nil, line: Int = 0) {
+                mtime: FileTime? = nil, mode: UInt32? = nil, line: Int = 0, chunks: ChunkIndexReference? = nil) {
         self.path = path
         self.url = url
         self.size = size
@@ -71,6 +82,32 @@ public struct ManifestEntry: Sendable, Hashable {
         self.mtime = mtime
         self.mode = mode
         self.line = line
+        self.chunks = chunks
+    }
+}
+
+/// Where an entry's chunk index is published and what it must be: its path under the published
+/// folder (fetched from `base_url` + that path, then each mirror's), its size and its SHA-256, so
+/// a signed manifest vouches for the index as for the files. A class, so that the many entries
+/// without one pay a nil pointer, not the whole value.
+public final class ChunkIndexReference: Sendable, Hashable {
+    public let path: String
+    public let size: Int64
+    public let sha256: Digest
+
+    public init(path: String, size: Int64, sha256: Digest) {
+        self.path = path
+        self.size = size
+        self.sha256 = sha256
+    }
+
+    public static func == (a: ChunkIndexReference, b: ChunkIndexReference) -> Bool {
+        a.path.utf8.elementsEqual(b.path.utf8) && a.size == b.size && a.sha256 == b.sha256
+    }
+
+    public func hash(into hasher: inout Swift.Hasher) {
+        hasher.combine(size)
+        hasher.combine(sha256)
     }
 }
 

@@ -5,7 +5,7 @@ extension ManifestRules {
     /// An entry's keys. Matched on the key's bytes packed into one integer (all are at most 7
     /// bytes), so no String is made for the 3–7 keys of every entry.
     enum EntryKey: String, CaseIterable {
-        case path, url, size, sha256, sha512, mtime, mode
+        case path, url, size, sha256, sha512, mtime, mode, chunks
 
         init?(_ b: ArraySlice<UInt8>) {
             guard b.count <= 7 else { return nil }
@@ -69,6 +69,7 @@ extension ManifestRules {
         var digests = DigestSet()
         var mtime: FileTime?
         var mode: UInt32?
+        var chunks: ChunkIndexReference?
         for i in 0 ..< tree.count(node) {
             let key = tree.key(node, i)
             let value = tree.value(node, i)
@@ -90,6 +91,8 @@ extension ManifestRules {
                 mtime = try timestamp(value)
             case .mode:
                 mode = try modeValue(value)
+            case .chunks:
+                chunks = try chunkIndex(value)
             case nil:
                 let name = tree.string(key)
                 throw error(key, "unknown key \(quoted(name)) in an entry; allowed keys: "
@@ -109,12 +112,40 @@ extension ManifestRules {
         var relativeURL: RelativeURL?
         if case .relative = url { relativeURL = RelativeURL(at: urlNode ?? node, hasURLKey: urlNode != nil) }
         return (ManifestEntry(path: path, url: url, size: size, digests: digests,
-                              mtime: mtime, mode: mode, line: node.line), relativeURL)
+                              mtime: mtime, mode: mode, line: node.line, chunks: chunks), relativeURL)
     }
 
     func missingBaseError(_ entry: ManifestEntry, at place: RelativeURL) -> ManifestError {
         let hint = place.hasURLKey ? "" : " (an entry without url is fetched from base_url + its path)"
         return error(place.at, "entry \(quoted(entry.path)) has a relative url but the manifest has no base_url\(hint)")
+    }
+
+    /// `chunks`: a mapping of `path` (a path under the published folder, by the same rules as an
+    /// entry's), `size` and `sha256`, all three required (docs/manifest.md, "Chunk indexes").
+    func chunkIndex(_ node: YAMLTree.Ref) throws -> ChunkIndexReference {
+        guard tree.kind(node) == .mapping else {
+            throw error(node, "chunks must be a mapping with path, size and sha256 of the file's chunk index, got \(tree.describe(node))")
+        }
+        let keys = ["path", "size", "sha256"]
+        var path: String?
+        var size: Int64?
+        var sha256: Digest?
+        for i in 0 ..< tree.count(node) {
+            let key = tree.key(node, i)
+            let value = tree.value(node, i)
+            switch tree.string(key) {
+            case "path": path = try pathValue(value)
+            case "size": size = try integer(value, "size must be a whole number of bytes ≥ 0")
+            case "sha256": sha256 = try digest(value, key: "sha256", byteCount: DigestAlgorithm.sha256.byteCount)
+            case let name:
+                throw error(key, "unknown key \(quoted(name)) in chunks; allowed keys: " + keys.joined(separator: ", ")
+                            + suggestion(name, keys))
+            }
+        }
+        guard let path, let size, let sha256 else {
+            throw error(node, "chunks needs path, size and sha256 (of the chunk index file)")
+        }
+        return ChunkIndexReference(path: path, size: size, sha256: sha256)
     }
 
     /// `path`: a string that passes `ManifestRules.pathProblem`.

@@ -33,6 +33,8 @@ public enum ManifestWriter {
         public var path: String
         public var size: Int64
         public var sha256: Digest?
+        /// Its chunk index, for a file of at least `--chunks-above` bytes with `--chunks`.
+        public var chunks: ChunkIndexReference?
     }
 
     /// Something the walk left out, and why (for a note on standard error).
@@ -62,8 +64,10 @@ public enum ManifestWriter {
     ///   - baseURL: the `base_url`; a missing final `/` is added (a base is a folder).
     ///   - excluding: what not to list (``ManifestExclusions``): the `-o` output and its
     ///     signature, and `--exclude` patterns.
+    ///   - chunksAbove: with a value, files of at least that many bytes get a chunk index, written
+    ///     under `DIR/.mirror-chunks/` and named in their entry (``ChunkIndexWriter``).
     public static func create(directory: String, baseURL: String, excluding: ManifestExclusions = ManifestExclusions(),
-                              threads: Int = WorkerPool.coreCount) throws -> Result {
+                              threads: Int = WorkerPool.coreCount, chunksAbove: Int64? = nil) throws -> Result {
         let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
         try checkBaseURL(base)
         guard let root = try Destination.openExisting(directory, role: "the folder to describe") else {
@@ -79,13 +83,20 @@ public enum ManifestWriter {
         let results = HashResults(count: files.count)
         let snapshot = files
         WorkerPool.run(count: snapshot.count, threads: threads) { index in
-            results.set(index, Swift.Result<(Int64, Digest), Error> { try hash(snapshot[index].path, in: root) })
+            let file = snapshot[index]
+            results.set(index, Swift.Result<Hashed, Error> {
+                if let above = chunksAbove, file.size >= above { return try ChunkIndexWriter.hashAndIndex(file.path, in: root) }
+                return try hash(file.path, in: root)
+            })
         }
         for index in files.indices {
             switch results.get(index) {
-            case .success(let (size, digest)):
-                files[index].size = size
-                files[index].sha256 = digest
+            case .success(let hashed):
+                files[index].size = hashed.size
+                files[index].sha256 = hashed.digest
+                if let chunkIndex = hashed.index {
+                    files[index].chunks = try ChunkIndexWriter.write(chunkIndex, for: files[index].path, in: root)
+                }
             case .failure(let error):
                 throw ManifestWriterError("\(error)")
             case nil:
@@ -105,6 +116,12 @@ public enum ManifestWriter {
             out += "  - path: \(quoted(file.path))\n"
             out += "    size: \(file.size)\n"
             out += "    sha256: \(file.sha256?.hex ?? "")\n"
+            if let chunks = file.chunks {
+                out += "    chunks:\n"
+                out += "      path: \(quoted(chunks.path))\n"
+                out += "      size: \(chunks.size)\n"
+                out += "      sha256: \(chunks.sha256.hex)\n"
+            }
         }
         return out
     }
@@ -181,6 +198,9 @@ public enum ManifestWriter {
                 if !status.isDirectory { skipped.append(Skipped(path: escaped, reason: "the name `.mirror` is reserved for mirror's state")) }
                 continue
             }
+            if relative.isEmpty && name == Array(ChunkIndexWriter.folderName.utf8) {
+                continue  // the chunk indexes an earlier `--chunks` wrote: never listed
+            }
             if relative.isEmpty && ManifestRules.isStateFolderName(foldingCase: name) {
                 // `sync` refuses it (ManifestRules.pathProblem): listed, it would make the manifest unusable.
                 skipped.append(Skipped(path: escaped, reason: "the name would be `.mirror`, mirror's state, on a case-insensitive file system"))
@@ -222,30 +242,37 @@ public enum ManifestWriter {
 
     // MARK: - Hashing
 
+    /// What hashing one file found: its size and SHA-256, and its chunks when it was indexed.
+    struct Hashed {
+        var size: Int64
+        var digest: Digest
+        var index: ChunkIndex?
+    }
+
     /// Size and SHA-256 of one file, read to its end in 1 MiB blocks.
-    private static func hash(_ path: String, in root: Destination) throws -> (Int64, Digest) {
+    private static func hash(_ path: String, in root: Destination) throws -> Hashed {
         // openForReading refuses anything but a regular file (one swapped in since the listing too).
         let file = try root.openForReading(path)
         defer { file.close() }
         let hasher = Hasher(.sha256)
         let bytes = try FileHashing.read(file, into: [hasher])
-        return (bytes, hasher.finalize())
+        return Hashed(size: bytes, digest: hasher.finalize())
     }
 
     /// Per-file hashing results, filled by the worker threads.
     private final class HashResults: @unchecked Sendable {
         private let lock = NSLock()
-        private var results: [Swift.Result<(Int64, Digest), Error>?]
+        private var results: [Swift.Result<Hashed, Error>?]
 
         init(count: Int) { results = Array(repeating: nil, count: count) }
 
-        func set(_ index: Int, _ result: Swift.Result<(Int64, Digest), Error>) {
+        func set(_ index: Int, _ result: Swift.Result<Hashed, Error>) {
             lock.lock()
             results[index] = result
             lock.unlock()
         }
 
-        func get(_ index: Int) -> Swift.Result<(Int64, Digest), Error>? {
+        func get(_ index: Int) -> Swift.Result<Hashed, Error>? {
             lock.lock()
             defer { lock.unlock() }
             return results[index]

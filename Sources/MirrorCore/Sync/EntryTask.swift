@@ -62,6 +62,8 @@ struct Attempts {
     var triedLocalCopy = false
     /// The local file the partial file was copied from, when it was (for the output).
     var copiedFrom: String?
+    /// A chunk delta from an older copy (``SyncRunner/startDelta(_:url:)``): tried once.
+    var delta = DeltaAttempt()
 
     mutating func begin(at length: Int64) {
         count += 1

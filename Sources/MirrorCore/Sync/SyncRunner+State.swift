@@ -33,6 +33,7 @@ extension SyncRunner {
         if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         installer = Installer(destination: destination, partialFolder: partials, journal: journal)
         contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)
+        localTrees = [destination] + (current.map { [$0] } ?? [])
         return (lock, current)
     }
 }

@@ -31,6 +31,9 @@ public final class SyncRunner {
     var installer: Installer?
     /// Files on this machine that may hold an entry's bytes (renamed, duplicated, `--seed`).
     var contentIndex: ContentIndex?
+    /// Where an older version of an entry may be found for a chunk delta: DEST, and the current
+    /// generation of an atomic DEST.
+    var localTrees: [Destination] = []
     /// The generation store when DEST is atomic (``GenerationStore``); the run then installs into
     /// its building folder and ``publishGeneration(_:)`` switches DEST at the end.
     var generations: GenerationStore?
@@ -236,6 +239,7 @@ public final class SyncRunner {
                 giveUp(task)
                 return
             }
+            if task.partial == nil, let url = task.currentSource, startDelta(task, url: url), task.partial == nil { return }
             if task.partial == nil {
                 let partial = try PartialFile(identity: EntryIdentity(task.entry),
                                               folder: partialFolder, folderDisplay: destination.displayState(".mirror/partial"),
@@ -341,7 +345,7 @@ public final class SyncRunner {
         } else if let mode = options.deletion {
             deleteUnlisted(mode)
         }
-        summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) }
+        summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) + $1.attempt.delta.indexBytes }
         summary.seconds = monotonicSeconds() - startTime
         if let stoppedReason {
             summary.result = .incomplete(stoppedReason)

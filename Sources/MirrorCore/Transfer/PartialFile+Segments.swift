@@ -32,15 +32,21 @@ extension PartialFile {
             start = end
         }
         guard list.count > 1 else { return }
-        let result = posix_fallocate(file.fd, 0, off_t(size))
-        if result == ENOSPC || result == EDQUOT || result == EROFS || result == EIO {
-            throw SystemError("preallocate", displayPath, code: result)
-        }
-        if result != 0 { try file.truncate(to: size) }  // a filesystem without fallocate
+        try preallocate()
         locked {
             segments = list
             feed = HashFeed()
         }
+    }
+
+    /// Gives the file its whole size (`posix_fallocate`), so that writes at any offset land in
+    /// blocks that exist and a full disk shows now rather than halfway.
+    func preallocate() throws {
+        let result = posix_fallocate(file.fd, 0, off_t(identity.size))
+        if result == ENOSPC || result == EDQUOT || result == EROFS || result == EIO {
+            throw SystemError("preallocate", displayPath, code: result)
+        }
+        if result != 0 { try file.truncate(to: identity.size) }  // a filesystem without fallocate
     }
 
     /// Continues a segmented download: each segment keeps the durable part the journal recorded,

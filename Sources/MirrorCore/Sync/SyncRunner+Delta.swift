@@ -1,0 +1,140 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Chunk deltas, the runner's side (docs/cli.md, "Chunk deltas"). An entry whose manifest entry
+/// names a chunk index, that starts from nothing, and of which this machine holds an older copy
+/// (the file at its path in DEST, in the current generation of an atomic DEST, or at the same path
+/// under a `--seed` folder) is laid out from that copy, and only the chunks it lacks are fetched:
+///
+/// 1. the index is fetched (a small blocking request, ``RemoteManifest/fetch(_:validators:limit:settings:)``)
+///    and must have the size and SHA-256 the manifest gives, and describe this version of the file;
+/// 2. the old copy is chunked with the index's parameters (``Chunker``) and its chunks looked up by digest;
+/// 3. ``DeltaPlan`` lays out the new file; if fetching its ranges and the index would cost more than
+///    80 % of the file, the entry is downloaded whole instead;
+/// 4. ``PartialFile/beginDelta(_:from:url:)`` copies the local chunks and journals them; the missing
+///    ranges are then fetched as the segments of a segmented download.
+///
+/// Any problem on the way (no index, a wrong one, an unreadable old copy) costs only the delta: the
+/// entry is downloaded whole, with a note. The whole-file digest is checked as for every download,
+/// so a wrong chunk, local or fetched, is never installed: a mismatch fetches the file again whole.
+extension SyncRunner {
+    /// Tries the delta for `task` (once per entry); true when its partial file is laid out.
+    func startDelta(_ task: EntryTask, url: String) -> Bool {
+        guard !task.attempt.delta.tried, task.resume == nil, task.resumeOffset == 0, let reference = task.entry.chunks,
+              task.entry.size > 0, let partialFolder else { return false }
+        task.attempt.delta.tried = true
+        guard let old = olderCopy(of: task.entry) else { return false }
+        defer { old.file.close() }
+        let path = task.entry.path
+        let index: ChunkIndex
+        do {
+            index = try fetchChunkIndex(reference, for: task)
+        } catch {
+            report.warning("\(path): no delta (\(error)); downloading it whole")
+            return false
+        }
+        task.attempt.delta.indexBytes = reference.size
+        do {
+            var found: [ChunkDigest: Int64] = [:]
+            try Chunker(index.parameters).chunks(of: old.file, size: old.size) { chunk in
+                if found[chunk.digest] == nil { found[chunk.digest] = chunk.offset }
+            }
+            let plan = DeltaPlan(index: index, found: found)
+            guard plan.isWorthIt(size: task.entry.size, indexBytes: reference.size) else { return false }
+            if journal.partialRecord(for: path) != nil { try journal.append(.forget(path: path), durable: true) }
+            let partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
+                                          folderDisplay: destination.displayState(".mirror/partial"), journal: journal, writer: writer)
+            do {
+                try partial.beginDelta(plan, from: old.file, url: url)
+            } catch {
+                partial.settle()
+                partial.remove()
+                throw error
+            }
+            task.partial = partial
+            task.attempt.delta.from = old.display
+            task.attempt.delta.reused = plan.localBytes
+            report.logLine("info", "\(path): delta from \(old.display): \(plan.localBytes) bytes copied, "
+                           + "\(plan.remoteBytes) bytes in \(plan.remoteRanges) ranges to fetch")
+            return true
+        } catch let error as SystemError where error.isDestinationUnwritable {
+            stopOrFail(task.entry, error)
+            return true
+        } catch {
+            report.warning("\(path): no delta from \(old.display) (\(error)); downloading it whole")
+            return false
+        }
+    }
+
+    /// An older copy of `entry` on this machine: a regular file at its path in DEST, in the
+    /// current generation, or under a `--seed` folder; never a link.
+    func olderCopy(of entry: ManifestEntry) -> (file: FileDescriptor, size: Int64, display: String)? {
+        for tree in localTrees {
+            guard let file = try? tree.openForReading(entry.path) else { continue }
+            if let st = try? file.stat(), st.isRegularFile, st.size > 0 { return (file, st.size, tree.display(entry.path)) }
+            file.close()
+        }
+        for seed in options.seeds {
+            let path = seed.hasSuffix("/") ? seed + entry.path : seed + "/" + entry.path
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            let file = FileDescriptor(fd: fd, displayPath: path)
+            if let st = try? file.stat(), st.isRegularFile, st.size > 0 { return (file, st.size, path) }
+            file.close()
+        }
+        return nil
+    }
+
+    /// The entry's chunk index from its first source that serves it, checked against the
+    /// manifest (size, SHA-256) and against the entry (same size and SHA-256 of the whole file).
+    func fetchChunkIndex(_ reference: ChunkIndexReference, for task: EntryTask) throws -> ChunkIndex {
+        let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: manifest.chunkIndexSources(for: task.entry))
+        guard !urls.isEmpty else { throw DeltaError("the manifest has no base_url to fetch its chunk index from") }
+        var last = DeltaError("no source")
+        for url in urls where !unreachableHosts.contains(hostKey(of: url)) {
+            let response: RemoteManifest.Response
+            do {
+                response = try RemoteManifest.fetch(url, validators: nil, limit: Int(clamping: reference.size),
+                                                    settings: transferSettings(for: task, url: url))
+            } catch {
+                last = DeltaError("chunk index \(redactedURL(url)): \(error)")
+                continue
+            }
+            guard response.isSuccess else {
+                last = DeltaError("chunk index \(redactedURL(url)): HTTP \(response.status)")
+                continue
+            }
+            guard Int64(response.body.count) == reference.size,
+                  Hasher.digest(.sha256, of: response.body) == reference.sha256 else {
+                last = DeltaError("chunk index \(redactedURL(url)): not the size and sha256 the manifest gives")
+                continue
+            }
+            let index = try ChunkIndex.parse(response.body)
+            guard index.size == task.entry.size,
+                  task.entry.digests[.sha256].map({ ChunkDigest($0.bytes) == index.fileDigest }) ?? true else {
+                throw DeltaError("its chunk index describes another version of the file")
+            }
+            return index
+        }
+        throw last
+    }
+}
+
+/// Why a delta was not used (the entry is then downloaded whole).
+struct DeltaError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// What a chunk delta did for one entry, for the output.
+struct DeltaAttempt {
+    /// Tried once per entry.
+    var tried = false
+    /// The older copy the local chunks came from, when a delta was laid out.
+    var from: String?
+    /// Bytes copied from it.
+    var reused: Int64 = 0
+    /// Bytes of the chunk index fetched.
+    var indexBytes: Int64 = 0
+}
