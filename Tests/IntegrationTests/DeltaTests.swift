@@ -183,4 +183,32 @@ import MirrorTestSupport
         let sent = Self.bytesSent(try fx.requests(atLeast: 2))
         #expect(sent < 1 << 20, "the server sent \(sent) bytes for one 4 KiB edit of a 16 MiB file")
     }
+
+    /// A download of v2 killed half-way, then the manifest moves on to v3 (v2 with one 4 KiB
+    /// edit): the partial file of v2 is the delta's base, so v3 costs about the half v2 lacked.
+    @Test func aKilledDownloadOfAnEarlierVersionIsTheBase() throws {
+        let fx = try SyncFixture()
+        let image = fx.www + "/c.img"
+        try TestData.writeFile(at: image, size: 32 << 20, seed: 81)
+        try Self.publish(fx, ["--chunks-above", "1M"])
+        let victim = try fx.startSync(["--limit-rate", "8m"])
+        let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "c.img"))
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && fx.size(of: partial) < 16 << 20 { usleep(20_000) }
+        victim.signal(SIGKILL)
+        _ = try victim.wait(timeout: 30)
+        let held = fx.size(of: partial)
+        #expect(held >= 16 << 20 && held < 32 << 20, "the partial file holds \(held) bytes")
+        let before = try fx.requests().count
+
+        var v3 = [UInt8](try Data(contentsOf: URL(fileURLWithPath: image)))
+        v3.replaceSubrange((1 << 20) ..< (1 << 20) + 4096, with: TestData.bytes(count: 4096, seed: 82))
+        try Data(v3).write(to: URL(fileURLWithPath: image))
+        try Self.publish(fx, ["--chunks-above", "1M"])
+        let run = try fx.sync()
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("c.img")) == TestData.sha256(of: v3))
+        let sent = Self.bytesSent(Array(try fx.requests(atLeast: before + 2).dropFirst(before)))
+        #expect(sent <= (32 << 20) - held + (1 << 20), "the server sent \(sent) bytes; the partial file held \(held) of v2")
+    }
 }

@@ -34,8 +34,14 @@ public final class ConsoleReport {
         case .downloaded, .replaced:
             let verb = result.outcome == .replaced ? "replaced" : "downloaded"
             logLine("info", "\(verb) \(result.path) (\(result.size) bytes)" + (result.source.map { " from \($0)" } ?? "")
-                    + (result.copiedFrom.map { " copied from \($0)" } ?? ""))
+                    + (result.copiedFrom.map { " copied from \($0)" } ?? "")
+                    + (result.deltaFrom.map { " (delta: \(result.reusedBytes) bytes copied from \($0))" } ?? ""))
             guard mode == .text else { return }
+            if let base = result.deltaFrom {
+                let fetched = Formatting.bytes(max(0, result.size - result.reusedBytes))
+                printOut("\(verb) \(result.path) (\(Formatting.bytes(result.size))): \(fetched) fetched, the rest copied from \(base)")
+                return
+            }
             if let local = result.copiedFrom {
                 printOut("\(result.outcome == .replaced ? "replaced" : "copied") \(result.path) (\(Formatting.bytes(result.size))) from \(local)")
                 return

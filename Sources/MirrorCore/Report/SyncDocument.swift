@@ -30,8 +30,14 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var source: OrNull<String>
         /// The file on this machine the bytes were copied from (reuse by content); absent otherwise.
         public var copiedFrom: String?
+        /// A chunk delta: the older copy on this machine its unchanged chunks were copied from, and
+        /// their bytes (the rest came from `source`); both absent otherwise.
+        public var deltaFrom: String?
+        public var reusedBytes: Int64?
 
-        enum CodingKeys: String, CodingKey { case path, action, size, source, copiedFrom = "copied_from" }
+        enum CodingKeys: String, CodingKey {
+            case path, action, size, source, copiedFrom = "copied_from", deltaFrom = "delta_from", reusedBytes = "reused_bytes"
+        }
     }
 
     public struct Failure: Codable, Equatable, Sendable {
@@ -83,7 +89,8 @@ public struct SyncDocument: Codable, Equatable, Sendable {
             case .deleted: action = "deleted"
             case .failed: return nil
             }
-            return Changed(path: r.path, action: action, size: r.size, source: OrNull(r.source), copiedFrom: r.copiedFrom)
+            return Changed(path: r.path, action: action, size: r.size, source: OrNull(r.source), copiedFrom: r.copiedFrom,
+                           deltaFrom: r.deltaFrom, reusedBytes: r.deltaFrom == nil ? nil : r.reusedBytes)
         }
         failures = s.results.compactMap { r in
             guard case .failed(let message) = r.outcome else { return nil }

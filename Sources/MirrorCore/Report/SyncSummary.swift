@@ -19,6 +19,9 @@ public struct EntryResult: Sendable, Equatable {
     public var fromMirror: Bool
     /// The file on this machine the bytes were copied from (reuse by content), when they were.
     public var copiedFrom: String?
+    /// A chunk delta: the older copy its unchanged chunks came from, and how many bytes they were.
+    public var deltaFrom: String?
+    public var reusedBytes: Int64 = 0
 
     public init(path: String, outcome: Outcome, size: Int64, source: String?, fromMirror: Bool = false) {
         self.path = path

@@ -68,8 +68,24 @@ extension SyncRunner {
     }
 
     /// An older copy of `entry` on this machine: a regular file at its path in DEST, in the
-    /// current generation, or under a `--seed` folder; never a link.
+    /// current generation, or under a `--seed` folder, else the partial download of an earlier
+    /// version (a run killed before the manifest changed again); never a link. Any of them is only
+    /// a base: a chunk is copied from it only when its bytes have the index's digest.
     func olderCopy(of entry: ManifestEntry) -> (file: FileDescriptor, size: Int64, display: String)? {
+        if let copy = installedOrSeedCopy(of: entry) { return copy }
+        guard let partialFolder else { return nil }
+        let name = PartialFile.name(for: entry.path)
+        let fd = SafePath.open(name, beneath: partialFolder.fd, flags: O_RDONLY)
+        guard fd >= 0 else { return nil }
+        let display = destination.displayState(".mirror/partial/" + name)
+        let file = FileDescriptor(fd: fd, displayPath: display)
+        // Read now, before the new partial file takes the name (the descriptor keeps the old bytes).
+        if let st = try? file.stat(), st.isRegularFile, st.size > 0, st.owner == geteuid() { return (file, st.size, display) }
+        file.close()
+        return nil
+    }
+
+    private func installedOrSeedCopy(of entry: ManifestEntry) -> (file: FileDescriptor, size: Int64, display: String)? {
         for tree in localTrees {
             guard let file = try? tree.openForReading(entry.path) else { continue }
             if let st = try? file.stat(), st.isRegularFile, st.size > 0 { return (file, st.size, tree.display(entry.path)) }

@@ -31,6 +31,9 @@ extension SyncRunner {
                 (result.copiedFrom, result.source, result.fromMirror) = (local, nil, false)
                 summary.copied += 1
             }
+            if let base = task.attempt.delta.from, partial.isDelta {
+                (result.deltaFrom, result.reusedBytes) = (base, task.attempt.delta.reused)
+            }
             summary.results.append(result)
             report.entryFinished(result)
         }

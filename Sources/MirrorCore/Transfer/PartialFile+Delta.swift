@@ -15,6 +15,7 @@ extension PartialFile {
         for copy in plan.copies {
             try LocalCopy.copyRange(from: old, at: copy.from, to: file, at: copy.to, length: copy.length)
         }
+        isDelta = true
         let list = plan.segments.map { Segment(start: $0.start, end: $0.end, written: $0.local ? $0.length : 0) }
         locked {
             segments = list

@@ -67,6 +67,9 @@ public final class PartialFile {
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
     public internal(set) var resumedFromSavedState = false
+    /// Whether this run laid the file out from an older local copy (``beginDelta(_:from:url:)``)
+    /// and it still holds those bytes (a restart from zero or a fall back to one stream clears it).
+    public internal(set) var isDelta = false
 
     public var length: Int64 { locked { acceptedLength } }
     /// Body bytes received from the network for this file in this run (for the summary).
@@ -278,6 +281,7 @@ public final class PartialFile {
             fail(error)
         } catch {}
         durableLength = 0
+        isDelta = false
         locked {
             segments = PartialFile.oneStream(size: identity.size, written: prefix)
             acceptedLength = prefix
