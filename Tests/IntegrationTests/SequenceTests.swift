@@ -155,6 +155,7 @@ struct SequenceWalk {
         let outcome = result.signal.map { "signal \($0)" } ?? "exit \(result.exitCode)"
         exits[outcome, default: 0] += 1
         if result.stdout.contains("copied from this machine") { counts["reuse", default: 0] += 1 }
+        if result.stdout.contains("fetched, the rest copied from") { counts["delta", default: 0] += 1 }
         note(step, "sync v\(version) \(flags.joined(separator: " ")) \(how)\(correctServer ? "" : " (server changed)") → \(outcome)"
              + (result.exitCode == 0 || result.signal != nil ? "" : ": " + firstLines(result)), kind: "sync")
 

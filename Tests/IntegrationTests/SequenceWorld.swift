@@ -6,7 +6,10 @@ import MirrorTestSupport
 /// folder (`v0/`, `v1/`, `v2/`) so that switching versions is only a matter of which manifest a
 /// run gets, and what every path may legitimately hold.
 final class SequenceWorld {
-    struct File { var size: Int64; var seed: UInt64; var sha256: String }
+    /// A file's bytes: those of `seed`, then each of `patches` applied in turn (4 KiB of other
+    /// bytes at an offset the patch's seed picks), so that an edited file shares most of its
+    /// chunks with the version before and runs meet chunk deltas.
+    struct File { var size: Int64; var seed: UInt64; var patches: [UInt64] = []; var sha256: String }
     /// One served file: a path of one version.
     struct Served: Hashable { var version: Int; var path: String }
 
@@ -42,10 +45,12 @@ final class SequenceWorld {
                     if !others.isEmpty && rng.chance(0.12) {
                         files[path] = others[rng.below(others.count)].value                // renamed or duplicated
                     } else if let old = versions.last?[path] {
-                        switch rng.weighted([10, 15, 35, 40]) {
+                        switch rng.weighted([10, 15, 20, 25, 30]) {
                         case 0: continue                                                  // dropped
                         case 1: files[path] = old                                         // unchanged
-                        case 2: files[path] = File(size: old.size, seed: rng.next(), sha256: "")  // same size, new bytes
+                        case 2 where old.size > 8192:                                     // edited: a delta's case
+                            files[path] = File(size: old.size, seed: old.seed, patches: old.patches + [rng.next()], sha256: "")
+                        case 2, 3: files[path] = File(size: old.size, seed: rng.next(), sha256: "")  // same size, new bytes
                         default: files[path] = File(size: Self.size(large, &rng), seed: rng.next(), sha256: "")
                         }
                     } else if rng.chance(v == 0 ? 0.85 : 0.6) {                          // added
@@ -53,15 +58,13 @@ final class SequenceWorld {
                     }
                 }
             }
-            var manifest = ManifestBuilder(baseURL: fx.server.baseURL + "v\(v)/")
             for (path, _) in Self.paths {
                 guard var file = files[path] else { continue }
-                file.sha256 = try write(Served(version: v, path: path), size: file.size, seed: file.seed)
+                file.sha256 = try write(Served(version: v, path: path), file)
                 files[path] = file
                 digests[path, default: []].insert(file.sha256)
-                manifest.add(path: path, size: file.size, sha256: file.sha256)
             }
-            try manifest.write(to: manifestPath(v))
+            try publish(v, files)
             versions.append(files)
         }
     }
@@ -77,10 +80,39 @@ final class SequenceWorld {
     func destPath(_ path: String) -> String { fx.dest + "/" + path }
     var allPaths: [String] { Self.paths.map(\.path).filter { digests[$0] != nil } }
 
+    /// The publisher's side: `mirror manifest create --chunks` over the version's folder, so the
+    /// large files get chunk indexes (under `vN/.mirror-chunks/`) and runs meet deltas. The
+    /// manifest must list exactly the model's files, with the model's digests.
+    private func publish(_ v: Int, _ files: [String: File]) throws {
+        let run = try ChildProcess.run(try MirrorBinary.path(),
+                                       ["manifest", "create", fx.www + "/v\(v)", "--base-url", fx.server.baseURL + "v\(v)/",
+                                        "--chunks", "--chunks-above", "1M", "-o", manifestPath(v)], timeout: 60)
+        guard run.exitCode == 0 else { throw HarnessError("manifest create for v\(v): \(run)") }
+        let text = try String(contentsOfFile: manifestPath(v), encoding: .utf8)
+        for (path, file) in files where !text.contains("sha256: \(file.sha256)") || !text.contains("path: \"\(path)\"") {
+            throw HarnessError("manifest create for v\(v) does not list \(path) with sha256 \(file.sha256)")
+        }
+    }
+
+    /// Writes `file`'s bytes as `served` (the seed's bytes, then its patches); returns their sha256.
     @discardableResult
-    private func write(_ served: Served, size: Int64, seed: UInt64) throws -> String {
+    private func write(_ served: Served, _ file: File) throws -> String {
+        try write(served, size: file.size, seed: file.seed, patches: file.patches)
+    }
+
+    @discardableResult
+    private func write(_ served: Served, size: Int64, seed: UInt64, patches: [UInt64] = []) throws -> String {
         let path = fx.www + "/v\(served.version)/" + served.path
-        let sha = try TestData.writeFile(at: path, size: size, seed: seed)
+        var sha = try TestData.writeFile(at: path, size: size, seed: seed)
+        if !patches.isEmpty {
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            for patch in patches {
+                let at = Int(patch % UInt64(bytes.count - 4096))
+                bytes.replaceSubrange(at ..< at + 4096, with: TestData.bytes(count: 4096, seed: patch))
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            sha = TestData.sha256(of: bytes)
+        }
         fakeTime += 10
         var times = [timespec(tv_sec: fakeTime, tv_nsec: 0), timespec(tv_sec: fakeTime, tv_nsec: 0)]
         guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw HarnessError.posix("utimensat(\(path))") }
@@ -104,7 +136,7 @@ final class SequenceWorld {
         let due = changed.filter { $0.value <= step }.keys.sorted { ($0.version, $0.path) < ($1.version, $1.path) }
         for served in due {
             let file = versions[served.version][served.path]!
-            try write(served, size: file.size, seed: file.seed)
+            try write(served, file)
             changed[served] = nil
         }
         return due
