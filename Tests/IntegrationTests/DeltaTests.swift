@@ -122,6 +122,7 @@ import MirrorTestSupport
         #expect(bad.stderr.contains("disk.img"), "\(bad.stderr)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("disk.img")) == v1SHA, "a wrong file was installed")
         let requests = Array(try fx.requests(atLeast: before + 2).dropFirst(before))
+        #expect(bad.stderr.contains("not the chunk index's; fetching them again"), "\(bad.stderr)")
         #expect(requests.contains { $0.uri.hasSuffix("disk.img") && $0.status == 200 }, "no whole download after the bad delta: \(requests)")
 
         v2[(10 << 20) + 1000] ^= 0xff
@@ -210,5 +211,47 @@ import MirrorTestSupport
         #expect(try TestData.sha256(ofFileAt: fx.destPath("c.img")) == TestData.sha256(of: v3))
         let sent = Self.bytesSent(Array(try fx.requests(atLeast: before + 2).dropFirst(before)))
         #expect(sent <= (32 << 20) - held + (1 << 20), "the server sent \(sent) bytes; the partial file held \(held) of v2")
+    }
+
+    /// A delta through a cache that holds one damaged range (the fault server flips a byte in every
+    /// answer that does not ask to revalidate): the whole file fails its digest, the chunks are
+    /// checked against the index, and only the wrong range is fetched again, with
+    /// `Cache-Control: no-cache`. Exit 0 and the right file, without a whole download.
+    @Test func aDamagedChunkInACacheIsFetchedAgainAlone() throws {
+        let fx = try FaultFixture()
+        let tree = fx.dir.path("tree")
+        try FileManager.default.createDirectory(atPath: tree, withIntermediateDirectories: true)
+        let v1 = TestData.bytes(count: 8 << 20, seed: 91)
+        try Data(v1).write(to: URL(fileURLWithPath: tree + "/disk.img"))
+        func publish() throws -> String {
+            let out = fx.dir.path("m.yaml")
+            let run = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "create", tree, "--base-url", fx.server.baseURL,
+                                                                     "--chunks", "--chunks-above", "1M", "-o", out], timeout: 60)
+            #expect(run.exitCode == 0, "\(run)")
+            fx.server.serve("/.mirror-chunks/disk.img", bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: tree + "/.mirror-chunks/disk.img"))))
+            return out
+        }
+        fx.server.serve("/disk.img", bytes: v1)
+        let m1 = try publish()
+        let first = try ChildProcess.run(try MirrorBinary.path(), ["sync", m1, "--dest", fx.dest], environment: SyncFixture.loopbackOnly, timeout: 60)
+        #expect(first.exitCode == 0, "\(first)")
+
+        var v2 = v1
+        v2.insert(contentsOf: TestData.bytes(count: 256 << 10, seed: 92), at: 3 << 20)
+        try Data(v2).write(to: URL(fileURLWithPath: tree + "/disk.img"))
+        let flipped = Int64(3 << 20) + 5000
+        fx.server.serve("/disk.img", bytes: v2, fault: .flipBytesUntilRevalidated(at: [flipped]))
+        let m2 = try publish()
+        let before = fx.server.requests().count
+        let run = try ChildProcess.run(try MirrorBinary.path(), ["sync", m2, "--dest", fx.dest], environment: SyncFixture.loopbackOnly, timeout: 60)
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(try TestData.sha256(ofFileAt: fx.dest + "/disk.img") == TestData.sha256(of: v2))
+        #expect(run.stderr.contains("not the chunk index's; fetching them again"), "\(run.stderr)")
+        let requests = Array(fx.server.requests().dropFirst(before)).filter { $0.path == "/disk.img" }
+        #expect(requests.allSatisfy { $0.status == 206 }, "a whole download: \(requests)")
+        let again = requests.filter { $0.headers["cache-control"]?.contains("no-cache") == true }
+        #expect(again.count == 1, "\(requests)")
+        let sent = requests.reduce(0) { $0 + $1.bodyBytesSent }
+        #expect(sent < 1 << 20, "the server sent \(sent) bytes")
     }
 }

@@ -17,6 +17,7 @@ extension SyncRunner {
     /// The verified digest of `task`'s bytes is not the manifest's: the file is fetched again from
     /// zero (revalidating, or from the next source) or the entry fails; never is it installed.
     func checksumMismatch(_ task: EntryTask, partial: PartialFile, detail: String, got: String) {
+        if repairDelta(task, partial: partial) { return }
         let entry = task.entry
         partial.restartFromZero()
         let source = partial.sourceURL ?? task.currentSource ?? ""

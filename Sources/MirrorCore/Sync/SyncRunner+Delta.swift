@@ -55,6 +55,7 @@ extension SyncRunner {
             task.partial = partial
             task.attempt.delta.from = old.display
             task.attempt.delta.reused = plan.localBytes
+            task.attempt.delta.index = index
             report.logLine("info", "\(path): delta from \(old.display): \(plan.localBytes) bytes copied, "
                            + "\(plan.remoteBytes) bytes in \(plan.remoteRanges) ranges to fetch")
             return true
@@ -137,6 +138,31 @@ extension SyncRunner {
     }
 }
 
+extension SyncRunner {
+    /// A delta whose whole file failed its digest: its chunks are checked against the index, and
+    /// if some are wrong (fetched from a damaged cache, say, or copied from an old copy that
+    /// changed meanwhile) only their ranges are fetched again, asking caches to revalidate. Once
+    /// per entry; when no chunk is wrong, or the second time, the usual mismatch handling
+    /// (``checksumMismatch(_:partial:detail:got:)``) fetches the file whole or fails the entry.
+    func repairDelta(_ task: EntryTask, partial: PartialFile) -> Bool {
+        guard partial.isDelta, !task.attempt.delta.repaired, let index = task.attempt.delta.index,
+              let url = partial.sourceURL else { return false }
+        task.attempt.delta.repaired = true
+        do {
+            let wrong = try partial.wrongChunks(index)
+            guard !wrong.isEmpty, wrong.count <= DeltaPlan.maxSegments else { return false }
+            try partial.reopen(wrong)
+            task.history.revalidate(url)
+            let bytes = wrong.reduce(0) { $0 + $1.count }
+            report.warning("\(task.entry.path): \(bytes) bytes of the delta were not the chunk index's; fetching them again")
+            scheduler.enqueue(task)
+            return true
+        } catch {
+            return false
+        }
+    }
+}
+
 /// Why a delta was not used (the entry is then downloaded whole).
 struct DeltaError: Error, CustomStringConvertible {
     var description: String
@@ -153,4 +179,8 @@ struct DeltaAttempt {
     var reused: Int64 = 0
     /// Bytes of the chunk index fetched.
     var indexBytes: Int64 = 0
+    /// The index, while the entry is in flight: to find wrong chunks if the whole file fails its digest.
+    var index: ChunkIndex?
+    /// Wrong chunks were fetched again once (``SyncRunner/repairDelta(_:partial:)``).
+    var repaired = false
 }

@@ -31,6 +31,7 @@ extension SyncRunner {
                 (result.copiedFrom, result.source, result.fromMirror) = (local, nil, false)
                 summary.copied += 1
             }
+            task.attempt.delta.index = nil
             if let base = task.attempt.delta.from, partial.isDelta {
                 (result.deltaFrom, result.reusedBytes) = (base, task.attempt.delta.reused)
             }

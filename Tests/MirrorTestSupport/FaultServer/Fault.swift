@@ -58,6 +58,10 @@ public enum Fault: Equatable, Sendable {
     /// Headers (length, ETag) are unchanged: only a checksum can notice.
     case flipBytes(at: [Int64])
 
+    /// ``flipBytes(at:)``, except in answers to requests that ask caches to revalidate
+    /// (`Cache-Control: no-cache`): a cache holding a damaged copy, mended by a revalidation.
+    case flipBytesUntilRevalidated(at: [Int64])
+
     /// The first `requests` requests to the path get the content given to `serve`; later ones get
     /// `to`, with its own ETag and a later Last-Modified (as if the file was replaced on the server).
     case changeAfter(requests: Int, to: [UInt8])

@@ -304,6 +304,8 @@ struct FaultConnection {
             switch fault {
             case .extraBody(let n): extraBytes += Int64(max(0, n))
             case .flipBytes(let offsets): flips += offsets
+            case .flipBytesUntilRevalidated(let offsets):
+                if request.headers["cache-control"]?.contains("no-cache") != true { flips += offsets }
             case .trickle(let rate): trickleRate = trickleRate ?? max(1, rate)
             case .contentEncodingGzip: gzip = true
             default: break
