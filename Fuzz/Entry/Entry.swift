@@ -4,16 +4,17 @@ import Glibc
 
 // The one libFuzzer entry point of the fuzz binary scripts/fuzz builds. Both targets share one
 // binary (one compilation of MirrorCore, which takes most of the build time); the environment
-// variable MIRROR_FUZZ_TARGET ("manifest" or "response") chooses which one runs.
+// variable MIRROR_FUZZ_TARGET ("manifest", "response" or "chunks") chooses which one runs.
 
-private enum Target { case manifest, response }
+private enum Target { case manifest, response, chunks }
 
 private let target: Target = {
     switch getenv("MIRROR_FUZZ_TARGET").map({ String(cString: $0) }) {
     case "manifest": return .manifest
     case "response": return .response
+    case "chunks": return .chunks
     default:
-        fputs("MIRROR_FUZZ_TARGET must be \"manifest\" or \"response\"\n", stderr)
+        fputs("MIRROR_FUZZ_TARGET must be \"manifest\", \"response\" or \"chunks\"\n", stderr)
         exit(2)
     }
 }()
@@ -24,6 +25,7 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     switch target {
     case .manifest: fuzzManifest(bytes)
     case .response: fuzzResponse(bytes)
+    case .chunks: fuzzChunkIndex(bytes)
     }
     return 0
 }
