@@ -80,4 +80,35 @@ import MirrorTestSupport
         #expect(!again.stdout.contains("copied"), "\(again.stdout)")
         _ = before
     }
+
+    /// One content at three new paths in one run (and one other file): fetched once, the other
+    /// two copied from the first once it is installed, with `--jobs 4` so all could have started
+    /// at once. When the first path's source has no such file (404), the others still come from
+    /// their own URLs and the run ends with that one failure.
+    @Test func oneContentAtSeveralNewPathsIsFetchedOnce() throws {
+        let fx = try SyncFixture()
+        let sha = try TestData.writeFile(at: fx.www + "/src/data.bin", size: 16 << 20, seed: 5)
+        for path in ["a/data.bin", "b/data.bin", "c/data.bin"] {
+            fx.manifest.add(path: path, size: 16 << 20, sha256: sha, url: fx.server.baseURL + "src/data.bin")
+        }
+        try fx.addFile("other.bin", size: 1 << 20, seed: 6)
+        try fx.writeManifest()
+        let run = try fx.sync(["--jobs", "4"])
+        #expect(run.exitCode == 0, "\(run)")
+        let sent = try Self.bytesSent(fx, after: 0)
+        #expect(sent == (16 << 20) + (1 << 20), "the server sent \(sent) bytes for one 16 MiB content at 3 paths and 1 MiB")
+        for path in ["a/data.bin", "b/data.bin", "c/data.bin"] { #expect(try TestData.sha256(ofFileAt: fx.destPath(path)) == sha) }
+        #expect(run.stdout.contains("copied b/data.bin (16.0 MiB) from"), "\(run.stdout)")
+
+        // The first path's source is gone: the others fetch from theirs.
+        let fx2 = try SyncFixture()
+        let sha2 = try TestData.writeFile(at: fx2.www + "/good.bin", size: 4 << 20, seed: 7)
+        fx2.manifest.add(path: "x/first.bin", size: 4 << 20, sha256: sha2, url: fx2.server.baseURL + "missing.bin")
+        fx2.manifest.add(path: "y/second.bin", size: 4 << 20, sha256: sha2, url: fx2.server.baseURL + "good.bin")
+        try fx2.writeManifest()
+        let failing = try fx2.sync(["--retries", "0"])
+        #expect(failing.exitCode == 1, "\(failing)")
+        #expect(try TestData.sha256(ofFileAt: fx2.destPath("y/second.bin")) == sha2)
+        #expect(!fx2.exists(fx2.destPath("x/first.bin")))
+    }
 }

@@ -53,6 +53,14 @@ final class ContentIndex {
         return seedSource(for: entry)
     }
 
+    /// A file this run installed (and journaled as verified): a source for the entries that
+    /// wait for its content (``SyncRunner``'s same-run duplicates). Before the index is built,
+    /// the journal already holds it.
+    func add(_ record: VerifiedRecord) {
+        guard installed != nil else { return }
+        installed?[Key(size: record.identity.size, digests: record.identity.digests), default: []].append(record)
+    }
+
     private func indexJournal() -> [Key: [VerifiedRecord]] {
         var out: [Key: [VerifiedRecord]] = [:]
         for records in journal.entries.values {

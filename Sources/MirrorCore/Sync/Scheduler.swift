@@ -40,6 +40,13 @@ final class Scheduler {
     /// The entry may start at the loop's next turn.
     func enqueue(_ task: EntryTask) { ready.append(task) }
 
+    /// Takes out of the queue the tasks `hold` picks (before any has started), in order.
+    func withdraw(where hold: (EntryTask) -> Bool) -> [EntryTask] {
+        let taken = ready.filter(hold)
+        ready.removeAll(where: hold)
+        return taken
+    }
+
     /// The entry waits until its `notBefore` (a back-off, `Retry-After`).
     func park(_ task: EntryTask) { waiting.append(task) }
 

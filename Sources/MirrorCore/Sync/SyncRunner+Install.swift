@@ -37,6 +37,10 @@ extension SyncRunner {
             }
             summary.results.append(result)
             report.entryFinished(result)
+            if !waitingForContent.isEmpty {
+                if let verified = journal.records(for: entry.path)?.verified { contentIndex?.add(verified) }
+                releaseDuplicates(of: entry.path)
+            }
         }
     }
 

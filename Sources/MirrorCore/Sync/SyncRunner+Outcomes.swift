@@ -63,6 +63,7 @@ extension SyncRunner {
             // marked). The entry is left for a later run, like one a deadline stopped.
             notTried += 1
             summary.pending += 1
+            releaseDuplicates(of: task.entry.path)
             return
         }
         fail(task.entry, why + source, unreachable: unreachable)
@@ -81,6 +82,7 @@ extension SyncRunner {
     }
 
     func fail(_ entry: ManifestEntry, _ failure: String, unreachable: Bool) {
+        releaseDuplicates(of: entry.path)
         // Masked once here for every place it goes: console, --json, the log and the journal.
         let message = redactingURLs(in: failure)
         summary.failed += 1

@@ -34,6 +34,9 @@ public final class SyncRunner {
     /// Where an older version of an entry may be found for a chunk delta: DEST, and the current
     /// generation of an atomic DEST.
     var localTrees: [Destination] = []
+    /// Entries waiting for another entry of the run to fetch their content, by that entry's path
+    /// (``holdDuplicates()``).
+    var waitingForContent: [String: [EntryTask]] = [:]
     /// The generation store when DEST is atomic (``GenerationStore``); the run then installs into
     /// its building folder and ``publishGeneration(_:)`` switches DEST at the end.
     var generations: GenerationStore?
@@ -130,6 +133,7 @@ public final class SyncRunner {
             finishRun()
             throw error
         }
+        holdDuplicates()
         if !scheduler.ready.isEmpty || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
@@ -172,7 +176,14 @@ public final class SyncRunner {
             scheduler.promoteDue(now: now)
             while let task = scheduler.nextToStart() { start(task) }
             if installer?.isDue(now: now) == true { commitBatch() }
-            if scheduler.isIdle && checks.isEmpty { break }
+            if scheduler.isIdle && checks.isEmpty {
+                guard heldDuplicates > 0 else { break }
+                // Entries wait for content whose file is verified but not yet in place: install
+                // it now (never wait for a batch when nothing else runs), which releases them.
+                commitBatch()
+                if scheduler.isIdle { releaseAllDuplicates() }
+                continue
+            }
 
             if let entry = checks.first {
                 // Hash one present file on this thread while the transfer thread downloads others.
@@ -200,7 +211,7 @@ public final class SyncRunner {
         // disk a rename needs no data blocks, and if it fails the file stays in .mirror/partial.
         commitBatch()
         let unstarted = scheduler.unstarted
-        let unfinished = unstarted.count + checks.count
+        let unfinished = unstarted.count + checks.count + heldDuplicates
         if unfinished > 0 || stoppedReason != nil {
             summary.pending += unfinished
             if stoppedReason == nil { stoppedReason = "stopped early" }
