@@ -9,20 +9,40 @@ import MirrorTestSupport
 @Suite(.serialized) struct DeltaTests {
     static let imageSize = 256 << 20
 
-    /// The image's second version: 16 scattered 4 KiB edits, 1 MiB inserted mid-file, and its
-    /// last MiB cut (the scenario).
-    static func edited(_ v1: Data, seed: UInt64) -> Data {
-        var bytes = [UInt8](v1)
+    /// Writes the image's second version to `v2`: 16 scattered 4 KiB edits, 1 MiB inserted
+    /// mid-file, and its last MiB cut (the scenario). Streamed in 1 MiB blocks, so the
+    /// test process stays small (other tests measure children's peak RSS, which counts ours).
+    /// Returns its SHA-256.
+    static func writeEdited(from v1: String, to v2: String, seed: UInt64) throws -> String {
+        let size = imageSize
         var random = SeededRandom(seed: seed)
-        let stride = bytes.count / 16
-        for i in 0 ..< 16 {
-            let at: Int = random.below(stride - 4096) + i * stride
-            let patch: [UInt8] = TestData.bytes(count: 4096, seed: seed &+ UInt64(i) &+ 1)
-            bytes.replaceSubrange(at ..< at + 4096, with: patch)
+        let stride = size / 16
+        let edits: [(at: Int, patch: [UInt8])] = (0 ..< 16).map { i in
+            (random.below(stride - 4096) + i * stride, TestData.bytes(count: 4096, seed: seed &+ UInt64(i) &+ 1))
         }
-        bytes.insert(contentsOf: TestData.bytes(count: 1 << 20, seed: seed &+ 100), at: bytes.count / 2)
-        bytes.removeLast(1 << 20)
-        return Data(bytes)
+        guard let input = FileHandle(forReadingAtPath: v1) else { throw HarnessError("cannot read \(v1)") }
+        defer { input.closeFile() }
+        FileManager.default.createFile(atPath: v2, contents: nil)
+        guard let output = FileHandle(forWritingAtPath: v2) else { throw HarnessError("cannot write \(v2)") }
+        defer { output.closeFile() }
+        let hasher = Hasher(.sha256)
+        func emit(_ bytes: [UInt8]) {
+            hasher.update(bytes)
+            output.write(Data(bytes))
+        }
+        let block = 1 << 20
+        var offset = 0
+        while offset < size - block {   // the last MiB is cut
+            if offset == size / 2 { emit(TestData.bytes(count: block, seed: seed &+ 100)) }
+            var bytes = [UInt8](input.readData(ofLength: block))
+            for edit in edits where edit.at < offset + bytes.count && edit.at + 4096 > offset {
+                let from = max(edit.at, offset), to = min(edit.at + 4096, offset + bytes.count)
+                bytes.replaceSubrange(from - offset ..< to - offset, with: edit.patch[(from - edit.at) ..< (to - edit.at)])
+            }
+            emit(bytes)
+            offset += block
+        }
+        return hasher.finalize().hex
     }
 
     /// Publishes `www` with chunk indexes, as a publisher would.
@@ -48,9 +68,9 @@ import MirrorTestSupport
         #expect(first.exitCode == 0, "\(first)")
         let v1Requests = try fx.requests(atLeast: 1).count
 
-        let v2 = Self.edited(try Data(contentsOf: URL(fileURLWithPath: image)), seed: 42)
-        try v2.write(to: URL(fileURLWithPath: image))
-        let v2SHA = TestData.sha256(of: [UInt8](v2))
+        let v2SHA = try Self.writeEdited(from: image, to: image + ".v2", seed: 42)
+        try FileManager.default.removeItem(atPath: image)
+        try FileManager.default.moveItem(atPath: image + ".v2", toPath: image)
         try Self.publish(fx)
         let manifest = try String(contentsOfFile: fx.manifestPath, encoding: .utf8)
         #expect(manifest.contains("path: \".mirror-chunks/images/lab.img\""), "\(manifest)")

@@ -99,7 +99,7 @@ let invalidManifests: [InvalidManifest] = [
     InvalidManifest("entry not a mapping", F.yaml("version: 1", "files:", "  - a"), 3, 5,
                     "each entry of files must be a mapping with path, size and sha256, got \"a\""),
     InvalidManifest("unknown entry key (sha265)", F.oneEntry("    sha265: \(sha)"), 7, 5,
-                    "unknown key \"sha265\" in an entry; allowed keys: path, url, size, sha256, sha512, mtime, mode (did you mean \"sha256\"?)"),
+                    "unknown key \"sha265\" in an entry; allowed keys: path, url, size, sha256, sha512, mtime, mode, chunks (did you mean \"sha256\"?)"),
     InvalidManifest("missing path", F.yaml("version: 1", "base_url: https://x/", "files:",
                                            "  - size: 1", "    sha256: \(sha)"),
                     4, 5, "entry has no path"),
