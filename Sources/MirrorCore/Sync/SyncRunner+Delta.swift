@@ -7,7 +7,7 @@ import Glibc
 /// (the file at its path in DEST, in the current generation of an atomic DEST, or at the same path
 /// under a `--seed` folder) is laid out from that copy, and only the chunks it lacks are fetched:
 ///
-/// 1. the index is fetched (a small blocking request, ``RemoteManifest/fetch(_:validators:limit:settings:)``)
+/// 1. the index is fetched (a small blocking request, ``SmallFetch``)
 ///    and must have the size and SHA-256 the manifest gives, and describe this version of the file;
 /// 2. the old copy is chunked with the index's parameters (``Chunker``) and its chunks looked up by digest;
 /// 3. ``DeltaPlan`` lays out the new file; if fetching its ranges and the index would cost more than
@@ -110,9 +110,9 @@ extension SyncRunner {
         guard !urls.isEmpty else { throw DeltaError("the manifest has no base_url to fetch its chunk index from") }
         var last = DeltaError("no source")
         for url in urls where !unreachableHosts.contains(hostKey(of: url)) {
-            let response: RemoteManifest.Response
+            let response: SmallFetch.Response
             do {
-                response = try RemoteManifest.fetch(url, validators: nil, limit: Int(clamping: reference.size),
+                response = try SmallFetch.get(url, validators: nil, limit: Int(clamping: reference.size),
                                                     settings: transferSettings(for: task, url: url))
             } catch {
                 last = DeltaError("chunk index \(redactedURL(url)): \(error)")
