@@ -74,10 +74,15 @@ public struct Chunker: Sendable {
         }
     }
 
+    /// The work was given up because `stop` said so (a signal, the deadline).
+    public struct Stopped: Error {}
+
     /// Chunks `size` bytes of `file` from offset 0, in order, reading in large blocks. A file
     /// that ends early is an error (`EIO`). `wholeFile`, when given, is fed every byte too (the
-    /// publisher hashes the file once for the manifest and the index together).
-    public func chunks(of file: FileDescriptor, size: Int64, wholeFile: Hasher? = nil,
+    /// publisher hashes the file once for the manifest and the index together). `stop` is asked
+    /// before each block is read: a large file takes seconds, and a run must still end at its
+    /// deadline or on SIGTERM (``Stopped`` is thrown).
+    public func chunks(of file: FileDescriptor, size: Int64, wholeFile: Hasher? = nil, stop: () -> Bool = { false },
                        _ each: (Chunk) throws -> Void) throws {
         let capacity = max(parameters.max * 8, 4 << 20)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 4096)
@@ -98,6 +103,7 @@ public struct Chunker: Sendable {
                     filled -= start
                     start = 0
                 }
+                if stop() { throw Stopped() }
                 while filled < capacity && fileOffset + Int64(filled) < size {
                     let want = Int(min(Int64(capacity - filled), size - fileOffset - Int64(filled)))
                     let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled ..< filled + want]),

@@ -37,7 +37,7 @@ extension SyncRunner {
         task.attempt.delta.indexBytes = reference.size
         do {
             var found: [ChunkDigest: Int64] = [:]
-            try Chunker(index.parameters).chunks(of: old.file, size: old.size) { chunk in
+            try Chunker(index.parameters).chunks(of: old.file, size: old.size, stop: shouldStopDelta) { chunk in
                 if found[chunk.digest] == nil { found[chunk.digest] = chunk.offset }
             }
             let plan = DeltaPlan(index: index, found: found)
@@ -46,7 +46,7 @@ extension SyncRunner {
             let partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
                                           folderDisplay: destination.displayState(".mirror/partial"), journal: journal, writer: writer)
             do {
-                try partial.beginDelta(plan, from: old.file, url: url)
+                try partial.beginDelta(plan, from: old.file, url: url, stop: shouldStopDelta)
             } catch {
                 partial.settle()
                 partial.remove()
@@ -59,6 +59,12 @@ extension SyncRunner {
             report.logLine("info", "\(path): delta from \(old.display): \(plan.localBytes) bytes copied, "
                            + "\(plan.remoteBytes) bytes in \(plan.remoteRanges) ranges to fetch")
             return true
+        } catch is Chunker.Stopped {
+            // The run is ending (signal, deadline): the entry waits in the queue and counts as not
+            // finished; the next run plans it again. Nothing was journaled for it.
+            task.partial = nil
+            scheduler.enqueue(task)
+            return true
         } catch let error as SystemError where error.isDestinationUnwritable {
             stopOrFail(task.entry, error)
             return true
@@ -66,6 +72,12 @@ extension SyncRunner {
             report.warning("\(path): no delta from \(old.display) (\(error)); downloading it whole")
             return false
         }
+    }
+
+    /// Whether a delta being prepared (chunking a large old copy, copying its chunks) should give
+    /// up: the run got a signal or passed its deadline, which the loop would see only after.
+    func shouldStopDelta() -> Bool {
+        StopSignal.received != 0 || scheduler.deadline.map { monotonicSeconds() >= $0 } == true
     }
 
     /// An older copy of `entry` on this machine: a regular file at its path in DEST, in the
