@@ -8,7 +8,7 @@ extension SyncRunner {
         guard let partial = task.partial else { return }
         // The first quarter second of the width is counted from the first request, not from the
         // loop turn that prepared the file (preallocation can take a while).
-        if task.segments.widthDecidedAt == nil, let writer { task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds) }
+        if task.segments.widthDecidedAt == nil, let writer = partial.writer { task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds) }
         let running = Set(task.downloads.compactMap(\.segment))
         // At most --segments requests for this file, and (beyond its first) within the connection limit.
         var room = min(min(task.segments.width, options.segments) - task.downloads.count, max(1, scheduler.freeConnections))
@@ -24,14 +24,14 @@ extension SyncRunner {
     ///
     /// - Returns: seconds until the next decision is due, or nil when no file can widen.
     func widenSegments(_ now: Double) -> Double? {
-        guard options.segments > 1, let writer, !scheduler.stopping else { return nil }
-        var idle: Double?
+        guard options.segments > 1, writers != nil, !scheduler.stopping else { return nil }
         var nextDue: Double?
         var seen = Set<ObjectIdentifier>()
         for task in scheduler.activeTasks where seen.insert(ObjectIdentifier(task)).inserted
             && task.segments.width < options.segments && task.segments.failure == nil && task.downloads.first?.segment != nil {
-            let idleNow = idle ?? writer.idleSeconds
-            idle = idleNow
+            // The idle time of the thread that hashes this file.
+            guard let writer = task.partial?.writer else { continue }
+            let idleNow = writer.idleSeconds
             defer { nextDue = min(nextDue ?? .infinity, (task.segments.widthDecidedAt?.time ?? now) + SegmentPolicy.widenInterval - now) }
             // Set by the file's first startSegments.
             guard let last = task.segments.widthDecidedAt else { continue }

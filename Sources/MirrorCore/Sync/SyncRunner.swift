@@ -44,7 +44,10 @@ public final class SyncRunner {
     var buildsGeneration = false
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
-    var writer: PartialWriter?
+    /// The hashing threads (``PartialWriterPool``); each partial file takes one as it is opened.
+    var writers: PartialWriterPool?
+    /// The writer for a partial file about to be opened.
+    var writer: PartialWriter? { writers?.writer() }
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     var fatal: SystemError?
     /// The files to fetch do not fit (``SpaceCheck``): the run stopped before its first request.
@@ -160,11 +163,12 @@ public final class SyncRunner {
         } catch {
             throw SyncError.setup("\(error)")
         }
-        let writer = PartialWriter()
-        self.writer = writer
+        // One hashing thread per file in flight, at most one per core.
+        let writers = PartialWriterPool(limit: min(WorkerPool.coreCount, max(options.jobs, 1)))
+        self.writers = writers
         defer {
             engine?.shutdown()
-            writer.shutdown()
+            writers.shutdown()
         }
 
         while fatal == nil {
@@ -218,7 +222,7 @@ public final class SyncRunner {
         }
         for task in unstarted { task.partial?.checkpoint() }
         // Every checkpoint asked for above is written and journaled before the run reports.
-        writer.drainAll()
+        writers.drainAll()
         for task in allTasks {
             if let failure = task.partial?.failure, failure.isDestinationUnwritable, fatal == nil { fatal = failure }
         }
