@@ -95,4 +95,12 @@ static inline unsigned long mirror_cdc_cut(const unsigned char *p, unsigned long
     return n;
 }
 
+/* prctl(PR_SET_NAME): the calling thread's name as the kernel shows it (`top -H`, `ps -L`,
+   /proc/PID/task/TID/comm), at most 15 bytes. pthread_setname_np needs _GNU_SOURCE, and
+   Foundation's Thread.name does not reach the kernel on Linux when set before the thread starts. */
+#include <sys/prctl.h>
+static inline int mirror_name_thread(const char *name) {
+    return prctl(15 /* PR_SET_NAME */, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
 #endif

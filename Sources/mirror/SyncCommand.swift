@@ -72,6 +72,9 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: "Connections for one large file, at most: it starts on one and adds more while the hash waits for bytes (1: never split).")
     var segments: Int = 4
 
+    @Option(name: .long, help: "Threads that drive transfers, each with its own connections and a share of the files (default: one per two cores, at most --jobs; always 1 with --limit-rate).")
+    var transferThreads: Int?
+
     // Sizes, durations and rates are parsed here, once, by their types (ArgumentValues.swift); the
     // help states the defaults itself because an option with a `transform` does not.
     @Option(name: .long, help: ArgumentHelp("Files at least this large are downloaded in segments (64M, 1.5G). (default: \(Sync.defaultSegmentsAbove))", valueName: "SIZE"),
@@ -167,6 +170,9 @@ struct Sync: ParsableCommand {
         if signature != nil && trust == nil { throw ValidationError("--signature needs --trust PUB.pem") }
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
+        if let transferThreads, transferThreads < 1 || transferThreads > 64 {
+            throw ValidationError("--transfer-threads must be between 1 and 64")
+        }
         guard retries >= 0 && retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
         for folder in seed {
             var st = stat()
@@ -200,6 +206,7 @@ struct Sync: ParsableCommand {
         options.destination = dest
         options.jobs = jobs
         options.segments = segments
+        options.transferThreads = transferThreads
         options.segmentThreshold = segmentsAbove.bytes
         options.dryRun = dryRun
         options.deletion = deleteUnlisted ? .unlisted : delete ? .installed : nil

@@ -130,6 +130,8 @@ struct SequenceWalk {
         var flags: [String] = []
         if rng.chance(0.5) { flags += ["--segments", "4", "--segments-above", "1M"] }
         flags += ["--jobs", String(rng.pick([1, 2, 2, 4, 4, 8, 8, 8]))]
+        // Several transfer threads (the default on this machine may be one).
+        if rng.chance(0.4) { flags += ["--transfer-threads", String(rng.pick([2, 3]))] }
         let deleting = !atomic && rng.chance(0.35)
         if atomic { flags += ["--atomic", "--max-delete", "100%"] }
         if deleting { flags += ["--delete", "--max-delete", "100%"] }

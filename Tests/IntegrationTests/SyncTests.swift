@@ -8,6 +8,42 @@ import MirrorTestSupport
 @Suite(.serialized) struct SyncTests {
     static let mib: Int64 = 1 << 20
 
+    /// Three transfer threads (each with its own libcurl multi handle and a share of the files)
+    /// and four hashing threads: 60 small files and 3 segmented ones, all verified; a rerun is a
+    /// no-op. Then a run killed with SIGKILL while all three threads transfer resumes to the
+    /// same files. Each thread's requests arrive on its own connections.
+    @Test func severalTransferThreadsShareTheFiles() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "4m"))
+        var expected: [String: String] = [:]
+        for i in 0 ..< 60 { expected["s/\(i).dat"] = try fx.addFile("s/\(i).dat", size: Int64(1000 + i * 3001), seed: UInt64(200 + i)) }
+        for i in 0 ..< 3 { expected["big\(i).bin"] = try fx.addFile("big\(i).bin", size: 6 * Self.mib, seed: UInt64(300 + i)) }
+        try fx.writeManifest()
+        let flags = ["--transfer-threads", "3", "--jobs", "6", "--segments", "3", "--segments-above", "1M"]
+
+        let victim = try fx.startSync(flags)
+        let partial = fx.destPath(".mirror/partial")
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && ((try? FileManager.default.contentsOfDirectory(atPath: partial))?.count ?? 0) < 3 { usleep(20_000) }
+        // The threads, by name (`/proc/PID/task/*/comm`): three transfer threads.
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(victim.pid)/task")) ?? []).compactMap {
+            try? String(contentsOfFile: "/proc/\(victim.pid)/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(Set(names.filter { $0.hasPrefix("mirror-xfer-") }).count == 3, "threads: \(names)")
+        usleep(300_000)
+        victim.signal(SIGKILL)
+        _ = try victim.wait(timeout: 30)
+
+        let run = try fx.sync(flags)
+        #expect(run.exitCode == 0, "\(run)")
+        for (path, sha) in expected { #expect(try TestData.sha256(ofFileAt: fx.destPath(path)) == sha, "\(path)") }
+        let connections = Set(try fx.requests(atLeast: 63).map(\.connection))
+        #expect(connections.count >= 3, "\(connections.count) connections")
+        let before = try fx.requests().count
+        let again = try fx.sync(flags)
+        #expect(again.exitCode == 0 && again.stdout.isEmpty, "\(again)")
+        #expect(try fx.requests().count == before, "the rerun sent requests")
+    }
+
     /// 1 GiB and 200 small files: all verified, peak memory bounded; then a rerun that sends no
     /// request and prints nothing (cron mails only when there is news).
     @Test func syncsALargeFileAndManySmallOnesThenDoesNothing() throws {

@@ -17,6 +17,8 @@ final class EntryTask {
     var segments = SegmentState()
     /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`; ``Scheduler``).
     var notBefore = 0.0
+    /// The transfer thread its requests go to (``TransferPool``), fixed at its first request.
+    var shard: Int?
 
     init(entry: ManifestEntry, sources: [String], replacing: Bool, resume: PartialRecord? = nil, resumeOffset: Int64 = 0) {
         self.entry = entry

@@ -8,6 +8,10 @@ public struct SyncOptions: Sendable {
     public var jobs = 8
     /// `--segments`: connections for one large file (1: never split).
     public var segments = 4
+    /// `--transfer-threads`: transfer threads (``TransferPool``); nil: ``defaultTransferThreads``.
+    public var transferThreads: Int?
+    /// One per two cores (the other core of each pair hashes), at most one per file in flight.
+    public var defaultTransferThreads: Int { min(max(1, jobs), max(1, WorkerPool.coreCount / 2)) }
     /// `--segments-above`: files at least this large are split into segments.
     public var segmentThreshold: Int64 = 64 << 20
     public var dryRun = false

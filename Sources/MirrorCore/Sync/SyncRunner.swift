@@ -21,7 +21,9 @@ public final class SyncRunner {
     var destination: Destination!
     var partialFolder: FileDescriptor!
     var journal: Journal!
-    var engine: TransferEngine?
+    var engine: TransferPool?
+    /// The transfer thread of each file (``TransferPool``): taken in turn as files start.
+    var nextShard = 0
     /// The queue, the slots, the deadline and the stop.
     let scheduler: Scheduler
     var allTasks: [EntryTask] = []
@@ -159,7 +161,8 @@ public final class SyncRunner {
     func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
         do {
-            engine = try TransferEngine(connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate)
+            engine = try TransferPool(threads: options.transferThreads ?? options.defaultTransferThreads,
+                                      connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate)
         } catch {
             throw SyncError.setup("\(error)")
         }
@@ -306,7 +309,11 @@ public final class SyncRunner {
     func submit(_ download: Download, for task: EntryTask) {
         task.downloads.append(download)
         scheduler.started(download, for: task)
-        engine?.submit(download)
+        if task.shard == nil {
+            task.shard = nextShard
+            nextShard += 1
+        }
+        engine?.submit(download, shard: task.shard ?? 0)
     }
 
     func handle(_ finished: [Download]) {

@@ -1,4 +1,8 @@
+import CLinux
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one thread that hashes partial files and makes them durable.
 ///
@@ -40,7 +44,10 @@ final class PartialWriter {
         for _ in 0..<PartialWriter.bufferCount {
             freeBuffers.append(.allocate(byteCount: PartialWriter.bufferSize, alignment: 4096))
         }
-        let thread = Thread { [unowned self] in self.run() }
+        let thread = Thread { [unowned self] in
+            _ = mirror_name_thread("mirror-writer")
+            self.run()
+        }
         thread.name = "mirror-writer"
         self.thread = thread
         thread.start()

@@ -1,5 +1,9 @@
+import CLinux
 import CCurl
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs every transfer of a run on one thread, through one libcurl multi handle.
 ///
@@ -13,7 +17,6 @@ public final class TransferEngine {
     private let condition = NSCondition()
     // Guarded by `condition`:
     private var submitted: [Download] = []
-    private var finished: [Download] = []
     private var cancelRequested = false
     private var cancelOne: [Download] = []
     private var stopRequested = false
@@ -25,12 +28,26 @@ public final class TransferEngine {
     /// `--limit-rate`: the run's token bucket (``RateLimiter``); transfer thread only.
     private let limiter: RateLimiter?
 
-    public init(connectionsPerHost: Int = 8, limitRate: Int64? = nil) throws {
+    /// Where finished downloads go: this engine's own queue, or one shared by several engines
+    /// (``TransferPool``), so the sync thread waits on one queue for all.
+    let finished: FinishedDownloads
+
+    public convenience init(connectionsPerHost: Int = 8, limitRate: Int64? = nil) throws {
+        try self.init(connectionsPerHost: connectionsPerHost, limitRate: limitRate, finished: FinishedDownloads())
+    }
+
+    init(connectionsPerHost: Int, limitRate: Int64?, finished: FinishedDownloads, name: String = "mirror-transfer") throws {
+        self.finished = finished
         limiter = limitRate.map { RateLimiter(bytesPerSecond: $0) }
         multi = try CurlMulti()
         multi.limit(connectionsPerHost: connectionsPerHost)
-        let thread = Thread { [unowned self] in self.run() }
-        thread.name = "mirror-transfer"
+        let thread = Thread { [unowned self] in
+            // The kernel's name for the thread (`top -H`, /proc/PID/task/*/comm): Foundation's
+            // Thread.name set before start does not reach it on Linux.
+            _ = mirror_name_thread(name)
+            self.run()
+        }
+        thread.name = name
         self.thread = thread
         thread.start()
     }
@@ -66,18 +83,8 @@ public final class TransferEngine {
     }
 
     /// Waits up to `timeout` seconds for downloads to finish and returns them (possibly none).
-    public func waitForFinished(timeout: Double) -> [Download] {
-        condition.lock()
-        defer { condition.unlock() }
-        if finished.isEmpty && timeout > 0 {
-            _ = condition.wait(until: Date(timeIntervalSinceNow: timeout))
-        }
-        let out = finished
-        finished.removeAll()
-        return out
-    }
+    public func waitForFinished(timeout: Double) -> [Download] { finished.wait(timeout: timeout) }
 
-    /// Ends the transfer thread (cancelling what runs) and waits for it.
     public func shutdown() {
         condition.lock()
         if threadExited || thread == nil {
@@ -157,10 +164,30 @@ public final class TransferEngine {
         condition.unlock()
     }
 
-    private func deliver(_ download: Download) {
+    private func deliver(_ download: Download) { finished.deliver(download) }
+}
+
+/// Downloads that ended, handed from the transfer threads to the sync thread.
+final class FinishedDownloads {
+    private let condition = NSCondition()
+    private var list: [Download] = []
+
+    func deliver(_ download: Download) {
         condition.lock()
-        finished.append(download)
+        list.append(download)
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// What has finished, waiting up to `timeout` seconds for something when nothing has.
+    func wait(timeout: Double) -> [Download] {
+        condition.lock()
+        defer { condition.unlock() }
+        if list.isEmpty && timeout > 0 {
+            _ = condition.wait(until: Date(timeIntervalSinceNow: timeout))
+        }
+        let out = list
+        list.removeAll()
+        return out
     }
 }

@@ -1,0 +1,48 @@
+/// Several transfer threads, each a ``TransferEngine`` with its own libcurl multi handle, and
+/// each file's requests on one of them (a shard of the files), so that receiving and writing the
+/// bytes of many files at once uses more than one core. One thread drove every transfer before.
+///
+/// All engines hand finished downloads to one queue (``FinishedDownloads``), which the sync thread
+/// waits on as it did on one engine. A file keeps its engine for the run: its segments share that
+/// engine's connections (libcurl keeps them per multi handle). With `--limit-rate` there is one
+/// engine, because the token bucket (``RateLimiter``) belongs to one thread.
+public final class TransferPool {
+    private let engines: [TransferEngine]
+    private let finished = FinishedDownloads()
+
+    /// - Parameters:
+    ///   - threads: engines to run (at least 1; 1 with a rate limit).
+    ///   - connectionsPerHost: libcurl's limit per host, for each engine (the scheduler bounds
+    ///     the requests of the whole run).
+    public init(threads: Int, connectionsPerHost: Int, limitRate: Int64?) throws {
+        let count = limitRate == nil ? max(1, threads) : 1
+        var engines: [TransferEngine] = []
+        for i in 0 ..< count {
+            engines.append(try TransferEngine(connectionsPerHost: connectionsPerHost, limitRate: limitRate, finished: finished,
+                                              name: count == 1 ? "mirror-transfer" : "mirror-xfer-\(i)"))
+        }
+        self.engines = engines
+    }
+
+    public var threads: Int { engines.count }
+
+    /// Queues `download` on engine `shard` (modulo the engines).
+    public func submit(_ download: Download, shard: Int) {
+        engines[abs(shard) % engines.count].submit(download)
+    }
+
+    /// Each engine stops those of `downloads` it runs (it ignores the others).
+    public func cancel(_ downloads: [Download]) {
+        for engine in engines { engine.cancel(downloads) }
+    }
+
+    public func cancelAll() {
+        for engine in engines { engine.cancelAll() }
+    }
+
+    public func waitForFinished(timeout: Double) -> [Download] { finished.wait(timeout: timeout) }
+
+    public func shutdown() {
+        for engine in engines { engine.shutdown() }
+    }
+}
