@@ -88,10 +88,19 @@ public struct ChunkIndex: Equatable, Sendable {
             }
             total += Int64(length)
             guard total <= size else { throw fail(i, "the chunks add up to more than size \(size)") }
+            guard length >= parameters.min || total == size else { throw fail(i, "a chunk shorter than min=\(parameters.min) before the last") }
             chunks.append(Chunk(length: length, digest: digest))
         }
         guard total == size else { throw Unusable(line: 0, reason: "the chunks add up to \(total) bytes, not size \(size)") }
         return ChunkIndex(parameters: parameters, size: size, fileDigest: fileDigest, chunks: chunks)
+    }
+
+    /// The most bytes an index of a `size`-byte file can take: the header, and a line of at most
+    /// 80 bytes for each chunk of at least 4 KiB (``Chunker/Parameters/isUsable``). The manifest
+    /// rules refuse a `chunks` entry that claims more, so a manifest cannot make a client buffer
+    /// an index out of proportion to its file.
+    public static func largestText(forFileOf size: Int64) -> Int64 {
+        256 + 80 * (size / 4096 + 1)
     }
 
     private static func value(_ field: String, _ name: String) -> Int? {

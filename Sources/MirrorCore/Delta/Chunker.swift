@@ -21,10 +21,11 @@ public struct Chunker: Sendable {
         /// the index of a 1 GiB file has about 16,000 lines (about 1.2 MB, 0.1 % of the file).
         public static let standard = Parameters(min: 16 << 10, average: 64 << 10, max: 256 << 10)
 
-        /// Whether the values are ones this chunker can use: powers of two, min < average < max,
-        /// and small enough for one read buffer.
+        /// Whether the values are ones this chunker can use: an average that is a power of two,
+        /// min < average < max, a minimum of at least 4 KiB (which bounds the chunks, and so the
+        /// memory, an index can ask for) and a maximum of at most 1 MiB (one read buffer is 8 of them).
         public var isUsable: Bool {
-            min >= 64 && min < average && average < max && max <= 16 << 20
+            min >= 4096 && min < average && average < max && max <= 1 << 20
                 && average & (average - 1) == 0
         }
     }

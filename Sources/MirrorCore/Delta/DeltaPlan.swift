@@ -77,7 +77,15 @@ public struct DeltaPlan: Equatable, Sendable {
                 merged.append(segment)
             }
         }
-        let kept = copies.filter { copy in merged.contains { $0.local && $0.start <= copy.to && copy.to + copy.length <= $0.end } }
+        // Both lists are in file order: one sweep keeps the copies that land in a local segment.
+        var kept: [Copy] = []
+        var s = 0
+        for copy in copies {
+            while s < merged.count && merged[s].end <= copy.to { s += 1 }
+            if s < merged.count, merged[s].local, merged[s].start <= copy.to, copy.to + copy.length <= merged[s].end {
+                kept.append(copy)
+            }
+        }
         return (merged, kept)
     }
 

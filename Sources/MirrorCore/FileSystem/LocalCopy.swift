@@ -59,12 +59,19 @@ enum LocalCopy {
 
     /// Copies `length` bytes at `from` in `source` to `to` in `target` (a chunk delta's local
     /// part, ``PartialFile/beginDelta(_:from:url:)``): `copy_file_range`, else `pread`/`pwrite`.
-    static func copyRange(from source: FileDescriptor, at from: Int64, to target: FileDescriptor, at to: Int64, length: Int64) throws {
+    /// `stop` is asked every 64 MiB (``Chunker/Stopped`` is thrown): one copy can be a whole file.
+    static func copyRange(from source: FileDescriptor, at from: Int64, to target: FileDescriptor, at to: Int64, length: Int64,
+                          stop: () -> Bool = { false }) throws {
         var inOffset = from
         var outOffset = to
         let end = from + length
+        var nextCheck = from
         while inOffset < end {
-            let n = mirror_copy_file_range(source.fd, &inOffset, target.fd, &outOffset, UInt(min(end - inOffset, 1 << 30)))
+            if inOffset >= nextCheck {
+                if stop() { throw Chunker.Stopped() }
+                nextCheck = inOffset + (64 << 20)
+            }
+            let n = mirror_copy_file_range(source.fd, &inOffset, target.fd, &outOffset, UInt(min(end - inOffset, 64 << 20)))
             if n > 0 { continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && ![EXDEV, ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) { throw SystemError("copy into", target.displayPath) }
@@ -72,6 +79,10 @@ enum LocalCopy {
             // The kernel cannot copy between these files: read and write what is left.
             var buffer = [UInt8](repeating: 0, count: Int(min(end - inOffset, 1 << 20)))
             while inOffset < end {
+                if inOffset >= nextCheck {
+                    if stop() { throw Chunker.Stopped() }
+                    nextCheck = inOffset + (64 << 20)
+                }
                 let want = Int(min(end - inOffset, Int64(buffer.count)))
                 let got = try buffer.withUnsafeMutableBytes { try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: inOffset) }
                 if got == 0 { throw SystemError("copy into", target.displayPath + " (the source ended early)", code: EIO) }

@@ -70,6 +70,7 @@ extension ManifestRules {
         var mtime: FileTime?
         var mode: UInt32?
         var chunks: ChunkIndexReference?
+        var chunksNode: YAMLTree.Ref?
         for i in 0 ..< tree.count(node) {
             let key = tree.key(node, i)
             let value = tree.value(node, i)
@@ -93,6 +94,7 @@ extension ManifestRules {
                 mode = try modeValue(value)
             case .chunks:
                 chunks = try chunkIndex(value)
+                chunksNode = value
             case nil:
                 let name = tree.string(key)
                 throw error(key, "unknown key \(quoted(name)) in an entry; allowed keys: "
@@ -107,6 +109,10 @@ extension ManifestRules {
         }
         guard !digests.isEmpty else {
             throw error(node, "entry \(quoted(path)) has no sha256; every entry needs path, size and sha256 (64 hex digits) or sha512 (128)")
+        }
+        if let chunks, let chunksNode, chunks.size > ChunkIndex.largestText(forFileOf: size) {
+            throw error(chunksNode, "chunks size \(chunks.size) is more than the index of a \(size)-byte file can be "
+                        + "(at most \(ChunkIndex.largestText(forFileOf: size)) bytes)")
         }
         let url = location ?? .relative(URLReference.encodePath(path))
         var relativeURL: RelativeURL?

@@ -17,36 +17,48 @@ import Glibc
 ///
 /// Any problem on the way (no index, a wrong one, an unreadable old copy) costs only the delta: the
 /// entry is downloaded whole, with a note. The whole-file digest is checked as for every download,
-/// so a wrong chunk, local or fetched, is never installed: a mismatch fetches the file again whole.
+/// so a wrong chunk, local or fetched, is never installed: a mismatch fetches the wrong chunks
+/// again once (``repairDelta(_:partial:)``), then the whole file.
 extension SyncRunner {
-    /// Tries the delta for `task` (once per entry); true when its partial file is laid out.
+    /// Tries the delta for `task` (once per entry); true when its partial file is laid out (or
+    /// the run is stopping and the entry was set aside).
     func startDelta(_ task: EntryTask, url: String) -> Bool {
         guard !task.attempt.delta.tried, task.resume == nil, task.resumeOffset == 0, let reference = task.entry.chunks,
-              task.entry.size > 0, let partialFolder else { return false }
+              task.entry.size > 0, let partialFolder, DeltaPolicy.servesRanges(url) else { return false }
         task.attempt.delta.tried = true
         guard let old = olderCopy(of: task.entry) else { return false }
         defer { old.file.close() }
         let path = task.entry.path
+        guard DeltaPolicy.isWorthChunking(oldSize: old.size, newSize: task.entry.size) else {
+            report.logLine("info", "\(path): no delta: \(old.display) is far larger than the new version")
+            return false
+        }
+        let plan: DeltaPlan
         let index: ChunkIndex
         do {
             index = try fetchChunkIndex(reference, for: task)
+            task.attempt.delta.indexBytes = reference.size
+            // Only the index's chunks are remembered: memory follows the index, not the old copy.
+            let wanted = Set(index.chunks.map(\.digest))
+            var found: [ChunkDigest: Int64] = [:]
+            try Chunker(index.parameters).chunks(of: old.file, size: old.size, stop: runIsEnding) { chunk in
+                if wanted.contains(chunk.digest) && found[chunk.digest] == nil { found[chunk.digest] = chunk.offset }
+            }
+            plan = DeltaPlan(index: index, found: found)
+        } catch is Chunker.Stopped {
+            return setAsideForStop(task)
         } catch {
+            // The index or the old copy: neither is the destination's fault; only the delta is lost.
             report.warning("\(path): no delta (\(error)); downloading it whole")
             return false
         }
-        task.attempt.delta.indexBytes = reference.size
+        guard plan.isWorthIt(size: task.entry.size, indexBytes: reference.size) else { return false }
         do {
-            var found: [ChunkDigest: Int64] = [:]
-            try Chunker(index.parameters).chunks(of: old.file, size: old.size, stop: shouldStopDelta) { chunk in
-                if found[chunk.digest] == nil { found[chunk.digest] = chunk.offset }
-            }
-            let plan = DeltaPlan(index: index, found: found)
-            guard plan.isWorthIt(size: task.entry.size, indexBytes: reference.size) else { return false }
             if journal.partialRecord(for: path) != nil { try journal.append(.forget(path: path), durable: true) }
             let partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
                                           folderDisplay: destination.displayState(".mirror/partial"), journal: journal, writer: writer)
             do {
-                try partial.beginDelta(plan, from: old.file, url: url, stop: shouldStopDelta)
+                try partial.beginDelta(plan, from: old.file, url: url, stop: runIsEnding)
             } catch {
                 partial.settle()
                 partial.remove()
@@ -60,23 +72,31 @@ extension SyncRunner {
                            + "\(plan.remoteBytes) bytes in \(plan.remoteRanges) ranges to fetch")
             return true
         } catch is Chunker.Stopped {
-            // The run is ending (signal, deadline): the entry waits in the queue and counts as not
-            // finished; the next run plans it again. Nothing was journaled for it.
-            task.partial = nil
-            scheduler.enqueue(task)
-            return true
-        } catch let error as SystemError where error.isDestinationUnwritable {
+            return setAsideForStop(task)
+        } catch let error as SystemError where DeltaPolicy.isDestinationFull(error) {
             stopOrFail(task.entry, error)
             return true
         } catch {
+            // A copy that failed on the old copy's side (an expired NFS seed, say) is not the
+            // destination's fault either: the entry is downloaded whole.
             report.warning("\(path): no delta from \(old.display) (\(error)); downloading it whole")
             return false
         }
     }
 
-    /// Whether a delta being prepared (chunking a large old copy, copying its chunks) should give
-    /// up: the run got a signal or passed its deadline, which the loop would see only after.
-    func shouldStopDelta() -> Bool {
+    /// The run is ending (signal, deadline) while a delta was prepared: the entry is set aside
+    /// (never promoted again in this run) and counts as not finished; the next run plans it anew.
+    /// Nothing was journaled for it.
+    private func setAsideForStop(_ task: EntryTask) -> Bool {
+        task.partial = nil
+        task.notBefore = .infinity
+        scheduler.park(task)
+        return true
+    }
+
+    /// Whether the run got a signal or passed its deadline: a delta being prepared (chunking a
+    /// large old copy, copying its chunks, fetching its index) gives up, and no entry starts.
+    func runIsEnding() -> Bool {
         StopSignal.received != 0 || scheduler.deadline.map { monotonicSeconds() >= $0 } == true
     }
 
@@ -124,8 +144,12 @@ extension SyncRunner {
         for url in urls where !unreachableHosts.contains(hostKey(of: url)) {
             let response: SmallFetch.Response
             do {
+                // Bounded in time as well as size: 60 s plus 100 KB/s of index, and the deadline.
                 response = try SmallFetch.get(url, validators: nil, limit: Int(clamping: reference.size),
-                                                    settings: transferSettings(for: task, url: url))
+                                              settings: transferSettings(for: task, url: url), stopAt: scheduler.deadline,
+                                              timeLimit: 60 + Int(clamping: reference.size / 100_000))
+            } catch SmallFetch.Failure.interrupted {
+                throw Chunker.Stopped()
             } catch {
                 last = DeltaError("chunk index \(redactedURL(url)): \(error)")
                 continue

@@ -26,14 +26,15 @@ extension SyncRunner {
     /// Holds back every queued entry whose content an earlier queued entry will fetch.
     func holdDuplicates() {
         guard contentIndex != nil else { return }
-        var first: [ContentKey: String] = [:]
-        var leaderOf: [ObjectIdentifier: String] = [:]
+        var first: [ContentKey: EntryTask] = [:]
+        var leaderOf: [ObjectIdentifier: PathKey] = [:]
         for task in scheduler.ready where task.resume == nil && task.resumeOffset == 0 {
             guard let key = ContentKey(task.entry) else { continue }
             if let leader = first[key] {
-                leaderOf[ObjectIdentifier(task)] = leader
+                // The copy is found by the whole digest set (``ContentIndex``): only the same set waits.
+                if leader.entry.digests == task.entry.digests { leaderOf[ObjectIdentifier(task)] = PathKey(leader.entry.path) }
             } else {
-                first[key] = task.entry.path
+                first[key] = task
             }
         }
         guard !leaderOf.isEmpty else { return }
@@ -45,14 +46,16 @@ extension SyncRunner {
     /// The entry at `path` ended (installed, failed, given up): the entries that waited for its
     /// content start now.
     func releaseDuplicates(of path: String) {
-        guard !waitingForContent.isEmpty, let waiting = waitingForContent.removeValue(forKey: path) else { return }
+        guard !waitingForContent.isEmpty, let waiting = waitingForContent.removeValue(forKey: PathKey(path)) else { return }
         for task in waiting { scheduler.enqueue(task) }
     }
 
     /// Starts every waiting entry (nothing else would start them: their content's entry ended
     /// without a word, which should not happen).
     func releaseAllDuplicates() {
-        for path in Array(waitingForContent.keys) { releaseDuplicates(of: path) }
+        for key in Array(waitingForContent.keys) {
+            for task in waitingForContent.removeValue(forKey: key) ?? [] { scheduler.enqueue(task) }
+        }
     }
 
     /// Entries still waiting for content when the run ends (it stopped first): not finished.

@@ -56,7 +56,10 @@ extension SyncRunner {
         let why = task.history.last.map { "\($0)" } ?? "no source to fetch it from"
         let source = task.sources.last.map { " (last tried \(redactedURL($0)))" } ?? ""
         releaseIfEmpty(task)
+        // Its writer may still hold a checkpoint for it: done before the descriptor goes.
+        task.partial?.settle()
         task.partial?.close()
+        task.attempt.delta.index = nil
         let unreachable = task.history.endedUnreachable
         if task.history.skippedUnreachable && unreachable {
             // Never asked: its host stopped answering earlier in this run (said once, when it was

@@ -58,7 +58,7 @@ extension SyncRunner {
             // A delta's ranges are small and few: each one finished is journaled (docs/journal.md,
             // rule 3), so a kill costs at most the ranges in flight, not everything since the
             // layout (a checkpoint otherwise comes every 8 MiB).
-            if task.attempt.delta.from != nil { task.partial?.checkpoint() }
+            if task.partial?.isDelta == true { task.partial?.checkpoint() }
             // Segments the connection limit held back start as others finish.
             if task.segments.failure == nil && !isStopping, task.partial?.isComplete == false { continueSegments(task) }
         case .failed(.cancelled):

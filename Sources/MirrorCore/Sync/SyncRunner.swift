@@ -38,7 +38,7 @@ public final class SyncRunner {
     var localTrees: [Destination] = []
     /// Entries waiting for another entry of the run to fetch their content, by that entry's path
     /// (``holdDuplicates()``).
-    var waitingForContent: [String: [EntryTask]] = [:]
+    var waitingForContent: [PathKey: [EntryTask]] = [:]
     /// The generation store when DEST is atomic (``GenerationStore``); the run then installs into
     /// its building folder and ``publishGeneration(_:)`` switches DEST at the end.
     var generations: GenerationStore?
@@ -181,7 +181,9 @@ public final class SyncRunner {
                 break
             }
             scheduler.promoteDue(now: now)
-            while let task = scheduler.nextToStart() { start(task) }
+            // Nothing starts once a signal came or the deadline passed (a delta set aside at the
+            // stop must not start as a whole download the same turn).
+            while !runIsEnding(), let task = scheduler.nextToStart() { start(task) }
             if installer?.isDue(now: now) == true { commitBatch() }
             if scheduler.isIdle && checks.isEmpty {
                 guard heldDuplicates > 0 else { break }

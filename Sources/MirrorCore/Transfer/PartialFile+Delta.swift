@@ -15,7 +15,7 @@ extension PartialFile {
         try preallocate()
         for copy in plan.copies {
             if stop() { throw Chunker.Stopped() }
-            try LocalCopy.copyRange(from: old, at: copy.from, to: file, at: copy.to, length: copy.length)
+            try LocalCopy.copyRange(from: old, at: copy.from, to: file, at: copy.to, length: copy.length, stop: stop)
         }
         isDelta = true
         let list = plan.segments.map { Segment(start: $0.start, end: $0.end, written: $0.local ? $0.length : 0) }

@@ -41,10 +41,17 @@ enum SmallFetch {
     /// One blocking request with `curl_easy_perform` (no multi handle: the caller waits for this
     /// small file before anything depends on it). HTTP statuses are returned, not thrown; libcurl
     /// errors are thrown.
-    static func get(_ url: String, validators: Validators?, limit: Int, settings: TransferSettings) throws -> Response {
+    ///
+    /// - Parameters:
+    ///   - stopAt: a monotonic time (``monotonicSeconds()``) at which the fetch is abandoned like
+    ///     on a signal (a run's `--deadline`, for a fetch made while the run goes on).
+    ///   - timeLimit: seconds the whole request may take (`CURLOPT_TIMEOUT`), beyond the stall rule.
+    static func get(_ url: String, validators: Validators?, limit: Int, settings: TransferSettings,
+                    stopAt: Double? = nil, timeLimit: Int? = nil) throws -> Response {
         let easy: CurlEasy
         do { easy = try CurlEasy() } catch { throw Failure.curl("\(error)") }
         let sink = FetchSink(limit: limit)
+        sink.stopAt = stopAt
         let userdata = Unmanaged.passUnretained(sink).toOpaque()
         do {
             // The same schemes, redirects, TLS (`--ca-file`), credentials and timeouts as every download.
@@ -60,6 +67,8 @@ enum SmallFetch {
             // The progress callback is where a SIGINT/SIGTERM during the fetch is noticed.
             try easy.set(CURLOPT_NOPROGRESS, 0)
             _ = mirror_curl_easy_setopt_xferinfo_callback(easy.handle, fetchProgressCallback)
+            try easy.set(CURLOPT_XFERINFODATA, pointer: userdata)
+            if let timeLimit { try easy.set(CURLOPT_TIMEOUT, max(1, timeLimit)) }
         } catch {
             throw Failure.curl("\(error)")
         }
@@ -78,6 +87,8 @@ private final class FetchSink {
     var body: [UInt8] = []
     var headers: [String: String] = [:]
     var overflowed = false
+    /// Monotonic time at which the fetch gives up (see ``SmallFetch/get(_:validators:limit:settings:stopAt:timeLimit:)``).
+    var stopAt: Double?
     init(limit: Int) { self.limit = limit }
 }
 
@@ -119,5 +130,7 @@ private func fetchWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: In
 /// `CURLOPT_XFERINFOFUNCTION`: non-zero aborts the transfer (`CURLE_ABORTED_BY_CALLBACK`).
 private func fetchProgressCallback(_ userdata: UnsafeMutableRawPointer?, _ dltotal: curl_off_t, _ dlnow: curl_off_t,
                                    _ ultotal: curl_off_t, _ ulnow: curl_off_t) -> Int32 {
-    StopSignal.received != 0 ? 1 : 0
+    if StopSignal.received != 0 { return 1 }
+    if let stopAt = fetchSink(userdata)?.stopAt, monotonicSeconds() >= stopAt { return 1 }
+    return 0
 }
