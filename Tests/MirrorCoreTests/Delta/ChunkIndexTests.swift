@@ -43,6 +43,17 @@ struct ChunkIndexTests {
         }
     }
 
+    /// Parameters that would let an index ask for tiny chunks (and so a huge map of the old
+    /// copy) or huge read buffers are refused, as is a short chunk before the last.
+    @Test func parametersOutsideTheBoundsAndShortChunksAreRefused() {
+        for header in ["chunking gear min=64 avg=128 max=256", "chunking gear min=16384 avg=65536 max=4194304"] {
+            let text = Self.index([70000, 20300]).text.replacingOccurrences(of: "chunking gear min=16384 avg=65536 max=262144", with: header)
+            #expect(throws: ChunkIndex.Unusable.self, "\(header)") { try ChunkIndex.parse(Array(text.utf8)) }
+        }
+        #expect(throws: ChunkIndex.Unusable.self) { try ChunkIndex.parse(Array(Self.index([1000, 70000]).text.utf8)) }
+        #expect(ChunkIndex.largestText(forFileOf: 1 << 30) >= Int64(Self.index(Array(repeating: 4096, count: (1 << 30) / 4096)).text.utf8.count))
+    }
+
     @Test func chunksThatDoNotAddUpToTheSizeAreRefused() {
         let text = Self.index([70000, 20300]).text.replacingOccurrences(of: "size 90300", with: "size 90301")
         #expect(throws: ChunkIndex.Unusable.self) { try ChunkIndex.parse(Array(text.utf8)) }

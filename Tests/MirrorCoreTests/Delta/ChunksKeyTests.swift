@@ -7,12 +7,12 @@ struct ChunksKeyTests {
     typealias F = ManifestFixture
 
     @Test func anEntryNamesItsChunkIndex() throws {
-        let text = F.oneEntry("    chunks:", "      path: .mirror-chunks/a", "      size: 1234", "      sha256: \(F.sha256)")
+        let text = F.oneEntry("    chunks:", "      path: .mirror-chunks/a", "      size: 234", "      sha256: \(F.sha256)")
         for fast in [true, false] {
             var bytes = Array(text.utf8)
             let manifest = try ManifestLoader.manifest(from: &bytes, sourceName: "m.yaml", reader: .init(fastPath: fast))
             let chunks = try #require(manifest.entries.first?.chunks)
-            #expect(chunks.path == ".mirror-chunks/a" && chunks.size == 1234 && chunks.sha256.hex == F.sha256)
+            #expect(chunks.path == ".mirror-chunks/a" && chunks.size == 234 && chunks.sha256.hex == F.sha256)
             #expect(manifest.chunkIndexSources(for: manifest.entries[0]) == ["https://example.org/.mirror-chunks/a"])
         }
         #expect(try F.parse(F.oneEntry()).entries.first?.chunks == nil)
@@ -25,6 +25,8 @@ struct ChunksKeyTests {
         (["    chunks:", "      path: i", "      size: -1", "      sha256: \(ManifestFixture.sha256)"], 9, 13, "size must be"),
         (["    chunks:", "      path: i", "      url: x", "      size: 1", "      sha256: \(ManifestFixture.sha256)"], 9, 7,
          "unknown key \"url\" in chunks"),
+        (["    chunks:", "      path: i", "      size: 337", "      sha256: \(ManifestFixture.sha256)"], 8, 7,
+         "chunks size 337 is more than the index of a 1-byte file can be (at most 336 bytes)"),
     ])
     func aBrokenChunksKeyIsAnError(extra: [String], line: Int, column: Int, message: String) throws {
         let text = (["version: 1", "base_url: https://example.org/", "files:", "  - path: a", "    size: 1",
