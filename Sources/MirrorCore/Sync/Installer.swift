@@ -101,6 +101,7 @@ final class Installer {
                 out.failed.append((item.task, error))
             }
         }
+        destination.forgetInstallFolder()
         do {
             if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
             CrashPoint.hit("install-before-record")

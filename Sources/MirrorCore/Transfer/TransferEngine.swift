@@ -13,6 +13,8 @@ public final class TransferEngine {
     private let condition = NSCondition()
     // Guarded by `condition`:
     private var submitted: [Download] = []
+    /// A wake-up for ``submitted`` was sent and the transfer thread has not yet taken the queue.
+    private var wakePending = false
     private var finished: [Download] = []
     private var cancelRequested = false
     private var cancelOne: [Download] = []
@@ -38,11 +40,18 @@ public final class TransferEngine {
     deinit { shutdown() }
 
     /// Queues a download; it starts at the transfer thread's next turn.
+    ///
+    /// One `curl_multi_wakeup` (a `send` on libcurl's socket pair, and a `recv` to drain it on the
+    /// transfer thread) per turn rather than per download: the first submit after the thread took
+    /// the queue wakes it, and later ones find that wake-up still pending, so the thread's next
+    /// turn takes them all. For thousands of small files that is thousands of system calls less.
     public func submit(_ download: Download) {
         condition.lock()
         submitted.append(download)
+        let wake = !wakePending
+        wakePending = true
         condition.unlock()
-        multi.wakeup()
+        if wake { multi.wakeup() }
     }
 
     /// Stops every transfer in progress; each comes back through ``waitForFinished(timeout:)``
@@ -101,6 +110,7 @@ public final class TransferEngine {
             condition.lock()
             let incoming = submitted
             submitted.removeAll()
+            wakePending = false
             let cancel = cancelRequested
             cancelRequested = false
             let stop = stopRequested
@@ -141,12 +151,14 @@ public final class TransferEngine {
                 }
             }
             _ = multi.perform()
+            var done: [Download] = []
             for (handle, code) in multi.finished() {
                 guard let download = active.removeValue(forKey: handle) else { continue }
                 multi.remove(download.easy)
                 download.finish(code: code)
-                deliver(download)
+                done.append(download)
             }
+            deliver(done)
             var timeout: Int32 = active.isEmpty ? 1000 : 200
             if let limiter, limiter.hasPaused { timeout = min(timeout, Int32(max(1, (limiter.wait() * 1000).rounded(.up)))) }
             multi.poll(timeoutMilliseconds: timeout)
@@ -157,9 +169,14 @@ public final class TransferEngine {
         condition.unlock()
     }
 
-    private func deliver(_ download: Download) {
+    private func deliver(_ download: Download) { deliver([download]) }
+
+    /// Hands finished downloads to the sync thread: one lock and one wake-up (a `futex`) for all
+    /// that finished in one turn, not one per download.
+    private func deliver(_ downloads: [Download]) {
+        guard !downloads.isEmpty else { return }
         condition.lock()
-        finished.append(download)
+        finished += downloads
         condition.broadcast()
         condition.unlock()
     }
