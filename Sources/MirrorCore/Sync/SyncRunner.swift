@@ -42,6 +42,8 @@ public final class SyncRunner {
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
     var writer: PartialWriter?
+    /// Runs the group commits while this thread goes on (``CommitThread``); set for the transfers.
+    var committer: CommitThread?
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     var fatal: SystemError?
     /// The files to fetch do not fit (``SpaceCheck``): the run stopped before its first request.
@@ -158,9 +160,12 @@ public final class SyncRunner {
         }
         let writer = PartialWriter()
         self.writer = writer
+        let wake = engine
+        committer = CommitThread { [weak wake] in wake?.interruptWait() }
         defer {
             engine?.shutdown()
             writer.shutdown()
+            committer?.shutdown()
         }
 
         while fatal == nil {
@@ -171,7 +176,8 @@ public final class SyncRunner {
             }
             scheduler.promoteDue(now: now)
             while let task = scheduler.nextToStart() { start(task) }
-            if installer?.isDue(now: now) == true { commitBatch() }
+            collectCommits()
+            if installer?.isDue(now: now) == true { dispatchCommit() }
             if scheduler.isIdle && checks.isEmpty { break }
 
             if let entry = checks.first {
@@ -183,7 +189,8 @@ public final class SyncRunner {
                 continue
             }
             var wait = scheduler.timeUntilDue(now: now)
-            if let due = installer?.timeUntilDue(now: now) { wait = min(wait, max(0.001, due)) }
+            // A due batch waits for the commit in progress, which ends this wait when it is done.
+            if let due = installer?.timeUntilDue(now: now), committer?.isBusy != true { wait = min(wait, max(0.001, due)) }
             if report.progress != nil { wait = min(wait, ProgressDisplay.minimumInterval) }
             if let due = widenSegments(now) { wait = min(wait, due) }
             showProgress()

@@ -17,6 +17,8 @@ public final class TransferEngine {
     private var wakePending = false
     private var finished: [Download] = []
     private var cancelRequested = false
+    /// Set by ``interruptWait()``, cleared by the wait it ends.
+    private var interrupted = false
     private var cancelOne: [Download] = []
     private var stopRequested = false
     private var threadExited = false
@@ -75,15 +77,27 @@ public final class TransferEngine {
     }
 
     /// Waits up to `timeout` seconds for downloads to finish and returns them (possibly none).
+    /// Returns early, with none, after ``interruptWait()``.
     public func waitForFinished(timeout: Double) -> [Download] {
         condition.lock()
         defer { condition.unlock() }
-        if finished.isEmpty && timeout > 0 {
+        if finished.isEmpty && !interrupted && timeout > 0 {
             _ = condition.wait(until: Date(timeIntervalSinceNow: timeout))
         }
+        interrupted = false
         let out = finished
         finished.removeAll()
         return out
+    }
+
+    /// Ends the current (or the next) ``waitForFinished(timeout:)`` at once, from any thread: the
+    /// commit thread calls it when a commit is done, so the sync thread reports it and starts the
+    /// next one without waiting out its timeout.
+    func interruptWait() {
+        condition.lock()
+        interrupted = true
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Ends the transfer thread (cancelling what runs) and waits for it.
