@@ -17,6 +17,9 @@ final class EntryTask {
     var segments = SegmentState()
     /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`; ``Scheduler``).
     var notBefore = 0.0
+    /// The partial file's name (``PartialFile/name(for:)``, a SHA-256 of the path), worked out
+    /// once: the space check, the partial file and the sweep at the end all ask for it.
+    lazy var partialName: String = PartialFile.name(for: entry.path)
 
     init(entry: ManifestEntry, sources: [String], replacing: Bool, resume: PartialRecord? = nil, resumeOffset: Int64 = 0) {
         self.entry = entry

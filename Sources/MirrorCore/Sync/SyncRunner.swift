@@ -229,7 +229,7 @@ public final class SyncRunner {
         do {
             // Bytes already on this machine come first: they need no source, reachable or not.
             if task.partial == nil, copyLocally(task) {
-                task.partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
+                task.partial = try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: partialFolder,
                                                folderDisplay: destination.displayState(".mirror/partial"), journal: journal,
                                                writer: writer, resumeFrom: task.entry.size, saved: nil)
                 task.partial?.sourceURL = task.attempt.copiedFrom.map { "file://" + $0 }
@@ -248,7 +248,7 @@ public final class SyncRunner {
             }
             if task.partial == nil, let url = task.currentSource, startDelta(task, url: url), task.partial == nil { return }
             if task.partial == nil {
-                let partial = try PartialFile(identity: EntryIdentity(task.entry),
+                let partial = try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName,
                                               folder: partialFolder, folderDisplay: destination.displayState(".mirror/partial"),
                                               journal: journal, writer: writer, resumeFrom: task.resumeOffset, saved: task.resume)
                 if partial.length > 0, let record = task.resume {
@@ -345,7 +345,7 @@ public final class SyncRunner {
         if let partialFolder {
             // A partial that no task of this run owns belongs to no entry of the manifest (an
             // up-to-date entry needs none): nothing will ever resume it.
-            PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map { PartialFile.name(for: $0.entry.path) }) }
+            PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map(\.partialName)) }
         }
         if let generations {
             if buildsGeneration { publishGeneration(generations) }
