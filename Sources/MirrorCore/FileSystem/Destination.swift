@@ -119,9 +119,12 @@ public final class Destination {
         // thread's next folder would close this descriptor (and its number be reused) under us.
         statusCacheLock.lock()
         defer { statusCacheLock.unlock() }
-        guard let fd = try statusFolder(folder, for: relative) else {
-            // Not a folder we can enter: nothing there, a file, or a symlink in the way; the
-            // whole path, opened the careful way, tells which.
+        var missing = false
+        guard let fd = try statusFolder(folder, for: relative, missing: &missing) else {
+            // No such folder: no such file either (every entry of a new DEST, one call each).
+            if missing { return nil }
+            // Not a folder we can enter: a file, or a symlink in the way; the whole path,
+            // opened the careful way, tells which.
             return try uncachedStatus(of: relative)
         }
         if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
@@ -200,14 +203,15 @@ public final class Destination {
     }
 
     /// A descriptor for `folder` (beneath DEST, opened without following symlinks), or nil when it
-    /// does not exist. Throws when a symlink is in the way. The caller holds `statusCacheLock` while
-    /// it uses the descriptor.
-    private func statusFolder(_ folder: String, for relative: String) throws -> Int32? {
+    /// does not exist (`missing` set: `ENOENT`) or is not a folder. Throws when a symlink is in the
+    /// way. The caller holds `statusCacheLock` while it uses the descriptor.
+    private func statusFolder(_ folder: String, for relative: String, missing: inout Bool) throws -> Int32? {
         if let cached = statusCache, cached.path == folder { return cached.fd }
         let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno
             // ENOTDIR: a file, or a symlink (O_NOFOLLOW with O_DIRECTORY says so for both).
+            missing = code == ENOENT
             if code == ENOENT || code == ENOTDIR { return nil }
             throw openFailure("inspect", relative, code: code)
         }

@@ -221,6 +221,8 @@ public final class SyncRunner {
     }
 
     func showProgress() {
+        // Without a progress block (--quiet, not a terminal) the loop's turns build no lists for it.
+        guard report.progress != nil else { return }
         report.transferProgress(tasks: allTasks, active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
     }
 
