@@ -63,7 +63,7 @@ public final class SyncRunner {
         let start = monotonicSeconds()
         startTime = start
         scheduler = Scheduler(jobs: options.jobs, connectionLimit: max(1, options.jobs, options.segments),
-                              deadline: options.deadline.map { start + $0 })
+                              deadline: options.deadline.map { start + $0 }, readAhead: options.jobs)
     }
 
     /// Where the files go: `--dest`, else the manifest's `destination` relative to its folder.
@@ -154,7 +154,8 @@ public final class SyncRunner {
     func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
         do {
-            engine = try TransferEngine(connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate)
+            engine = try TransferEngine(connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate,
+                                        maxActive: scheduler.connectionLimit)
         } catch {
             throw SyncError.setup("\(error)")
         }
