@@ -53,6 +53,13 @@ static inline int mirror_rename_exchange(int olddirfd, const char *oldpath, int 
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, 2 /* RENAME_EXCHANGE */);
 }
 
+/* renameat2(2) with RENAME_NOREPLACE (1): the rename fails with EEXIST instead of replacing
+   whatever has the new name, so installing a file where nothing is yet needs no look first.
+   Filesystems without it fail with EINVAL; callers then look and use renameat(2). */
+static inline int mirror_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+    return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, 1 /* RENAME_NOREPLACE */);
+}
+
 /* copy_file_range(2) (Linux 4.5; across file systems since 5.3): the kernel copies `len` bytes
    between two files without bringing them to user space (server-side on NFS 4.2, shared
    extents on some file systems). Declared by <unistd.h> only with _GNU_SOURCE. Reuse by content

@@ -119,9 +119,12 @@ public final class Destination {
         // thread's next folder would close this descriptor (and its number be reused) under us.
         statusCacheLock.lock()
         defer { statusCacheLock.unlock() }
-        guard let fd = try statusFolder(folder, for: relative) else {
-            // Not a folder we can enter: nothing there, a file, or a symlink in the way; the
-            // whole path, opened the careful way, tells which.
+        var missing = false
+        guard let fd = try statusFolder(folder, for: relative, missing: &missing) else {
+            // No such folder: no such file either (every entry of a new DEST, one call each).
+            if missing { return nil }
+            // Not a folder we can enter: a file, or a symlink in the way; the whole path,
+            // opened the careful way, tells which.
             return try uncachedStatus(of: relative)
         }
         if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
@@ -190,20 +193,25 @@ public final class Destination {
     /// The last folder ``status(of:)`` opened, kept open for the next entries in it.
     private var statusCache: (path: String, fd: Int32)?
     private let statusCacheLock = NSLock()
+    /// The last folder ``install(partial:from:to:syncFolder:expected:)`` renamed into, kept open
+    /// for the next files of a batch (they are mostly in the same folder).
+    var installFolder: (path: String, folder: FileDescriptor)?
+    let installFolderLock = NSLock()
 
     deinit {
         if let cached = statusCache { close(cached.fd) }
     }
 
     /// A descriptor for `folder` (beneath DEST, opened without following symlinks), or nil when it
-    /// does not exist. Throws when a symlink is in the way. The caller holds `statusCacheLock` while
-    /// it uses the descriptor.
-    private func statusFolder(_ folder: String, for relative: String) throws -> Int32? {
+    /// does not exist (`missing` set: `ENOENT`) or is not a folder. Throws when a symlink is in the
+    /// way. The caller holds `statusCacheLock` while it uses the descriptor.
+    private func statusFolder(_ folder: String, for relative: String, missing: inout Bool) throws -> Int32? {
         if let cached = statusCache, cached.path == folder { return cached.fd }
         let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno
             // ENOTDIR: a file, or a symlink (O_NOFOLLOW with O_DIRECTORY says so for both).
+            missing = code == ENOENT
             if code == ENOENT || code == ENOTDIR { return nil }
             throw openFailure("inspect", relative, code: code)
         }
@@ -281,61 +289,6 @@ public final class Destination {
         } catch let error as SystemError where error.code == ENOENT && !create {
             return nil
         }
-    }
-
-    // MARK: - Installing a verified file
-
-    /// Moves a verified file into place: `renameat(2)` from the partial folder to `relative`, then
-    /// `fsync` of the receiving folder so the new name is durable (docs/journal.md, rule 1). The rename
-    /// is atomic: a reader sees the old file or the new one, never a mix. Returns the installed file's
-    /// status, taken after the rename because rename changes the inode's ctime.
-    /// With `syncFolder` false the caller makes the rename durable another way (one `syncfs` for a batch).
-    ///
-    /// With `expected` (the partial file the caller wrote, verified and sealed through its descriptor),
-    /// the name in the partial folder must still be that very inode before the rename, and the final
-    /// path must be it after: a symlink or another file swapped in under the partial's name while
-    /// it downloaded is never installed (it would put a link to anywhere at a manifest path).
-    /// The check before the rename and the rename are two calls on a name, so whoever can write
-    /// in the partial folder can swap the name between them (`renameat2(RENAME_EXCHANGE)` in a
-    /// loop, issue 17 item 3). The check after it is on the final name in DEST: when that is not
-    /// the inode we wrote, what the rename put there is removed (`unlinkat`, which removes a link
-    /// itself and never follows it) before the entry fails, so no link stays at a manifest path.
-    public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String,
-                        syncFolder: Bool = true, expected: FileDescriptor? = nil) throws -> FileStatus {
-        let (parent, final) = try openParent(of: relative, create: true)
-        var st = stat()
-        let ours = try expected?.stat()
-        if let ours {
-            guard fstatat(partialFolder.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-                throw SystemError("find the verified download of", display(relative))
-            }
-            guard FileStatus(st).sameFile(as: ours) else {
-                throw SystemError("install", display(relative) + " (its partial file was replaced during the download)", code: ELOOP)
-            }
-        }
-        if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 {
-            let existing = FileStatus(st)
-            if existing.isDirectory {
-                throw SystemError("replace", display(relative) + " (a folder is in the way)", code: EISDIR)
-            }
-        }
-        if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
-            throw SystemError("move into place", display(relative))
-        }
-        if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            let code = errno
-            if ours != nil { _ = unlinkat(parent.fd, final, 0) }
-            throw SystemError("inspect", display(relative), code: code)
-        }
-        if let ours, !FileStatus(st).sameFile(as: ours) {
-            let removed = unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
-            if syncFolder { try? parent.sync() }
-            let what = FileStatus(st).isSymlink ? "a symbolic link" : "another file"
-            throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download during the rename; "
-                              + (removed ? "it was removed" : "remove it; it is not the manifest's file") + ")", code: ELOOP)
-        }
-        if syncFolder { try parent.sync() }
-        return FileStatus(st)
     }
 }
 

@@ -19,6 +19,9 @@ final class EntryTask {
     var notBefore = 0.0
     /// The transfer thread its requests go to (``TransferPool``), fixed at its first request.
     var shard: Int?
+    /// The partial file's name (``PartialFile/name(for:)``, a SHA-256 of the path), worked out
+    /// once: the space check, the partial file and the sweep at the end all ask for it.
+    lazy var partialName: String = PartialFile.name(for: entry.path)
 
     init(entry: ManifestEntry, sources: [String], replacing: Bool, resume: PartialRecord? = nil, resumeOffset: Int64 = 0) {
         self.entry = entry

@@ -73,10 +73,20 @@ final class Installer {
         var fatal: SystemError?
     }
 
+    /// Files verified and waiting for a commit.
+    var waiting: Int { batch.items.count }
+
+    /// Takes the waiting files, for a ``commit(_:)`` on another thread (``CommitThread``).
+    func takeBatch() -> [InstallBatch.Item] { batch.take() }
+
     /// Makes the waiting verified files durable, renames them into place and journals them.
-    func commit() -> Committed {
+    func commit() -> Committed { commit(batch.take()) }
+
+    /// Makes `items` durable, renames them into place and journals them. Touches only what it is
+    /// given, the destination and the journal (which has its own lock), so it may run on the
+    /// commit thread while the sync thread verifies the next files.
+    func commit(_ items: [InstallBatch.Item]) -> Committed {
         var out = Committed()
-        let items = batch.take()
         guard !items.isEmpty else { return out }
         let single = items.count == 1
         do {
@@ -101,6 +111,7 @@ final class Installer {
                 out.failed.append((item.task, error))
             }
         }
+        destination.forgetInstallFolder()
         do {
             if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
             CrashPoint.hit("install-before-record")

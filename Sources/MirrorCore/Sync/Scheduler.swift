@@ -16,6 +16,12 @@ final class Scheduler {
     let connectionLimit: Int
     /// Monotonic time at which the run stops (`--deadline` after its start).
     let deadline: Double?
+    /// Entries (and requests) that may start beyond ``jobs`` and ``connectionLimit``: their partial
+    /// files are opened and their requests wait in the ``TransferEngine`` (which runs at most
+    /// ``connectionLimit`` at once) to begin the moment a running one ends, without a round trip
+    /// through this thread. ``freeConnections`` counts them as running: a segmented file widens
+    /// only into connections that no waiting request is about to take.
+    let readAhead: Int
 
     private(set) var ready: [EntryTask] = []
     private(set) var waiting: [EntryTask] = []
@@ -29,10 +35,11 @@ final class Scheduler {
     /// The loop sleeps at most this long, so it notices a stop signal soon.
     static let longestWait = 0.5
 
-    init(jobs: Int, connectionLimit: Int, deadline: Double?) {
+    init(jobs: Int, connectionLimit: Int, deadline: Double?, readAhead: Int = 0) {
         self.jobs = max(1, jobs)
         self.connectionLimit = max(1, connectionLimit)
         self.deadline = deadline
+        self.readAhead = max(0, readAhead)
     }
 
     // MARK: The queue
@@ -62,7 +69,7 @@ final class Scheduler {
 
     /// The first ready entry, taken off the queue, when an entry slot and a connection are free.
     func nextToStart() -> EntryTask? {
-        guard runningTasks < jobs, requests.count < connectionLimit, !ready.isEmpty else { return nil }
+        guard runningTasks < jobs + readAhead, requests.count < connectionLimit + readAhead, !ready.isEmpty else { return nil }
         return ready.removeFirst()
     }
 

@@ -6,7 +6,7 @@ extension SyncRunner {
         let entry = task.entry
         switch installer.verify(partial, for: task) {
         case .queued:
-            if installer.isDue(now: monotonicSeconds()) { commitBatch() }
+            if installer.isDue(now: monotonicSeconds()) { dispatchCommit() }
         case .failed(let error):
             stopOrFail(entry, error)
         case .mismatch(let detail, let got):
@@ -14,10 +14,38 @@ extension SyncRunner {
         }
     }
 
-    /// Installs the verified files waiting in the batch and reports each.
+    /// Hands the verified files waiting in the batch to the commit thread (``CommitThread``), or
+    /// commits them here when there is none. While a commit runs the next batch fills; only a full
+    /// one waits for it, so at most two batches' partial files are open at once.
+    func dispatchCommit() {
+        guard let installer else { return }
+        guard let committer else { return commitBatch() }
+        if committer.isBusy {
+            guard installer.waiting >= InstallBatch.maxFiles else { return }
+            committer.waitIdle()
+        }
+        collectCommits()
+        let items = installer.takeBatch()
+        guard !items.isEmpty else { return }
+        committer.start { installer.commit(items) }
+    }
+
+    /// Reports the commits the commit thread finished.
+    func collectCommits() {
+        for done in committer?.takeDone() ?? [] { report(done) }
+    }
+
+    /// Installs the verified files waiting in the batch, here and now, after any commit in
+    /// progress on the commit thread, and reports each: the run's last commit.
     func commitBatch() {
         guard let installer else { return }
-        let done = installer.commit()
+        committer?.waitIdle()
+        collectCommits()
+        report(installer.commit())
+    }
+
+    /// Counts and reports the files of a finished commit; its failures fail (or stop) their entries.
+    func report(_ done: Installer.Committed) {
         if let error = done.fatal, fatal == nil { fatal = error }
         for (task, error) in done.failed { stopOrFail(task.entry, error) }
         for (task, partial) in done.installed {

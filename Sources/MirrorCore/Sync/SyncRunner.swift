@@ -50,6 +50,8 @@ public final class SyncRunner {
     var writers: PartialWriterPool?
     /// The writer for a partial file about to be opened.
     var writer: PartialWriter? { writers?.writer() }
+    /// Runs the group commits while this thread goes on (``CommitThread``); set for the transfers.
+    var committer: CommitThread?
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     var fatal: SystemError?
     /// The files to fetch do not fit (``SpaceCheck``): the run stopped before its first request.
@@ -69,7 +71,7 @@ public final class SyncRunner {
         let start = monotonicSeconds()
         startTime = start
         scheduler = Scheduler(jobs: options.jobs, connectionLimit: max(1, options.jobs, options.segments),
-                              deadline: options.deadline.map { start + $0 })
+                              deadline: options.deadline.map { start + $0 }, readAhead: options.jobs)
     }
 
     /// Where the files go: `--dest`, else the manifest's `destination` relative to its folder.
@@ -162,16 +164,20 @@ public final class SyncRunner {
         var checks = checksIn[...]
         do {
             engine = try TransferPool(threads: options.transferThreads ?? options.defaultTransferThreads,
-                                      connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate)
+                                      connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate,
+                                      maxActive: scheduler.connectionLimit)
         } catch {
             throw SyncError.setup("\(error)")
         }
         // One hashing thread per file in flight, at most one per core.
         let writers = PartialWriterPool(limit: min(WorkerPool.coreCount, max(options.jobs, 1)))
         self.writers = writers
+        let wake = engine
+        committer = CommitThread { [weak wake] in wake?.interruptWait() }
         defer {
             engine?.shutdown()
             writers.shutdown()
+            committer?.shutdown()
         }
 
         while fatal == nil {
@@ -184,7 +190,8 @@ public final class SyncRunner {
             // Nothing starts once a signal came or the deadline passed (a delta set aside at the
             // stop must not start as a whole download the same turn).
             while !runIsEnding(), let task = scheduler.nextToStart() { start(task) }
-            if installer?.isDue(now: now) == true { commitBatch() }
+            collectCommits()
+            if installer?.isDue(now: now) == true { dispatchCommit() }
             if scheduler.isIdle && checks.isEmpty {
                 guard heldDuplicates > 0 else { break }
                 // Entries wait for content whose file is verified but not yet in place: install
@@ -203,7 +210,8 @@ public final class SyncRunner {
                 continue
             }
             var wait = scheduler.timeUntilDue(now: now)
-            if let due = installer?.timeUntilDue(now: now) { wait = min(wait, max(0.001, due)) }
+            // A due batch waits for the commit in progress, which ends this wait when it is done.
+            if let due = installer?.timeUntilDue(now: now), committer?.isBusy != true { wait = min(wait, max(0.001, due)) }
             if report.progress != nil { wait = min(wait, ProgressDisplay.minimumInterval) }
             if let due = widenSegments(now) { wait = min(wait, due) }
             showProgress()
@@ -234,6 +242,8 @@ public final class SyncRunner {
     }
 
     func showProgress() {
+        // Without a progress block (--quiet, not a terminal) the loop's turns build no lists for it.
+        guard report.progress != nil else { return }
         report.transferProgress(tasks: allTasks, active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
     }
 
@@ -242,7 +252,7 @@ public final class SyncRunner {
         do {
             // Bytes already on this machine come first: they need no source, reachable or not.
             if task.partial == nil, copyLocally(task) {
-                task.partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
+                task.partial = try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: partialFolder,
                                                folderDisplay: destination.displayState(".mirror/partial"), journal: journal,
                                                writer: writer, resumeFrom: task.entry.size, saved: nil)
                 task.partial?.sourceURL = task.attempt.copiedFrom.map { "file://" + $0 }
@@ -261,7 +271,7 @@ public final class SyncRunner {
             }
             if task.partial == nil, let url = task.currentSource, startDelta(task, url: url), task.partial == nil { return }
             if task.partial == nil {
-                let partial = try PartialFile(identity: EntryIdentity(task.entry),
+                let partial = try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName,
                                               folder: partialFolder, folderDisplay: destination.displayState(".mirror/partial"),
                                               journal: journal, writer: writer, resumeFrom: task.resumeOffset, saved: task.resume)
                 if partial.length > 0, let record = task.resume {
@@ -362,7 +372,7 @@ public final class SyncRunner {
         if let partialFolder {
             // A partial that no task of this run owns belongs to no entry of the manifest (an
             // up-to-date entry needs none): nothing will ever resume it.
-            PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map { PartialFile.name(for: $0.entry.path) }) }
+            PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map(\.partialName)) }
         }
         if let generations {
             if buildsGeneration { publishGeneration(generations) }

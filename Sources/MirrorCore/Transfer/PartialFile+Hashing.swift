@@ -11,6 +11,7 @@ extension PartialFile {
     func feedFromFile(all: Bool) {
         guard let range = feed.readBack(over: segments, all: all) else { return }
         if let writer {
+            hashesInline = false
             writer.hashFile(self, from: range.lowerBound, to: range.upperBound)
         } else {
             performHashFromFile(from: range.lowerBound, to: range.upperBound)

@@ -5,10 +5,12 @@ import Glibc
 extension PartialFile {
     /// Opens the partial file `name` in the partial folder, safely against whatever was planted there.
     ///
-    /// - A download that starts from zero unlinks any old file of that name (`unlinkat` removes a
-    ///   symlink itself, never its target) and creates a new one with `O_CREAT | O_EXCL | O_NOFOLLOW`,
+    /// - A download that starts from zero creates a new file with `O_CREAT | O_EXCL | O_NOFOLLOW`,
     ///   mode 0600: unverified bytes are nobody's business, and `O_EXCL` guarantees the file is new,
-    ///   not something another user made or linked in between.
+    ///   not something another user made or linked in between. Only when the name is taken
+    ///   (`EEXIST`) is the old file unlinked first (`unlinkat` removes a symlink itself, never its
+    ///   target): an `unlinkat` that finds nothing costs a folder lookup per file, which adds up
+    ///   over thousands of small files.
     /// - A resumed download reopens the existing file with `O_NOFOLLOW` (a symlink fails with
     ///   `ELOOP`) and keeps it only when it is a regular file with one name, owned by this process's
     ///   effective uid, mode 0600: a file anyone else could have written, or linked elsewhere, is
@@ -32,14 +34,19 @@ extension PartialFile {
             // Not ours to resume: the journal forgets it before a new file takes the name.
             try records?.forgetIfRecorded()
         }
-        if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
-            throw SystemError("remove the old partial file", displayPath)
+        // Usually nothing has the name: create at once, and remove an old file only when one is
+        // there (EEXIST), then create again. Each try is O_EXCL, so the file is always new.
+        var fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        if fd < 0 && errno == EEXIST {
+            if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
+                throw SystemError("remove the old partial file", displayPath)
+            }
+            fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         }
-        let fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         if fd < 0 { throw SystemError("create partial file", displayPath) }
         let file = FileDescriptor(fd: fd, displayPath: displayPath)
         // The umask may have narrowed 0600 (to 0400, say); the mode is what resuming checks.
-        _ = fchmod(fd, 0o600)
+        if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
         return (file, false)
     }
 }

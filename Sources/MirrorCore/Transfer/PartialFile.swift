@@ -19,6 +19,8 @@ import Glibc
 public final class PartialFile {
     /// Bytes between durable checkpoints: a kill loses at most this much progress.
     public static let checkpointInterval: Int64 = 8 << 20
+    /// A new download of a file this small is hashed by the thread that writes it (``hashesInline``).
+    static let inlineHashLimit: Int64 = 64 << 10
 
     public let identity: EntryIdentity
     /// File name inside the partial folder.
@@ -64,6 +66,13 @@ public final class PartialFile {
     var segments: [Segment]
     /// The prefix handed to the hashers, and whether the bytes after it are read back from the file.
     var feed = HashFeed()
+    /// Bytes are hashed at once by the thread that appends them instead of being copied and queued
+    /// on the writer: for a new download of a small file (``inlineHashLimit``), until anything for
+    /// it is queued on the writer (a read-back, a checkpoint), after which the writer keeps the
+    /// order. Handing 16 KiB to another thread cost more than hashing it (a copy, a wake-up of the
+    /// writer, a wait in ``finishDigests()``: 5000 × 16 KiB spent about as long in those `futex`
+    /// calls and context switches as in SHA-256 itself).
+    var hashesInline = false
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
     public internal(set) var resumedFromSavedState = false
@@ -117,14 +126,15 @@ public final class PartialFile {
     ///     recorded durable, so it is not trusted).
     ///   - saved: the journal's record for those bytes; when it covers exactly `resumeFrom` bytes
     ///     and carries hash states this libcrypto can restore, the prefix is not read again.
-    init(identity: EntryIdentity, folder: FileDescriptor, folderDisplay: String, journal: Journal?,
+    ///   - name: ``name(for:)`` of the path, when the caller has it already.
+    init(identity: EntryIdentity, name knownName: String? = nil, folder: FileDescriptor, folderDisplay: String, journal: Journal?,
          writer: PartialWriter? = nil, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws {
         self.identity = identity
         self.folder = folder
         let records = journal.map { PartialJournal(journal: $0, identity: identity) }
         self.records = records
         self.writer = writer
-        name = PartialFile.name(for: identity.path)
+        name = knownName ?? PartialFile.name(for: identity.path)
         displayPath = folderDisplay + "/" + name
         hashers = HasherSet(for: identity.digests)
         segments = PartialFile.oneStream(size: identity.size, written: 0)
@@ -134,6 +144,7 @@ public final class PartialFile {
         if !resuming { try records?.forgetIfRecorded() }
         let opened = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resuming, records: records)
         file = opened.file
+        hashesInline = writer != nil && !opened.resumed && identity.size <= PartialFile.inlineHashLimit
         guard opened.resumed else { return }
         let st = try file.stat()
         // The saved hash state is trusted only over the very file it was computed on, unchanged
@@ -216,7 +227,7 @@ public final class PartialFile {
         let offset = segment.next
         try file.write(bytes, at: offset)
         if feed.takesFromMemory(at: offset, count: n) {
-            if let writer { writer.hash(self, bytes) } else { performHash(bytes) }
+            if let writer, !hashesInline { writer.hash(self, bytes) } else { performHash(bytes) }
         }
         segment.written += n
         if segment.next - segment.writebackStarted >= 1 << 20 {
@@ -248,6 +259,7 @@ public final class PartialFile {
         // writer's fdatasync covers it. One stream is journaled without segments (no `segs=`).
         let snapshot = segments.count > 1 ? segments.map(\.record) : nil
         if let writer {
+            hashesInline = false
             writer.checkpoint(self, url: url, validator: currentValidator, segments: snapshot)
         } else {
             performCheckpoint(url: url, validator: currentValidator, segments: snapshot)

@@ -14,12 +14,15 @@ public final class TransferPool {
     ///   - threads: engines to run (at least 1; 1 with a rate limit).
     ///   - connectionsPerHost: libcurl's limit per host, for each engine (the scheduler bounds
     ///     the requests of the whole run).
-    public init(threads: Int, connectionsPerHost: Int, limitRate: Int64?) throws {
+    ///   - maxActive: requests running at once in all (the run's connection limit): each engine
+    ///     runs its share, rounded up, and queues the rest (``TransferEngine``).
+    public init(threads: Int, connectionsPerHost: Int, limitRate: Int64?, maxActive: Int) throws {
         let count = limitRate == nil ? max(1, threads) : 1
+        let share = (max(1, maxActive) + count - 1) / count
         var engines: [TransferEngine] = []
         for i in 0 ..< count {
-            engines.append(try TransferEngine(connectionsPerHost: connectionsPerHost, limitRate: limitRate, finished: finished,
-                                              name: count == 1 ? "mirror-transfer" : "mirror-xfer-\(i)"))
+            engines.append(try TransferEngine(connectionsPerHost: connectionsPerHost, limitRate: limitRate, maxActive: share,
+                                              finished: finished, name: count == 1 ? "mirror-transfer" : "mirror-xfer-\(i)"))
         }
         self.engines = engines
     }
@@ -41,6 +44,9 @@ public final class TransferPool {
     }
 
     public func waitForFinished(timeout: Double) -> [Download] { finished.wait(timeout: timeout) }
+
+    /// Ends the sync thread's current (or next) wait at once (``FinishedDownloads/interrupt()``).
+    func interruptWait() { finished.interrupt() }
 
     public func shutdown() {
         for engine in engines { engine.shutdown() }

@@ -1,0 +1,99 @@
+import CLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Destination {
+    // MARK: - Installing a verified file
+
+    /// Moves a verified file into place: `renameat(2)` from the partial folder to `relative`, then
+    /// `fsync` of the receiving folder so the new name is durable (docs/journal.md, rule 1). The rename
+    /// is atomic: a reader sees the old file or the new one, never a mix. Returns the installed file's
+    /// status, taken after the rename because rename changes the inode's ctime.
+    /// With `syncFolder` false the caller makes the rename durable another way (one `syncfs` for a batch).
+    ///
+    /// With `expected` (the partial file the caller wrote, verified and sealed through its descriptor),
+    /// the name in the partial folder must still be that very inode before the rename, and the final
+    /// path must be it after: a symlink or another file swapped in under the partial's name while
+    /// it downloaded is never installed (it would put a link to anywhere at a manifest path).
+    /// The check before the rename and the rename are two calls on a name, so whoever can write
+    /// in the partial folder can swap the name between them (`renameat2(RENAME_EXCHANGE)` in a
+    /// loop, issue 17 item 3). The check after it is on the final name in DEST: when that is not
+    /// the inode we wrote, what the rename put there is removed (`unlinkat`, which removes a link
+    /// itself and never follows it) before the entry fails, so no link stays at a manifest path.
+    ///
+    /// Per file of a batch of small files, each system call counts: the receiving folder stays open
+    /// for the next file in it (``forgetInstallFolder()`` closes it at the end of a batch), and a
+    /// path where nothing is yet is taken with `renameat2(RENAME_NOREPLACE)` without looking first;
+    /// only a name already taken (`EEXIST`: a file to replace, or a folder in the way) is looked at.
+    public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String,
+                        syncFolder: Bool = true, expected: FileDescriptor? = nil) throws -> FileStatus {
+        installFolderLock.lock()
+        defer { installFolderLock.unlock() }
+        var (parent, final, cached) = try installParent(of: relative)
+        var st = stat()
+        let ours = try expected?.stat()
+        if let ours {
+            guard fstatat(partialFolder.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                throw SystemError("find the verified download of", display(relative))
+            }
+            guard FileStatus(st).sameFile(as: ours) else {
+                throw SystemError("install", display(relative) + " (its partial file was replaced during the download)", code: ELOOP)
+            }
+        }
+        var moved = mirror_rename_noreplace(partialFolder.fd, name, parent.fd, final) == 0
+        if !moved && errno == ENOENT && cached {
+            // The kept folder was removed (or moved) since the last file: open it again by its path.
+            installFolder = nil
+            (parent, final, cached) = try installParent(of: relative)
+            moved = mirror_rename_noreplace(partialFolder.fd, name, parent.fd, final) == 0
+        }
+        if !moved {
+            // EEXIST: something has the name. EINVAL: the filesystem has no RENAME_NOREPLACE.
+            guard errno == EEXIST || errno == EINVAL || errno == ENOSYS else {
+                throw SystemError("move into place", display(relative))
+            }
+            if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && FileStatus(st).isDirectory {
+                throw SystemError("replace", display(relative) + " (a folder is in the way)", code: EISDIR)
+            }
+            if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
+                throw SystemError("move into place", display(relative))
+            }
+        }
+        if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+            let code = errno
+            if ours != nil { _ = unlinkat(parent.fd, final, 0) }
+            throw SystemError("inspect", display(relative), code: code)
+        }
+        if let ours, !FileStatus(st).sameFile(as: ours) {
+            let removed = unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
+            if syncFolder { try? parent.sync() }
+            let what = FileStatus(st).isSymlink ? "a symbolic link" : "another file"
+            throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download during the rename; "
+                              + (removed ? "it was removed" : "remove it; it is not the manifest's file") + ")", code: ELOOP)
+        }
+        if syncFolder { try parent.sync() }
+        return FileStatus(st)
+    }
+
+    /// Closes the folder ``install(partial:from:to:syncFolder:expected:)`` kept open: at the end of
+    /// a batch, so a folder replaced later is opened again by its path.
+    public func forgetInstallFolder() {
+        installFolderLock.lock()
+        installFolder = nil
+        installFolderLock.unlock()
+    }
+
+    /// The folder that receives `relative` (created if missing, ``openParent(of:create:)``), the kept
+    /// one when it is the same, and the final name. Called with `installFolderLock` held.
+    private func installParent(of relative: String) throws -> (folder: FileDescriptor, name: String, cached: Bool) {
+        let slash = relative.utf8.lastIndex(of: UInt8(ascii: "/"))
+        let folderPath = slash.map { String(relative[..<$0]) } ?? ""
+        if let kept = installFolder, kept.path == folderPath {
+            return (kept.folder, slash.map { String(relative[relative.index(after: $0)...]) } ?? relative, true)
+        }
+        let (parent, final) = try openParent(of: relative, create: true)
+        installFolder = (folderPath, parent)
+        return (parent, final, false)
+    }
+}
