@@ -156,8 +156,10 @@ struct VerifiedIndex {
                 case 0:
                     guard expected == nil else { return false }
                 case 1:
-                    guard let expected, expected.bytes.count == algorithm.byteCount,
-                          memcmp(at + i, expected.bytes, algorithm.byteCount) == 0 else { return false }
+                    guard let expected, expected.withUnsafeBytes({ bytes in
+                        guard let b = bytes.baseAddress, bytes.count == algorithm.byteCount else { return false }
+                        return memcmp(at + i, b, bytes.count) == 0
+                    }) else { return false }
                     i += algorithm.byteCount
                 default:
                     return false  // not lowercase hex of the right length: no entry's digest

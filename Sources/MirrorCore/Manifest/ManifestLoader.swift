@@ -69,7 +69,7 @@ public enum ManifestLoader {
         let parsed: YAMLTreeBuilder.Parsed?
         do {
             parsed = try YAMLParser.parse(bytes, fastPath: reader.fastPath,
-                                          entries: reader.streaming ? ManifestEntryStream(file: sourceName) : nil)
+                                          entries: reader.streaming ? ManifestEntryStream(file: sourceName, inputSize: bytes.count) : nil)
         } catch let e as YAMLError {
             throw ManifestError(file: sourceName, line: e.line, column: e.column, message: e.message)
         }

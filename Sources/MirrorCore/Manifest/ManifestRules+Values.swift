@@ -47,25 +47,27 @@ extension ManifestRules {
             let found = tree.string(node).unicodeScalars.count
             throw error(node, "\(what), found \(found) character\(found == 1 ? "" : "s")")
         }
-        // Decode straight into the result; on the first non-hex byte, note where and stop.
+        // Decode straight into the manifest's digest blocks; on the first non-hex byte, note
+        // where and stop.
         var badPosition: Int?
-        let out = [UInt8](unsafeUninitializedCapacity: byteCount) { out, initialized in
+        let digest = digestArena.make(count: byteCount) { out in
             var i = bytes.startIndex
             for k in 0 ..< byteCount {
-                guard let high = ManifestRules.hexValue(bytes[i]) else { badPosition = 2 * k; break }
-                guard let low = ManifestRules.hexValue(bytes[i + 1]) else { badPosition = 2 * k + 1; break }
+                guard let high = ManifestRules.hexValue(bytes[i]) else { badPosition = 2 * k; return false }
+                guard let low = ManifestRules.hexValue(bytes[i + 1]) else { badPosition = 2 * k + 1; return false }
                 out[k] = high << 4 | low
-                initialized = k + 1
                 i += 2
             }
+            return true
         }
-        if let position = badPosition {
+        guard let digest else {
+            let position = badPosition ?? 0
             let text = tree.string(node)
             let bad = text.unicodeScalars.first { !$0.isASCII || ManifestRules.hexValue(UInt8($0.value)) == nil }
             let shown = bad.map { quoted(String(Character($0))) } ?? "?"
             throw error(node, "\(what) (0-9, a-f), found the non-hex character \(shown) at position \(position + 1)")
         }
-        return Digest(bytes: out)
+        return digest
     }
 
     static func hexValue(_ c: UInt8) -> UInt8? {
