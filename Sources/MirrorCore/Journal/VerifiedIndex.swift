@@ -54,53 +54,72 @@ struct VerifiedIndex {
     mutating func insert(path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64, device: UInt64,
                          mtime: FileTime, ctime: FileTime, adopted: Bool,
                          digests: PerAlgorithm<UnsafeBufferPointer<UInt8>>, percentEncoded: Bool) {
-        let offset = arena.count
-        append(size)
-        append(inode)
-        append(device)
-        append(mtime.seconds)
-        append(ctime.seconds)
-        append(UInt32(truncatingIfNeeded: mtime.nanoseconds))
-        append(UInt32(truncatingIfNeeded: ctime.nanoseconds))
-        arena.append(adopted ? 1 : 0)
-        append(UInt32(truncatingIfNeeded: path.count))
-        arena.append(contentsOf: path)
+        // The record's length first (a digest kept as text, which is rare, is decoded here), then
+        // the record written in one piece and appended with one copy: 10^6 lines are read so.
+        var texts = PerAlgorithm<[UInt8]>()
+        var length = VerifiedIndex.fixedSize + path.count
         var raw = 0
         while let algorithm = DigestAlgorithm(rawValue: raw) {
             raw += 1
-            guard let value = digests[algorithm] else {
-                arena.append(0)
+            length += 1
+            guard let value = digests[algorithm] else { continue }
+            if VerifiedIndex.isLowercaseHex(value, algorithm) {
+                length += algorithm.byteCount
                 continue
             }
-            if appendRaw(hex: value, algorithm) { continue }
             var text = Array(value)
             if percentEncoded {
-                guard let decoded = JournalRecord.percentDecodeBytes(text[...]) else {
-                    arena.append(0)
-                    continue
-                }
+                guard let decoded = JournalRecord.percentDecodeBytes(text[...]) else { continue }
                 text = decoded
             }
-            arena.append(2)
-            let n = min(text.count, Int(UInt16.max))
-            append(UInt16(n))
-            arena.append(contentsOf: text[..<n])
+            text = Array(text.prefix(Int(UInt16.max)))
+            length += 2 + text.count
+            texts[algorithm] = text
         }
-        place(path: path, offset: offset)
+        withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out in
+            guard let p = out.baseAddress else { return }
+            p.storeBytes(of: size, toByteOffset: 0, as: Int64.self)
+            p.storeBytes(of: inode, toByteOffset: 8, as: UInt64.self)
+            p.storeBytes(of: device, toByteOffset: 16, as: UInt64.self)
+            p.storeBytes(of: mtime.seconds, toByteOffset: 24, as: Int64.self)
+            p.storeBytes(of: ctime.seconds, toByteOffset: 32, as: Int64.self)
+            p.storeBytes(of: UInt32(truncatingIfNeeded: mtime.nanoseconds), toByteOffset: 40, as: UInt32.self)
+            p.storeBytes(of: UInt32(truncatingIfNeeded: ctime.nanoseconds), toByteOffset: 44, as: UInt32.self)
+            p.storeBytes(of: adopted ? 1 : 0, toByteOffset: 48, as: UInt8.self)
+            p.storeBytes(of: UInt32(truncatingIfNeeded: path.count), toByteOffset: 49, as: UInt32.self)
+            if let source = path.baseAddress { (p + VerifiedIndex.fixedSize).copyMemory(from: source, byteCount: path.count) }
+            var i = VerifiedIndex.fixedSize + path.count
+            var raw = 0
+            while let algorithm = DigestAlgorithm(rawValue: raw) {
+                raw += 1
+                if let text = texts[algorithm] {
+                    p.storeBytes(of: 2, toByteOffset: i, as: UInt8.self)
+                    p.storeBytes(of: UInt16(text.count), toByteOffset: i + 1, as: UInt16.self)
+                    text.withUnsafeBytes { (p + i + 3).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(p), byteCount: $0.count) }
+                    i += 3 + text.count
+                } else if let hex = digests[algorithm], VerifiedIndex.isLowercaseHex(hex, algorithm) {
+                    p.storeBytes(of: 1, toByteOffset: i, as: UInt8.self)
+                    for k in 0 ..< algorithm.byteCount {
+                        let hi = hex[2 * k] <= 57 ? hex[2 * k] - 48 : hex[2 * k] - 87
+                        let lo = hex[2 * k + 1] <= 57 ? hex[2 * k + 1] - 48 : hex[2 * k + 1] - 87
+                        p.storeBytes(of: hi << 4 | lo, toByteOffset: i + 1 + k, as: UInt8.self)
+                    }
+                    i += 1 + algorithm.byteCount
+                } else {
+                    p.storeBytes(of: 0, toByteOffset: i, as: UInt8.self)
+                    i += 1
+                }
+            }
+            let offset = arena.count
+            arena.append(contentsOf: UnsafeRawBufferPointer(start: p, count: length))
+            place(path: path, offset: offset)
+        }
     }
 
-    /// Appends kind 1 and the digest when `hex` is lowercase hex of the algorithm's length.
-    private mutating func appendRaw(hex: UnsafeBufferPointer<UInt8>, _ algorithm: DigestAlgorithm) -> Bool {
+    /// Whether `hex` is lowercase hex of the algorithm's length, as the journal writes digests.
+    private static func isLowercaseHex(_ hex: UnsafeBufferPointer<UInt8>, _ algorithm: DigestAlgorithm) -> Bool {
         guard hex.count == algorithm.byteCount * 2 else { return false }
         for c in hex where !((c >= 48 && c <= 57) || (c >= 97 && c <= 102)) { return false }
-        arena.append(1)
-        var i = 0
-        while i < hex.count {
-            let hi = hex[i] <= 57 ? hex[i] - 48 : hex[i] - 87
-            let lo = hex[i + 1] <= 57 ? hex[i + 1] - 48 : hex[i + 1] - 87
-            arena.append(hi << 4 | lo)
-            i += 2
-        }
         return true
     }
 
@@ -247,19 +266,28 @@ struct VerifiedIndex {
         }
     }
 
-    /// Points `path`'s slot at the record at `offset`, replacing an earlier record of the path.
+    /// Points `path`'s slot at the record at `offset`, replacing an earlier record of the path:
+    /// one hash and one probe sequence.
     private mutating func place(path: UnsafeBufferPointer<UInt8>, offset: Int) {
-        if let slot = find(path) {
-            slots[slot] = slots[slot] & ~VerifiedIndex.offsetMask | UInt64(offset + 2)
-            return
-        }
         if (used + 1) * 2 > slots.count { rehash(count * 4 > slots.count ? slots.count * 2 : slots.count) }
         let h = VerifiedIndex.hash(path)
         let mask = slots.count - 1
+        let tag = VerifiedIndex.tag(h)
         var i = Int(truncatingIfNeeded: h) & mask
-        while slots[i] > 1 { i = (i + 1) & mask }
-        if slots[i] == 0 { used += 1 }
-        slots[i] = VerifiedIndex.tag(h) << 40 | UInt64(offset + 2)
+        var free: Int?
+        while true {
+            let slot = slots[i]
+            if slot == 0 { break }
+            if slot == 1 {
+                if free == nil { free = i }
+            } else if slot >> 40 == tag, pathEquals(path, at: Int(slot & VerifiedIndex.offsetMask) - 2) {
+                slots[i] = tag << 40 | UInt64(offset + 2)
+                return
+            }
+            i = (i + 1) & mask
+        }
+        if let free { i = free } else { used += 1 }
+        slots[i] = tag << 40 | UInt64(offset + 2)
         count += 1
     }
 
@@ -288,9 +316,5 @@ struct VerifiedIndex {
             guard let base = raw.baseAddress else { preconditionFailure("a slot points into an empty arena") }
             return body(base + offset)
         }
-    }
-
-    private mutating func append<T: FixedWidthInteger>(_ value: T) {
-        withUnsafeBytes(of: value) { arena.append(contentsOf: $0) }
     }
 }
