@@ -187,6 +187,13 @@ public final class Destination {
         return SystemError(verb, display(relative), code: code)
     }
 
+    /// The same DEST (the same descriptors) with a folder cache of its own, for a second thread
+    /// planning other entries (``Reconciler/forEachAction(in:_:)``): sharing one cache, two
+    /// threads walking different folders would open a folder for nearly every entry.
+    func sibling() -> Destination {
+        Destination(path: path, root: root, stateRoot: stateRoot, generations: generations)
+    }
+
     /// The last folder ``status(of:)`` opened, kept open for the next entries in it.
     private var statusCache: (path: String, fd: Int32)?
     private let statusCacheLock = NSLock()
