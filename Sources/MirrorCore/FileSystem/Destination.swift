@@ -206,7 +206,8 @@ public final class Destination {
     /// does not exist. Throws when a symlink is in the way. The caller holds `statusCacheLock` while
     /// it uses the descriptor.
     private func statusFolder(_ folder: String, for relative: String) throws -> Int32? {
-        if let cached = statusCache, cached.path == folder { return cached.fd }
+        // Bytes, not `String ==`: the NFC and NFD spellings of a folder are two folders here.
+        if let cached = statusCache, cached.path.utf8.elementsEqual(folder.utf8) { return cached.fd }
         let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno

@@ -37,7 +37,7 @@ public final class Journal {
 
     /// Every path the journal knows, with its records.
     public var entries: [PathKey: EntryRecords] {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         var out: [PathKey: EntryRecords] = [:]
         verified.forEach { r in out[PathKey(r.identity.path), default: EntryRecords()].verified = r }
@@ -48,7 +48,7 @@ public final class Journal {
     /// Paths with a verified record: the files mirror knows in DEST (``DeletionPolicy`` counts
     /// its percentage from them).
     public var verifiedCount: Int {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         return verified.count
     }
@@ -63,7 +63,8 @@ public final class Journal {
     private let displayPath: String
     private var file: FileDescriptor?
     private var lineCount = 0
-    private let lock = NSLock()
+    /// Lookups read together; appends and compaction write alone (``ReadWriteLock``).
+    private let lock = ReadWriteLock()
 
     /// Opens and replays the journal in `folder` (the `.mirror` folder).
     ///
@@ -198,7 +199,7 @@ public final class Journal {
     /// and this file, by one `stat` (`status`): the no-op fast path, checked on the line's bytes
     /// without decoding it into a record.
     public func isVerified(_ entry: ManifestEntry, status: FileStatus) -> Bool {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         var path = entry.path  // withUTF8 is mutating: it may make the string contiguous first
         return path.withUTF8 { verified.matches(path: $0, size: entry.size, digests: entry.digests, status: status) }
@@ -236,13 +237,13 @@ public final class Journal {
 
     /// The partial record for `path`, without decoding its verified record (``records(for:)`` does).
     public func partialRecord(for path: String) -> PartialRecord? {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         return partials[PathKey(path)]
     }
 
     public func records(for path: String) -> EntryRecords? {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         let key = PathKey(path)
         let records = EntryRecords(verified: verifiedRecord(for: path), partial: partials[key], failed: failures[key])
@@ -274,7 +275,7 @@ public final class Journal {
     /// Paths the journal still knows but the manifest no longer lists are live too: their verified
     /// records are kept for `--delete` (``compact(isCurrent:isListed:)``).
     public func needsCompaction(liveEntries: Int) -> Bool {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         return lineCount > 4 * max(liveEntries, verified.count + partials.count) + 256
     }

@@ -54,6 +54,8 @@ struct VerifiedIndex {
     mutating func insert(path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64, device: UInt64,
                          mtime: FileTime, ctime: FileTime, adopted: Bool,
                          digests: PerAlgorithm<UnsafeBufferPointer<UInt8>>, percentEncoded: Bool) {
+        if insertUsual(path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime, adopted: adopted,
+                       digests: digests) { return }
         // The record's length first (a digest kept as text, which is rare, is decoded here), then
         // the record written in one piece and appended with one copy: 10^6 lines are read so.
         var texts = PerAlgorithm<[UInt8]>()
@@ -118,6 +120,61 @@ struct VerifiedIndex {
     }
 
     /// Whether `hex` is lowercase hex of the algorithm's length, as the journal writes digests.
+    /// The usual line, every digest lowercase hex of its algorithm's length: each is decoded
+    /// straight into the record, in one pass over its digits. False, with nothing changed, for
+    /// any other line (``insert(path:size:inode:device:mtime:ctime:adopted:digests:percentEncoded:)``
+    /// then takes the long way).
+    private mutating func insertUsual(path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64, device: UInt64,
+                                      mtime: FileTime, ctime: FileTime, adopted: Bool,
+                                      digests: PerAlgorithm<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var length = VerifiedIndex.fixedSize + path.count
+        var raw = 0
+        while let algorithm = DigestAlgorithm(rawValue: raw) {
+            raw += 1
+            length += 1
+            if let value = digests[algorithm] {
+                guard value.count == 2 * algorithm.byteCount else { return false }
+                length += algorithm.byteCount
+            }
+        }
+        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out -> Bool in
+            guard let p = out.baseAddress else { return false }
+            p.storeBytes(of: size, toByteOffset: 0, as: Int64.self)
+            p.storeBytes(of: inode, toByteOffset: 8, as: UInt64.self)
+            p.storeBytes(of: device, toByteOffset: 16, as: UInt64.self)
+            p.storeBytes(of: mtime.seconds, toByteOffset: 24, as: Int64.self)
+            p.storeBytes(of: ctime.seconds, toByteOffset: 32, as: Int64.self)
+            p.storeBytes(of: UInt32(truncatingIfNeeded: mtime.nanoseconds), toByteOffset: 40, as: UInt32.self)
+            p.storeBytes(of: UInt32(truncatingIfNeeded: ctime.nanoseconds), toByteOffset: 44, as: UInt32.self)
+            p.storeBytes(of: adopted ? 1 : 0, toByteOffset: 48, as: UInt8.self)
+            p.storeBytes(of: UInt32(truncatingIfNeeded: path.count), toByteOffset: 49, as: UInt32.self)
+            if let source = path.baseAddress { (p + VerifiedIndex.fixedSize).copyMemory(from: source, byteCount: path.count) }
+            var i = VerifiedIndex.fixedSize + path.count
+            var invalid: UInt8 = 0
+            var raw = 0
+            while let algorithm = DigestAlgorithm(rawValue: raw) {
+                raw += 1
+                guard let h = digests[algorithm]?.baseAddress else {
+                    p.storeBytes(of: 0, toByteOffset: i, as: UInt8.self)
+                    i += 1
+                    continue
+                }
+                p.storeBytes(of: 1, toByteOffset: i, as: UInt8.self)
+                for k in 0 ..< algorithm.byteCount {
+                    let high = VerifiedIndex.nibble(h[k &* 2]), low = VerifiedIndex.nibble(h[k &* 2 &+ 1])
+                    invalid |= high | low
+                    p.storeBytes(of: high << 4 | low & 0x0f, toByteOffset: i &+ 1 &+ k, as: UInt8.self)
+                }
+                i += 1 + algorithm.byteCount
+            }
+            guard invalid & 0xf0 == 0 else { return false }
+            let offset = arena.count
+            arena.append(contentsOf: UnsafeRawBufferPointer(start: p, count: length))
+            place(path: path, offset: offset)
+            return true
+        }
+    }
+
     /// Branch-free over the digits (10^6 lines of 64 each are read at every start).
     private static func isLowercaseHex(_ hex: UnsafeBufferPointer<UInt8>, _ algorithm: DigestAlgorithm) -> Bool {
         guard hex.count == algorithm.byteCount * 2, let h = hex.baseAddress else { return false }
@@ -129,11 +186,11 @@ struct VerifiedIndex {
         return !bad
     }
 
-    /// The value of a lowercase hex digit (checked before by ``isLowercaseHex(_:_:)``).
+    /// The value of a lowercase hex digit; 0xff for any other byte.
     @inline(__always)
     private static func nibble(_ c: UInt8) -> UInt8 {
-        let digit = c &- 48
-        return digit < 10 ? digit : c &- 87
+        let digit = c &- 48, letter = c &- 97
+        return digit < 10 ? digit : letter < 6 ? letter &+ 10 : 0xff
     }
 
     mutating func insert(_ r: VerifiedRecord) {

@@ -49,12 +49,15 @@ extension JournalRecord {
         var line = VerifiedLine(path: 0..<0)
         // As decode: each field starts after one space and runs to the next space or the end.
         var i = start + 8 + prefix.count - 6  // the space before `path=`
+        // memchr rather than a loop per byte: 10^6 lines of ~200 bytes are read at every start.
+        func find(_ byte: Int32, from: Int, to: Int) -> Int {
+            guard from < to, let hit = memchr(base + from, byte, to - from) else { return to }
+            return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+        }
         while i < newline {
             i += 1
-            var fieldEnd = i
-            while fieldEnd < newline && buf[fieldEnd] != 0x20 { fieldEnd += 1 }
-            var eq = i
-            while eq < fieldEnd && buf[eq] != 0x3d { eq += 1 }
+            let fieldEnd = find(0x20, from: i, to: newline)
+            let eq = find(0x3d, from: i, to: fieldEnd)
             guard eq < fieldEnd else {
                 line.wellFormed = false
                 i = fieldEnd
