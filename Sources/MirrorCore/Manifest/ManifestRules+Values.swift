@@ -53,8 +53,8 @@ extension ManifestRules {
         let digest = digestArena.make(count: byteCount) { out in
             var i = bytes.startIndex
             for k in 0 ..< byteCount {
-                guard let high = ManifestRules.hexValue(bytes[i]) else { badPosition = 2 * k; return false }
-                guard let low = ManifestRules.hexValue(bytes[i + 1]) else { badPosition = 2 * k + 1; return false }
+                let high = ManifestRules.nibble(bytes[i]), low = ManifestRules.nibble(bytes[i + 1])
+                guard high | low < 16 else { badPosition = high < 16 ? 2 * k + 1 : 2 * k; return false }
                 out[k] = high << 4 | low
                 i += 2
             }
@@ -68,6 +68,14 @@ extension ManifestRules {
             throw error(node, "\(what) (0-9, a-f), found the non-hex character \(shown) at position \(position + 1)")
         }
         return digest
+    }
+
+    /// ``hexValue(_:)`` without a branch per case (10^6 entries are 64 million digits): 0xff for
+    /// a byte that is not a hex digit.
+    @inline(__always)
+    static func nibble(_ c: UInt8) -> UInt8 {
+        let digit = c &- 48, letter = (c | 0x20) &- 97  // `| 0x20`: A-F as a-f
+        return digit < 10 ? digit : letter < 6 ? letter &+ 10 : 0xff
     }
 
     static func hexValue(_ c: UInt8) -> UInt8? {

@@ -62,16 +62,37 @@ struct PathIndex {
         var end = bytes.count
         while let slash = bytes[..<end].lastIndex(of: UInt8(ascii: "/")) {
             let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
+            let isParent = end == bytes.count
+            if isParent && isLastParent(folder) { break }
             let hf = PathIndex.hash(folder)
             if let k = find(folder, hash: hf) {
                 let key = keys[k]
-                if !key.isFile { break }
+                if !key.isFile {
+                    if isParent { lastParent = k }
+                    break
+                }
                 return "path \(quoted(path)) (line \(line)) is inside \(quoted(text(key))), which is listed as a file on line \(key.line); a path cannot be both a file and a folder"
             }
-            _ = add(folder, hash: hf, line: line, firstFile: fileKey)
+            let k = add(folder, hash: hf, line: line, firstFile: fileKey)
+            if isParent { lastParent = k }
             end = slash
         }
         return nil
+    }
+
+    /// The key of the folder of the path inserted last, a folder by then: a sorted manifest lists
+    /// a folder's files one after another, and they need no hash and no lookup for it (a folder
+    /// stays one: a later file at its path is found as a folder when it is inserted).
+    private var lastParent = -1
+
+    private func isLastParent(_ folder: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard lastParent >= 0, let b = folder.baseAddress else { return false }
+        let key = keys[lastParent]
+        guard key.count == folder.count else { return false }
+        return storage.withUnsafeBufferPointer { store in
+            guard let a = store.baseAddress else { return false }
+            return memcmp(a + key.start, b, key.count) == 0
+        }
     }
 
     private func text(_ key: Key) -> String {
