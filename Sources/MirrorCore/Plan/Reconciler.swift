@@ -28,9 +28,10 @@ public struct Reconciler {
     /// system time, spent waiting on nothing but the CPU; two cores halve it. Each thread asks
     /// through its own ``Destination`` (``Destination/sibling()``), so each keeps its folder
     /// open; the journal's lookups are read-only and serialised by its lock.
-    public func forEachAction(in entries: [ManifestEntry], _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
-        let window = 8192
-        guard entries.count > window, ProcessInfo.processInfo.activeProcessorCount > 1 else {
+    /// `window`: entries decided between two hand-overs (tests make it small).
+    public func forEachAction(in entries: [ManifestEntry], window: Int = 8192,
+                              _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
+        guard window > 1, entries.count > window, ProcessInfo.processInfo.activeProcessorCount > 1 else {
             for entry in entries { try body(entry, action(for: entry)) }
             return
         }
