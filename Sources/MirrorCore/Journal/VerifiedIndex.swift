@@ -80,16 +80,8 @@ struct VerifiedIndex {
         }
         withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out in
             guard let p = out.baseAddress else { return }
-            p.storeBytes(of: size, toByteOffset: 0, as: Int64.self)
-            p.storeBytes(of: inode, toByteOffset: 8, as: UInt64.self)
-            p.storeBytes(of: device, toByteOffset: 16, as: UInt64.self)
-            p.storeBytes(of: mtime.seconds, toByteOffset: 24, as: Int64.self)
-            p.storeBytes(of: ctime.seconds, toByteOffset: 32, as: Int64.self)
-            p.storeBytes(of: UInt32(truncatingIfNeeded: mtime.nanoseconds), toByteOffset: 40, as: UInt32.self)
-            p.storeBytes(of: UInt32(truncatingIfNeeded: ctime.nanoseconds), toByteOffset: 44, as: UInt32.self)
-            p.storeBytes(of: adopted ? 1 : 0, toByteOffset: 48, as: UInt8.self)
-            p.storeBytes(of: UInt32(truncatingIfNeeded: path.count), toByteOffset: 49, as: UInt32.self)
-            if let source = path.baseAddress { (p + VerifiedIndex.fixedSize).copyMemory(from: source, byteCount: path.count) }
+            VerifiedIndex.writeHead(p, path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime,
+                                    adopted: adopted)
             var i = VerifiedIndex.fixedSize + path.count
             var raw = 0
             while let algorithm = DigestAlgorithm(rawValue: raw) {
@@ -139,16 +131,8 @@ struct VerifiedIndex {
         }
         return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out -> Bool in
             guard let p = out.baseAddress else { return false }
-            p.storeBytes(of: size, toByteOffset: 0, as: Int64.self)
-            p.storeBytes(of: inode, toByteOffset: 8, as: UInt64.self)
-            p.storeBytes(of: device, toByteOffset: 16, as: UInt64.self)
-            p.storeBytes(of: mtime.seconds, toByteOffset: 24, as: Int64.self)
-            p.storeBytes(of: ctime.seconds, toByteOffset: 32, as: Int64.self)
-            p.storeBytes(of: UInt32(truncatingIfNeeded: mtime.nanoseconds), toByteOffset: 40, as: UInt32.self)
-            p.storeBytes(of: UInt32(truncatingIfNeeded: ctime.nanoseconds), toByteOffset: 44, as: UInt32.self)
-            p.storeBytes(of: adopted ? 1 : 0, toByteOffset: 48, as: UInt8.self)
-            p.storeBytes(of: UInt32(truncatingIfNeeded: path.count), toByteOffset: 49, as: UInt32.self)
-            if let source = path.baseAddress { (p + VerifiedIndex.fixedSize).copyMemory(from: source, byteCount: path.count) }
+            VerifiedIndex.writeHead(p, path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime,
+                                    adopted: adopted)
             var i = VerifiedIndex.fixedSize + path.count
             var invalid: UInt8 = 0
             var raw = 0
@@ -175,15 +159,26 @@ struct VerifiedIndex {
         }
     }
 
-    /// Branch-free over the digits (10^6 lines of 64 each are read at every start).
+    /// The fixed fields and the path, at the start of a record being written.
+    private static func writeHead(_ p: UnsafeMutableRawPointer, path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64,
+                                  device: UInt64, mtime: FileTime, ctime: FileTime, adopted: Bool) {
+        p.storeBytes(of: size, toByteOffset: 0, as: Int64.self)
+        p.storeBytes(of: inode, toByteOffset: 8, as: UInt64.self)
+        p.storeBytes(of: device, toByteOffset: 16, as: UInt64.self)
+        p.storeBytes(of: mtime.seconds, toByteOffset: 24, as: Int64.self)
+        p.storeBytes(of: ctime.seconds, toByteOffset: 32, as: Int64.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: mtime.nanoseconds), toByteOffset: 40, as: UInt32.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: ctime.nanoseconds), toByteOffset: 44, as: UInt32.self)
+        p.storeBytes(of: adopted ? 1 : 0, toByteOffset: 48, as: UInt8.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: path.count), toByteOffset: 49, as: UInt32.self)
+        if let source = path.baseAddress { (p + fixedSize).copyMemory(from: source, byteCount: path.count) }
+    }
+
+    /// Whether `hex` is lowercase hex of the algorithm's length, as the journal writes digests
+    /// (the long way only: ``insertUsual`` checks while it decodes).
     private static func isLowercaseHex(_ hex: UnsafeBufferPointer<UInt8>, _ algorithm: DigestAlgorithm) -> Bool {
-        guard hex.count == algorithm.byteCount * 2, let h = hex.baseAddress else { return false }
-        var bad = false
-        for k in 0 ..< hex.count {
-            let c = h[k]
-            bad = bad || !(c &- 48 < 10 || c &- 97 < 6)
-        }
-        return !bad
+        guard hex.count == algorithm.byteCount * 2 else { return false }
+        return hex.allSatisfy { nibble($0) < 16 }
     }
 
     /// The value of a lowercase hex digit; 0xff for any other byte.
