@@ -190,6 +190,13 @@ public final class Destination {
         return SystemError(verb, display(relative), code: code)
     }
 
+    /// The same DEST (the same descriptors) with a folder cache of its own, for a second thread
+    /// planning other entries (``Reconciler/forEachAction(in:_:)``): sharing one cache, two
+    /// threads walking different folders would open a folder for nearly every entry.
+    func sibling() -> Destination {
+        Destination(path: path, root: root, stateRoot: stateRoot, generations: generations)
+    }
+
     /// The last folder ``status(of:)`` opened, kept open for the next entries in it.
     private var statusCache: (path: String, fd: Int32)?
     private let statusCacheLock = NSLock()
@@ -206,7 +213,8 @@ public final class Destination {
     /// does not exist (`missing` set: `ENOENT`) or is not a folder. Throws when a symlink is in the
     /// way. The caller holds `statusCacheLock` while it uses the descriptor.
     private func statusFolder(_ folder: String, for relative: String, missing: inout Bool) throws -> Int32? {
-        if let cached = statusCache, cached.path == folder { return cached.fd }
+        // Bytes, not `String ==`: the NFC and NFD spellings of a folder are two folders here.
+        if let cached = statusCache, cached.path.utf8.elementsEqual(folder.utf8) { return cached.fd }
         let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno

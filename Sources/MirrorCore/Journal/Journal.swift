@@ -26,25 +26,21 @@ public final class Journal {
 
     /// The latest records per path, as replayed and appended. A large destination has a verified
     /// record for nearly every entry and hardly any partial or failed ones, so verified records
-    /// are not decoded up front: `verified` maps a hash of the path (as encoded in the line) to
-    /// where its latest line starts in `text`, the journal's bytes kept as read. A lookup decodes
-    /// that one line and checks its path. For 100,000 entries this is ~24 MB (the text and a
-    /// small map) instead of ~55 MB of decoded records, and opening the journal only checks
-    /// each line's CRC. Partial and failed records are few and kept decoded.
-    private var text: [UInt8] = []
-    private var verified: [UInt64: Int] = [:]
+    /// are packed (``VerifiedIndex``: ~95 bytes for a record whose line is ~200) and decoded only
+    /// when asked for; the file itself is read in chunks and never held whole (10^6 entries:
+    /// ~110 MB instead of 230 MB for the lines and a map to them). Partial and failed records are
+    /// few and kept decoded.
+    private var verified = VerifiedIndex()
     /// Keyed by the path's bytes, never by `String` (canonical equality would merge two names).
     private var partials: [PathKey: PartialRecord] = [:]
     private var failures: [PathKey: FailedRecord] = [:]
 
     /// Every path the journal knows, with its records.
     public var entries: [PathKey: EntryRecords] {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         var out: [PathKey: EntryRecords] = [:]
-        for offset in verified.values {
-            if case .verified(let r)? = decodeLine(at: offset) { out[PathKey(r.identity.path), default: EntryRecords()].verified = r }
-        }
+        verified.forEach { r in out[PathKey(r.identity.path), default: EntryRecords()].verified = r }
         for (path, r) in partials { out[path, default: EntryRecords()].partial = r }
         for (path, r) in failures { out[path, default: EntryRecords()].failed = r }
         return out
@@ -52,7 +48,7 @@ public final class Journal {
     /// Paths with a verified record: the files mirror knows in DEST (``DeletionPolicy`` counts
     /// its percentage from them).
     public var verifiedCount: Int {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         return verified.count
     }
@@ -67,7 +63,8 @@ public final class Journal {
     private let displayPath: String
     private var file: FileDescriptor?
     private var lineCount = 0
-    private let lock = NSLock()
+    /// Lookups read together; appends and compaction write alone (``ReadWriteLock``).
+    private let lock = ReadWriteLock()
 
     /// Opens and replays the journal in `folder` (the `.mirror` folder).
     ///
@@ -87,9 +84,7 @@ public final class Journal {
             try SafePath.requireSoleRegularFile(fd, displayPath)
             try StateOwnership.require(handle, displayPath)
         }
-        text = try handle.readAll()
-        let readLength = text.count
-        let validLength = replay()
+        let (readLength, validLength) = try replay(handle)
         if readOnly { return }
         file = handle
         if validLength < readLength || readLength == 0 {
@@ -104,104 +99,123 @@ public final class Journal {
         }
     }
 
-    /// Applies every valid record of `text`, cuts `text` to its valid prefix (with the header, or
-    /// empty when there is none) and returns that prefix's length.
-    private func replay() -> Int {
-        guard text.starts(with: Journal.header) else {
-            text = Journal.header
-            return 0
-        }
-        // Verified records dominate and are ~200 bytes each: size the map once instead of
-        // growing (and rehashing) it step by step over 100,000 records.
-        verified.reserveCapacity(text.count / 192)
-        let valid = text.withUnsafeBufferPointer { buf -> Int in
-            guard let base = buf.baseAddress else { return 0 }
-            var offset = Journal.header.count
-            while offset < buf.count {
-                guard let found = memchr(base + offset, 0x0a, buf.count - offset) else { break }
-                let newline = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
-                // A verified line is only checked (CRC, kind, path) now and decoded when looked up.
-                switch JournalRecord.scanVerifiedLine(buf, from: offset, to: newline) {
-                case .verified(let path):
-                    noteVerified(encodedPath: UnsafeBufferPointer(rebasing: buf[path]), at: offset)
-                case .corrupt:
-                    return offset
-                case .other:
-                    guard let record = JournalRecord.decode(ArraySlice(UnsafeBufferPointer(rebasing: buf[offset..<newline]))) else {
-                        return offset
-                    }
-                    apply(record)
-                }
-                lineCount += 1
-                offset = newline + 1
+    /// Applies every valid record of the file, read in chunks of a few MB; returns the file's
+    /// length and that of its valid prefix (with the header; 0 when there is none).
+    private func replay(_ handle: FileDescriptor) throws -> (read: Int, valid: Int) {
+        let fileSize = Int(max(0, try handle.stat().size))
+        // A verified line is ~200 bytes and its packed record about half: room for all of them
+        // at once (reserved, untouched memory is never resident).
+        verified.reserve(records: fileSize / 192, bytesEach: 112)
+        var buffer = [UInt8](repeating: 0, count: min(max(fileSize, 1 << 12), 4 << 20))
+        var filled = 0      // bytes in `buffer`
+        var consumed = 0    // bytes of the file before `buffer`
+        var sawHeader = false
+        while true {
+            if filled == buffer.count { buffer += [UInt8](repeating: 0, count: buffer.count) }  // a line longer than the buffer
+            let n = try buffer.withUnsafeMutableBytes { raw in
+                try handle.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]), at: Int64(consumed + filled))
             }
-            return offset
-        }
-        if valid < text.count { text.removeSubrange(valid...) }
-        return valid
-    }
-
-    /// FNV-1a over the path as the journal line spells it (percent-encoded), so a lookup encodes
-    /// the path the same way. Two paths with one hash only cost a re-hash of a file: a lookup
-    /// decodes the line and compares the path itself.
-    static func pathKey<C: Collection>(_ encoded: C) -> UInt64 where C.Element == UInt8 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in encoded {
-            h ^= UInt64(b)
-            h = h &* 0x0000_0100_0000_01b3
-        }
-        return h
-    }
-
-    static func pathKey(_ path: String) -> UInt64 {
-        // The same as hashing JournalRecord.percentEncode's output, without the array.
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        JournalRecord.forEachEncodedByte(of: path) { b in
-            h ^= UInt64(b)
-            h = h &* 0x0000_0100_0000_01b3
-        }
-        return h
-    }
-
-    private func noteVerified(encodedPath: UnsafeBufferPointer<UInt8>, at offset: Int) {
-        verified[Journal.pathKey(encodedPath)] = offset
-        if !failures.isEmpty || !partials.isEmpty, let path = JournalRecord.percentDecode(ArraySlice(encodedPath)) {
-            failures.removeValue(forKey: PathKey(path))
-            partials.removeValue(forKey: PathKey(path))
+            let atEnd = n == 0
+            filled += n
+            if !sawHeader {
+                if filled < Journal.header.count && !atEnd { continue }
+                guard buffer[..<filled].starts(with: Journal.header) else { return (max(fileSize, filled), 0) }
+                sawHeader = true
+                buffer.withUnsafeMutableBytes { raw in
+                    guard let base = raw.baseAddress else { return }
+                    memmove(base, base + Journal.header.count, filled - Journal.header.count)
+                }
+                filled -= Journal.header.count
+                consumed = Journal.header.count
+            }
+            let (used, stopped) = buffer.withUnsafeBufferPointer { replayLines(UnsafeBufferPointer(rebasing: $0[..<filled])) }
+            if stopped || atEnd { return (max(fileSize, consumed + filled), consumed + used) }
+            // The incomplete last line moves to the front; the next read completes it.
+            buffer.withUnsafeMutableBytes { raw in
+                guard let base = raw.baseAddress else { return }
+                memmove(base, base + used, filled - used)
+            }
+            consumed += used
+            filled -= used
         }
     }
 
-    /// The record of the line starting at `offset` in `text`.
-    private func decodeLine(at offset: Int) -> JournalRecord? {
-        guard offset < text.count, let newline = text[offset...].firstIndex(of: UInt8(ascii: "\n")) else { return nil }
-        return JournalRecord.decode(text[offset..<newline])
+    /// Applies the complete lines of `buf` up to the first damaged one; returns the length of the
+    /// lines applied and whether a damaged line stopped it.
+    private func replayLines(_ buf: UnsafeBufferPointer<UInt8>) -> (Int, Bool) {
+        guard let base = buf.baseAddress else { return (0, false) }
+        var offset = 0
+        while offset < buf.count {
+            guard let found = memchr(base + offset, 0x0a, buf.count - offset) else { break }
+            let newline = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
+            switch JournalRecord.scanVerifiedLine(buf, from: offset, to: newline) {
+            case .verified(let line):
+                noteVerified(line, in: buf)
+            case .corrupt:
+                return (offset, true)
+            case .other:
+                guard let record = JournalRecord.decode(ArraySlice(UnsafeBufferPointer(rebasing: buf[offset..<newline]))) else {
+                    return (offset, true)
+                }
+                apply(record)
+            }
+            lineCount += 1
+            offset = newline + 1
+        }
+        return (offset, false)
+    }
+
+    /// A verified line with a good CRC: it replaces the path's record, or, when it is not a
+    /// record ``JournalRecord/decode(_:)`` would make, leaves the path with none (as a lookup of
+    /// the line itself found none).
+    private func noteVerified(_ line: JournalRecord.VerifiedLine, in buf: UnsafeBufferPointer<UInt8>) {
+        let encoded = UnsafeBufferPointer(rebasing: buf[line.path])
+        var decoded: [UInt8]?
+        if encoded.contains(0x25) {
+            guard let bytes = JournalRecord.percentDecodeBytes(ArraySlice(encoded)) else { return }
+            decoded = bytes
+        }
+        func withPath<T>(_ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+            decoded.map { $0.withUnsafeBufferPointer(body) } ?? body(encoded)
+        }
+        withPath { path in
+            if line.isComplete, let size = line.size, let inode = line.inode, let device = line.device,
+               let mtime = line.mtime, let ctime = line.ctime {
+                verified.insert(path: path, size: size, inode: UInt64(bitPattern: inode), device: UInt64(bitPattern: device),
+                                mtime: mtime, ctime: ctime, adopted: line.found == 1,
+                                digests: line.digests.mapValues { UnsafeBufferPointer(rebasing: buf[$0]) }, percentEncoded: true)
+            } else {
+                verified.remove(path: path)
+            }
+        }
+        if !failures.isEmpty || !partials.isEmpty {
+            let key = PathKey(bytes: withPath { Array($0) })
+            failures.removeValue(forKey: key)
+            partials.removeValue(forKey: key)
+        }
     }
 
     /// True when the journal's latest verified record for `entry` describes exactly this entry
     /// and this file, by one `stat` (`status`): the no-op fast path, checked on the line's bytes
     /// without decoding it into a record.
     public func isVerified(_ entry: ManifestEntry, status: FileStatus) -> Bool {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
-        guard let offset = verified[Journal.pathKey(entry.path)] else { return false }
-        return text.withUnsafeBufferPointer { buffer in
-            JournalRecord.verifiedLineMatches(buffer, at: offset, path: entry.path, size: entry.size,
-                                              digests: entry.digests, status: status)
-        }
+        var path = entry.path  // withUTF8 is mutating: it may make the string contiguous first
+        return path.withUTF8 { verified.matches(path: $0, size: entry.size, digests: entry.digests, status: status) }
     }
 
     private func verifiedRecord(for path: String) -> VerifiedRecord? {
-        guard let offset = verified[Journal.pathKey(path)], case .verified(let r)? = decodeLine(at: offset),
-              r.identity.path.utf8.elementsEqual(path.utf8) else { return nil }
-        return r
+        var path = path
+        return path.withUTF8 { verified.record(for: $0) }
     }
 
-    /// Applies a record other than `verified`, or one appended now (whose line ends `text`).
-    private func apply(_ record: JournalRecord, lineStart: Int? = nil) {
+    /// Applies a record read (other than a `verified` line the usual way) or appended now.
+    private func apply(_ record: JournalRecord) {
         switch record {
         case .verified(let r):
             let path = PathKey(r.identity.path)
-            if let lineStart { verified[Journal.pathKey(r.identity.path)] = lineStart }
+            verified.insert(r)
             if !failures.isEmpty { failures.removeValue(forKey: path) }
             if !partials.isEmpty { partials.removeValue(forKey: path) }
         case .partial(let r):
@@ -211,8 +225,8 @@ public final class Journal {
         case .removed(let path):
             partials.removeValue(forKey: PathKey(path))
             failures.removeValue(forKey: PathKey(path))
-            // Only this path's line: another path may share the hash (a lookup compares paths too).
-            if verifiedRecord(for: path) != nil { verified.removeValue(forKey: Journal.pathKey(path)) }
+            var bytes = path
+            bytes.withUTF8 { verified.remove(path: $0) }
         case .failed(let r):
             failures[PathKey(r.identity.path)] = r
         case .run(let r):
@@ -223,13 +237,13 @@ public final class Journal {
 
     /// The partial record for `path`, without decoding its verified record (``records(for:)`` does).
     public func partialRecord(for path: String) -> PartialRecord? {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         return partials[PathKey(path)]
     }
 
     public func records(for path: String) -> EntryRecords? {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         let key = PathKey(path)
         let records = EntryRecords(verified: verifiedRecord(for: path), partial: partials[key], failed: failures[key])
@@ -244,9 +258,7 @@ public final class Journal {
         guard let file else { return }
         let line = record.encodedLine()
         try file.append(line)
-        let lineStart = text.count
-        if case .verified = record { text += line }
-        apply(record, lineStart: lineStart)
+        apply(record)
         lineCount += 1
         if durable { try file.syncData() }
     }
@@ -263,7 +275,7 @@ public final class Journal {
     /// Paths the journal still knows but the manifest no longer lists are live too: their verified
     /// records are kept for `--delete` (``compact(isCurrent:isListed:)``).
     public func needsCompaction(liveEntries: Int) -> Bool {
-        lock.lock()
+        lock.lockForReading()
         defer { lock.unlock() }
         return lineCount > 4 * max(liveEntries, verified.count + partials.count) + 256
     }
@@ -280,9 +292,7 @@ public final class Journal {
         defer { lock.unlock() }
         guard file != nil else { return }
         var latestVerified: [PathKey: VerifiedRecord] = [:]
-        for offset in verified.values {
-            if case .verified(let r)? = decodeLine(at: offset) { latestVerified[PathKey(r.identity.path)] = r }
-        }
+        verified.forEach { r in latestVerified[PathKey(r.identity.path)] = r }
         var out = Journal.header
         for path in Set(latestVerified.keys).union(partials.keys).union(failures.keys).sorted() {
             if let v = latestVerified[path], isCurrent(v.identity) || !isListed(path) { out += JournalRecord.verified(v).encodedLine() }
@@ -313,11 +323,10 @@ public final class Journal {
         if newFd < 0 { throw SystemError("open journal", displayPath) }
         file = FileDescriptor(fd: newFd, displayPath: displayPath)
         // The new file's content, replayed: exactly what the next open would see.
-        text = out
-        verified = [:]
+        verified = VerifiedIndex()
         partials = [:]
         failures = [:]
         lineCount = 0
-        _ = replay()
+        _ = out.withUnsafeBufferPointer { replayLines(UnsafeBufferPointer(rebasing: $0[Journal.header.count...])) }
     }
 }

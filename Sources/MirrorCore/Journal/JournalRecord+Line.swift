@@ -21,7 +21,7 @@ extension JournalRecord {
             identity(r.identity)
             fields += [("ino", String(r.inode)), ("dev", String(r.device)),
                        ("mtime", r.mtime.journalText), ("ctime", r.ctime.journalText)]
-            // Last, after the fields the no-op path compares in place (verifiedLineMatches).
+            // Last, after the fields that say which file it is (an older reader compared them in place).
             if r.adopted { fields.append(("found", "1")) }
         case .partial(let r):
             kind = "partial"
@@ -123,105 +123,9 @@ extension JournalRecord {
         }
     }
 
-    /// Whether the line starting at `start` in `buf` is a verified record for exactly this entry
-    /// (path, size, digests) and this file (`status`: size, inode, device, mtime, ctime), decided
-    /// on the bytes without making a String or an array: the no-op path runs this once per
-    /// manifest entry (100,000 times for a large manifest). The line's CRC was checked when the
-    /// journal was opened (or it was appended by this run). Fields are read in the order
-    /// ``encodedLine()`` writes them; a line of any other shape does not match, and the caller
-    /// takes the full path.
-    static func verifiedLineMatches(_ buf: UnsafeBufferPointer<UInt8>, at start: Int, path: String, size: Int64,
-                                    digests: DigestSet, status: FileStatus) -> Bool {
-        guard status.isRegularFile, status.size == size else { return false }
-        let end = buf.count
-        var i = start + 8
-        let prefix = verifiedPrefix
-        guard i + prefix.count < end else { return false }
-        for k in 0..<prefix.count where buf[i + k] != prefix[k] { return false }
-        i += prefix.count
-        // The path, percent-encoded as percentEncode writes it.
-        let upper = hexUpper
-        for b in path.utf8 {
-            if isEscaped(b) {
-                guard i + 3 <= end, buf[i] == 0x25, buf[i + 1] == upper[Int(b >> 4)], buf[i + 2] == upper[Int(b & 0xf)] else { return false }
-                i += 3
-            } else {
-                guard i < end, buf[i] == b else { return false }
-                i += 1
-            }
-        }
-        /// Moves past ` KEY=` when the next field is `key`.
-        func field(_ key: StaticString) -> Bool {
-            let n = key.utf8CodeUnitCount
-            guard i + n + 2 <= end, buf[i] == 0x20, buf[i + n + 1] == 0x3d else { return false }
-            for k in 0..<n where buf[i + 1 + k] != key.utf8Start[k] { return false }
-            i += n + 2
-            return true
-        }
-        /// A decimal number up to the next space or the line's end.
-        func number() -> UInt64? {
-            var n: UInt64 = 0
-            let first = i
-            while i < end, buf[i] >= 0x30, buf[i] <= 0x39 {
-                let (m, o1) = n.multipliedReportingOverflow(by: 10)
-                let (a, o2) = m.addingReportingOverflow(UInt64(buf[i] - 0x30))
-                guard !o1 && !o2 else { return nil }
-                n = a
-                i += 1
-            }
-            return i > first ? n : nil
-        }
-        func time(_ t: FileTime) -> Bool {
-            guard let s = number(), Int64(bitPattern: s) == t.seconds, i < end, buf[i] == 0x2e else { return false }
-            i += 1
-            let fractionStart = i
-            guard let ns = number(), i - fractionStart == 9 else { return false }
-            return Int64(bitPattern: ns) == t.nanoseconds
-        }
-        func hex(_ digest: Digest) -> Bool {
-            let lower = hexLower
-            for b in digest.bytes {
-                guard i + 2 <= end, buf[i] == lower[Int(b >> 4)], buf[i + 1] == lower[Int(b & 0xf)] else { return false }
-                i += 2
-            }
-            return true
-        }
-        guard field("size"), number() == UInt64(size) else { return false }
-        // Each digest the entry lists, in the order encodedLine writes them.
-        for (algorithm, digest) in digests { guard field(algorithm.journalKey), hex(digest) else { return false } }
-        guard field("ino"), number() == status.inode, field("dev"), number() == status.device,
-              field("mtime"), time(status.mtime), field("ctime"), time(status.ctime) else { return false }
-        // Fields after ctime (`found=1`) say how the file came, not which file it is.
-        return i == end || buf[i] == 0x0a || buf[i] == 0x20
-    }
+    static let verifiedPrefix = Array(" verified path=".utf8)
 
-    private static let verifiedPrefix = Array(" verified path=".utf8)
-
-    enum VerifiedLineScan {
-        /// A `verified` record with a good checksum; the range of its encoded path in the buffer.
-        case verified(path: Range<Int>)
-        /// A `verified` record whose checksum fails: the torn or damaged tail starts here.
-        case corrupt
-        /// Another kind of record: ``decode(_:)`` it.
-        case other
-    }
-
-    /// Opening a journal of 100,000 entries checks each `verified` line's CRC and finds its path
-    /// without decoding it (the record is decoded when looked up): the line `[start, newline)`.
-    static func scanVerifiedLine(_ buf: UnsafeBufferPointer<UInt8>, from start: Int, to newline: Int) -> VerifiedLineScan {
-        let prefix = verifiedPrefix
-        guard let base = buf.baseAddress, newline - start > 9 + prefix.count, buf[start + 8] == 0x20,
-              memcmp(base + start + 8, prefix, prefix.count) == 0 else { return .other }
-        let bodyStart = start + 9
-        guard let crc = parseHex32(UnsafeBufferPointer(rebasing: buf[start..<start + 8])),
-              UInt32(truncatingIfNeeded: crc32(0, base + bodyStart, UInt32(newline - bodyStart))) == crc else { return .corrupt }
-        let pathStart = start + 8 + prefix.count
-        var pathEnd = pathStart
-        while pathEnd < newline && buf[pathEnd] != 0x20 { pathEnd += 1 }
-        return .verified(path: pathStart..<pathEnd)
-    }
     static let hexUpper = Array("0123456789ABCDEF".utf8)
-    private static let hexLower = Array("0123456789abcdef".utf8)
 
     /// The values of one line, as slices of it, by key.
     private struct Fields {
@@ -308,7 +212,7 @@ extension JournalRecord {
     static func isEscaped(_ b: UInt8) -> Bool { b <= 0x20 || b == 0x7f || b == 0x25 || b == 0x3d }
 
     /// The bytes ``percentEncode(_:into:)`` writes for `value`, one at a time, without an array:
-    /// the one rule for encoding, hashing (``Journal/pathKey(_:)``) and comparing in place.
+    /// the one rule for encoding.
     @inline(__always)
     static func forEachEncodedByte(of value: String, _ body: (UInt8) -> Void) {
         let digits = hexUpper
@@ -325,6 +229,11 @@ extension JournalRecord {
 
     static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
         guard bytes.contains(UInt8(ascii: "%")) else { return String(decoding: bytes, as: UTF8.self) }
+        return percentDecodeBytes(bytes).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The bytes `%XX` stand for; nil when a `%` is not followed by two hex digits.
+    static func percentDecodeBytes(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
         var out = [UInt8]()
         out.reserveCapacity(bytes.count)
         var i = bytes.startIndex
@@ -339,7 +248,7 @@ extension JournalRecord {
                 i += 1
             }
         }
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 }
 

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Reads the common shape of a manifest without libyaml, for speed; anything else is left to libyaml.
 ///
 /// Why: parsing with libyaml is most of a no-op run's time (about 21,000 instructions per entry of
@@ -27,21 +33,54 @@ struct FastManifestScanner {
     /// Why the scanner stopped: the input is not in its subset.
     private struct Unsupported: Error {}
 
+    /// The scanner stopped (the input is not in its subset) after giving back pages of the input
+    /// it had read (``read(_:entries:releasing:)``): libyaml needs the bytes read again.
+    struct InputReleased: Error {}
+
+    /// Give back the pages of the input already read (`madvise(MADV_DONTNEED)`), so that a
+    /// manifest of 110 MB is not resident whole beside its 10^6 entries. Only for an input that
+    /// nothing else will read: a page given back reads as zeros.
+    private var releaseStep: Int?
+    private var releasedUpTo = 0
+    private var released = false
+    /// Pages are given back this many bytes at a time, for an input at least twice as long.
+    static let defaultReleaseStep = 8 << 20
+
     /// The tree for `input`, or nil when libyaml must read it.
     static func tree(from input: UnsafeBufferPointer<UInt8>) -> YAMLTree? {
-        read(input, entries: nil)?.tree
+        (try? read(input, entries: nil))?.tree
     }
 
     /// The tree (and, with `entries`, the streamed `files` items: ``YAMLTreeBuilder``), or nil when
     /// libyaml must read it.
-    static func read(_ input: UnsafeBufferPointer<UInt8>, entries: ManifestEntryStream?) -> YAMLTreeBuilder.Parsed? {
+    ///
+    /// With a `releaseStep`, the pages of `input` behind the line being read are given back to
+    /// the system that many bytes at a time (they read as zeros afterwards): for a caller that
+    /// owns the only copy of the bytes and can read them again. When the scanner then gives up,
+    /// it throws ``InputReleased`` instead of returning nil.
+    static func read(_ input: UnsafeBufferPointer<UInt8>, entries: ManifestEntryStream?,
+                     releaseStep: Int? = nil) throws -> YAMLTreeBuilder.Parsed? {
         guard isPlainText(input) else { return nil }
         var scanner = FastManifestScanner(b: input, builder: YAMLTreeBuilder(inputSize: input.count, entries: entries))
+        if let releaseStep, releaseStep > 0, input.count >= 2 * releaseStep { scanner.releaseStep = releaseStep }
         do {
             return try scanner.document()
         } catch {
+            if scanner.released { throw InputReleased() }
             return nil
         }
+    }
+
+    /// Gives back the whole pages of the input before the current line, every few MB.
+    private mutating func releaseBehind() {
+        guard let step = releaseStep, lineStart - releasedUpTo >= step, let base = b.baseAddress else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard page > 0 else { return }
+        let from = (Int(bitPattern: base) + releasedUpTo + page - 1) / page * page
+        let to = (Int(bitPattern: base) + lineStart) / page * page
+        guard to > from, let start = UnsafeMutableRawPointer(bitPattern: from) else { return }
+        if madvise(start, to - from, MADV_DONTNEED) == 0 { released = true }
+        releasedUpTo = lineStart
     }
 
     private init(b: UnsafeBufferPointer<UInt8>, builder: YAMLTreeBuilder) {
@@ -124,6 +163,7 @@ struct FastManifestScanner {
     private mutating func sequence(at indent: Int) throws {
         try builder.startCollection(isMapping: false, line: lineNumber, column: Int32(contentStart - lineStart + 1))
         while !atEnd && self.indent == indent && isSequenceEntry {
+            releaseBehind()
             var item = contentStart + 1
             while item < lineEnd && b[item] == 0x20 { item += 1 }
             guard item < lineEnd, b[item] != 0x23 else { throw Unsupported() }  // `-` alone: a null or a nested block

@@ -12,13 +12,28 @@ struct ManifestEntryStream {
     /// The entry rules, shown one item at a time; they also keep the paths seen so far.
     private var rules: ManifestRules
 
-    init(file: String) {
+    /// `inputSize`: the manifest's length in bytes, to size the entries and the path index once
+    /// instead of doubling them (10^6 entries: the last doubling alone held 55 MB of entries twice).
+    /// An entry takes at least ~90 bytes of YAML (a SHA-256 alone is 64), so the entries' room is
+    /// an upper bound: reserved memory that is never written is never resident. The path index's
+    /// table is written when made, so it is sized for the usual ~100 bytes an entry and grows
+    /// past that. Reserved at the first item, when this value is the builder's own copy: reserved
+    /// sooner, the arrays would be shared with the caller's copy and copied at the first append.
+    init(file: String, inputSize: Int = 0) {
         rules = ManifestRules(tree: YAMLTree(), file: file)
+        self.inputSize = inputSize
     }
+
+    private var inputSize: Int
 
     /// Checks one item of `files` (a node of `tree`) and keeps its entry.
     mutating func take(_ item: YAMLTree.Ref, in tree: YAMLTree) {
         guard output.firstError == nil else { return }
+        if inputSize > 0 {
+            output.entries.reserveCapacity(inputSize / 80)
+            rules.paths.reserve(inputSize / 100)
+            inputSize = 0
+        }
         // Lent for this item only: the builder then drops the item's nodes, which must not copy
         // the tree's arrays because this still holds them.
         rules.tree = tree

@@ -13,14 +13,16 @@ import Darwin
 /// allocation, and Swift's String hashing normalises Unicode first. Hashing still goes through
 /// `Hasher` (SipHash, randomly seeded per process), so a crafted manifest cannot force collisions.
 struct PathIndex {
+    /// 32 bytes: 10^6 entries make 10^6 + (folders) keys. The hash is not kept (the slot holds
+    /// its high bits, and a rehash computes it again from the bytes).
     private struct Key {
         var start: Int          // in `storage`
         var count: Int
-        var hash: Int
         var line: Int
-        var isFile: Bool
-        /// For a folder: the key of the first file listed under it.
+        /// For a folder: the key of the first file listed under it; -1 for a file.
         var firstFile: Int
+
+        var isFile: Bool { firstFile < 0 }
     }
 
     private var storage: [UInt8] = []
@@ -30,11 +32,13 @@ struct PathIndex {
     /// Power-of-two size, at most half full.
     private var slots: [UInt64] = Array(repeating: 0, count: 64)
 
+    /// Room for `count` paths and as many folders. The table is written in full when made
+    /// (resident at once), so `count` should not be a generous guess; the arrays are only reserved.
     mutating func reserve(_ count: Int) {
         storage.reserveCapacity(count * 32)
         keys.reserveCapacity(count * 2)
         var size = slots.count
-        while size < count * 4 { size *= 2 }
+        while size < count * 2 { size *= 2 }
         if size > slots.count { rehash(size) }
     }
 
@@ -45,27 +49,50 @@ struct PathIndex {
     }
 
     private mutating func insert(bytes: UnsafeBufferPointer<UInt8>, path: String, line: Int) -> String? {
-        if let k = find(bytes) {
+        let h = PathIndex.hash(bytes)
+        if let k = find(bytes, hash: h) {
             let key = keys[k]
             if key.isFile { return "duplicate path \(quoted(path)): first listed on line \(key.line)" }
             let file = keys[key.firstFile]
             return "path \(quoted(path)) (line \(line)) is a folder of \(quoted(text(file))) (line \(file.line)); a path cannot be both a file and a folder"
         }
-        let fileKey = add(bytes, line: line, isFile: true, firstFile: -1)
+        let fileKey = add(bytes, hash: h, line: line, firstFile: -1)
         // Folders from the longest prefix down. Once a prefix is already known, so are all shorter
         // ones, and they were checked against the files when they were added.
         var end = bytes.count
         while let slash = bytes[..<end].lastIndex(of: UInt8(ascii: "/")) {
             let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
-            if let k = find(folder) {
+            let isParent = end == bytes.count
+            if isParent && isLastParent(folder) { break }
+            let hf = PathIndex.hash(folder)
+            if let k = find(folder, hash: hf) {
                 let key = keys[k]
-                if !key.isFile { break }
+                if !key.isFile {
+                    if isParent { lastParent = k }
+                    break
+                }
                 return "path \(quoted(path)) (line \(line)) is inside \(quoted(text(key))), which is listed as a file on line \(key.line); a path cannot be both a file and a folder"
             }
-            _ = add(folder, line: line, isFile: false, firstFile: fileKey)
+            let k = add(folder, hash: hf, line: line, firstFile: fileKey)
+            if isParent { lastParent = k }
             end = slash
         }
         return nil
+    }
+
+    /// The key of the folder of the path inserted last, a folder by then: a sorted manifest lists
+    /// a folder's files one after another, and they need no hash and no lookup for it (a folder
+    /// stays one: a later file at its path is found as a folder when it is inserted).
+    private var lastParent = -1
+
+    private func isLastParent(_ folder: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard lastParent >= 0, let b = folder.baseAddress else { return false }
+        let key = keys[lastParent]
+        guard key.count == folder.count else { return false }
+        return storage.withUnsafeBufferPointer { store in
+            guard let a = store.baseAddress else { return false }
+            return memcmp(a + key.start, b, key.count) == 0
+        }
     }
 
     private func text(_ key: Key) -> String {
@@ -78,8 +105,7 @@ struct PathIndex {
         return hasher.finalize()
     }
 
-    private func find(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        let h = PathIndex.hash(bytes)
+    private func find(_ bytes: UnsafeBufferPointer<UInt8>, hash h: Int) -> Int? {
         let mask = slots.count - 1
         var i = h & mask
         let tag = PathIndex.tag(h)
@@ -90,7 +116,7 @@ struct PathIndex {
                 if slot >> 32 == tag {
                     let k = Int(slot & 0xffff_ffff) - 1
                     let key = keys[k]
-                    if key.hash == h, key.count == bytes.count {
+                    if key.count == bytes.count {
                         guard key.count > 0, let a = store.baseAddress, let b = bytes.baseAddress else { return k }
                         if memcmp(a + key.start, b, key.count) == 0 { return k }
                     }
@@ -101,11 +127,9 @@ struct PathIndex {
     }
 
     /// Adds a key known to be absent; returns its index.
-    private mutating func add(_ bytes: UnsafeBufferPointer<UInt8>, line: Int, isFile: Bool, firstFile: Int) -> Int {
+    private mutating func add(_ bytes: UnsafeBufferPointer<UInt8>, hash h: Int, line: Int, firstFile: Int) -> Int {
         if (keys.count + 1) * 2 > slots.count { rehash(slots.count * 2) }
-        let h = PathIndex.hash(bytes)
-        keys.append(Key(start: storage.count, count: bytes.count, hash: h, line: line, isFile: isFile,
-                        firstFile: firstFile))
+        keys.append(Key(start: storage.count, count: bytes.count, line: line, firstFile: firstFile))
         storage.append(contentsOf: bytes)
         place(keys.count - 1, hash: h)
         return keys.count - 1
@@ -122,6 +146,12 @@ struct PathIndex {
 
     private mutating func rehash(_ size: Int) {
         slots = Array(repeating: 0, count: size)
-        for k in keys.indices { place(k, hash: keys[k].hash) }
+        let bytes = storage  // a second reference, so that `place` may change `self` meanwhile
+        bytes.withUnsafeBufferPointer { store in
+            for k in keys.indices {
+                let key = keys[k]
+                place(k, hash: PathIndex.hash(UnsafeBufferPointer(rebasing: store[key.start ..< key.start + key.count])))
+            }
+        }
     }
 }

@@ -54,13 +54,17 @@ final class YAMLParser {
 
     /// Parses `bytes` as one YAML document; with `entries`, the items of the root mapping's `files`
     /// list go there as they are read instead of into the tree (``YAMLTreeBuilder``).
-    static func parse(_ bytes: [UInt8], fastPath: Bool, entries: ManifestEntryStream?) throws -> YAMLTreeBuilder.Parsed? {
+    ///
+    /// With a `releaseStep` (for a caller that owns the only copy of `bytes` and can read them
+    /// again), the scanner gives back the pages it has read; when it then gives up, this throws
+    /// ``FastManifestScanner/InputReleased`` instead of handing libyaml zeros.
+    static func parse(_ bytes: [UInt8], fastPath: Bool, entries: ManifestEntryStream?, releaseStep: Int? = nil) throws -> YAMLTreeBuilder.Parsed? {
         guard !bytes.isEmpty else { return nil }
         // The tree stores offsets in 32 bits (``YAMLTree/Node``); no real manifest comes near.
         guard bytes.count < Int(Int32.max) else {
             throw YAMLError(line: nil, column: nil, message: "the manifest is 2 GiB or larger; split it or compress it less")
         }
-        if fastPath, let parsed = bytes.withUnsafeBufferPointer({ FastManifestScanner.read($0, entries: entries) }) {
+        if fastPath, let parsed = try bytes.withUnsafeBufferPointer({ try FastManifestScanner.read($0, entries: entries, releaseStep: releaseStep) }) {
             return parsed
         }
         return try bytes.withUnsafeBufferPointer { buffer in

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The whole plan of a run, from the manifest, the destination and the journal, before any
 /// request: what to do for every entry (``Planner``), and which files an earlier run installed
 /// that the manifest no longer lists, which is what deleting (`--delete`) starts from.
@@ -18,6 +20,40 @@ public struct Reconciler {
     /// whole run.
     public func plan(_ manifest: Manifest) -> [PlanItem] {
         manifest.entries.map { PlanItem(entry: $0, action: action(for: $0)) }
+    }
+
+    /// ``action(for:)`` of every entry, handed to `body` in manifest order on the calling thread,
+    /// with the decisions (a `stat` and a journal lookup each) made by this thread and a second
+    /// one, a window of entries at a time. Why: with 10^6 entries the `stat`s are a second of
+    /// system time, spent waiting on nothing but the CPU; two cores halve it. Each thread asks
+    /// through its own ``Destination`` (``Destination/sibling()``), so each keeps its folder
+    /// open; the journal's lookups are read-only and serialised by its lock.
+    /// `window`: entries decided between two hand-overs (tests make it small).
+    public func forEachAction(in entries: [ManifestEntry], window: Int = 8192,
+                              _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
+        guard window > 1, entries.count > window, ProcessInfo.processInfo.activeProcessorCount > 1 else {
+            for entry in entries { try body(entry, action(for: entry)) }
+            return
+        }
+        let helper = Reconciler(planner: Planner(destination: planner.destination?.sibling(), journal: planner.journal,
+                                                 partialFolder: planner.partialFolder), journal: journal)
+        let half = window / 2
+        var actions = [PlannedAction](repeating: .upToDate, count: window)
+        var start = entries.startIndex
+        while start < entries.endIndex {
+            let end = min(start + window, entries.endIndex)
+            let middle = min(start + half, end)
+            actions.withUnsafeMutableBufferPointer { out in
+                // Disjoint halves of `out`, one per thread.
+                let base = out.baseAddress
+                DispatchQueue.concurrentPerform(iterations: 2) { part in
+                    let (from, to, planner) = part == 0 ? (start, middle, self) : (middle, end, helper)
+                    for i in from ..< to { base?[i - start] = planner.action(for: entries[i]) }
+                }
+            }
+            for i in start ..< end { try body(entries[i], actions[i - start]) }
+            start = end
+        }
     }
 
     public func action(for entry: ManifestEntry) -> PlannedAction {

@@ -94,7 +94,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         destinationExists = status.destinationExists
         syncRunning = status.runningPid != nil
         syncPid = OrNull(status.runningPid)
-        files = Files(total: status.entries.count, done: status.count(.done), partial: status.count(.partial),
+        files = Files(total: status.totalFiles, done: status.count(.done), partial: status.count(.partial),
                       failed: status.count(.failed), unverified: status.count(.unverified),
                       blocked: status.count(.blocked), missing: status.count(.missing))
         bytes = Bytes(total: status.totalBytes, done: status.bytes(.done),
@@ -107,7 +107,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         })
         lastSuccess = OrNull(status.lastSuccess.map { MomentDocument($0.end) })
         manifest = OrNull(status.manifest.map { ManifestDocument($0, now: currentUnixTime()) })
-        entries = status.entries.filter { $0.state != .done }.map { e in
+        entries = status.entries.map { e in
             Entry(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
                   percent: e.percent,
                   error: e.error.map { redactingURLs(in: $0) }, failedAt: e.failedAt.map(Formatting.utcTimestamp))

@@ -44,8 +44,14 @@ public struct DestinationStatus: Sendable {
     public var destination: String
     /// False when DEST does not exist yet.
     public var destinationExists: Bool
-    /// In manifest order.
-    public var entries: [EntryStatus]
+    /// Every entry that is not done, in manifest order. A done entry is only counted
+    /// (``count(_:)``, ``bytes(_:)``): 10^6 of them were ~80 MB of values saying "done".
+    public private(set) var entries: [EntryStatus] = []
+    /// Entries in the manifest, and their bytes.
+    public private(set) var totalFiles = 0
+    public private(set) var totalBytes: Int64 = 0
+    private var files: [EntryStatus.State: Int] = [:]
+    private var byteCounts: [EntryStatus.State: Int64] = [:]
     public var lastRun: RunRecord?
     /// The last run that ended `ok` (``Journal/lastSuccess``).
     public var lastSuccess: RunRecord?
@@ -65,11 +71,39 @@ public struct DestinationStatus: Sendable {
         public var building: Bool
     }
 
-    public func count(_ state: EntryStatus.State) -> Int { entries.filter { $0.state == state }.count }
-    public func bytes(_ state: EntryStatus.State) -> Int64 {
-        entries.filter { $0.state == state }.reduce(0) { $0 + $1.size }
+    public init(destination: String, destinationExists: Bool, entries: [EntryStatus] = [], lastRun: RunRecord?,
+                lastSuccess: RunRecord? = nil, manifest: ManifestProvenance? = nil, runningPid: Int?, hasJournal: Bool,
+                generations: Generations? = nil) {
+        self.destination = destination
+        self.destinationExists = destinationExists
+        self.lastRun = lastRun
+        self.lastSuccess = lastSuccess
+        self.manifest = manifest
+        self.runningPid = runningPid
+        self.hasJournal = hasJournal
+        self.generations = generations
+        for entry in entries { add(entry) }
     }
-    public var totalBytes: Int64 { entries.reduce(0) { $0 + $1.size } }
+
+    /// Counts `entry`, and keeps it unless it is done.
+    mutating func add(_ entry: EntryStatus) {
+        totalFiles += 1
+        totalBytes += entry.size
+        files[entry.state, default: 0] += 1
+        byteCounts[entry.state, default: 0] += entry.size
+        if entry.state != .done { entries.append(entry) }
+    }
+
+    /// Counts a done entry of `size` bytes without making its ``EntryStatus``.
+    mutating func addDone(size: Int64) {
+        totalFiles += 1
+        totalBytes += size
+        files[.done, default: 0] += 1
+        byteCounts[.done, default: 0] += size
+    }
+
+    public func count(_ state: EntryStatus.State) -> Int { files[state] ?? 0 }
+    public func bytes(_ state: EntryStatus.State) -> Int64 { byteCounts[state] ?? 0 }
 }
 
 /// `mirror status`: explains the journal with one `fstatat` per entry (and one per partial file).
@@ -84,11 +118,10 @@ public struct DestinationStatus: Sendable {
 public enum StatusInspector {
     public static func inspect(manifest: Manifest, destinationPath: String) throws -> DestinationStatus {
         guard let destination = try Destination.openExisting(destinationPath) else {
-            return DestinationStatus(destination: destinationPath, destinationExists: false,
-                                     entries: manifest.entries.map {
-                                         EntryStatus(path: $0.path, state: .missing, size: $0.size)
-                                     },
-                                     lastRun: nil, lastSuccess: nil, runningPid: nil, hasJournal: false)
+            var status = DestinationStatus(destination: destinationPath, destinationExists: false, lastRun: nil,
+                                           runningPid: nil, hasJournal: false)
+            for entry in manifest.entries { status.add(EntryStatus(path: entry.path, state: .missing, size: entry.size)) }
+            return status
         }
         let state = try destination.stateFolder(create: false)
         var journal: Journal?
@@ -101,14 +134,19 @@ public enum StatusInspector {
             }
         }
         let partials = try destination.stateFolder("partial", create: false)
-        var entries: [EntryStatus] = []
-        entries.reserveCapacity(manifest.entries.count)
-        for entry in manifest.entries {
-            entries.append(try status(of: entry, destination: destination, journal: journal, partialFolder: partials))
-        }
-        var status = DestinationStatus(destination: destinationPath, destinationExists: true, entries: entries,
+        var status = DestinationStatus(destination: destinationPath, destinationExists: true,
                                        lastRun: journal?.lastRun, lastSuccess: journal?.lastSuccess, runningPid: state.flatMap(lockHolder),
                                        hasJournal: hasJournal)
+        // Planned as a sync plans (two threads, in manifest order); only what is not done is kept.
+        let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials),
+                                    journal: journal)
+        reconciler.forEachAction(in: manifest.entries) { entry, action in
+            if case .upToDate = action {
+                status.addDone(size: entry.size)
+            } else {
+                status.add(self.status(of: entry, action: action, journal: journal))
+            }
+        }
         if let store = destination.generations, case .generation(let current) = store.current() {
             status.generations = DestinationStatus.Generations(kept: (try? store.generations()) ?? [current], current: current,
                                              building: faccessat(store.store.fd, GenerationStore.buildingName, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
@@ -119,10 +157,9 @@ public enum StatusInspector {
     /// One entry's state: what a sync would plan for it (``Planner``, so records made for another
     /// size or checksum of the path are ignored exactly as a sync ignores them, docs/journal.md rule 4),
     /// with the journal's last failure on top of anything not done or blocked.
-    static func status(of entry: ManifestEntry, destination: Destination, journal: Journal?,
-                       partialFolder: FileDescriptor?) throws -> EntryStatus {
+    static func status(of entry: ManifestEntry, action: PlannedAction, journal: Journal?) -> EntryStatus {
         var result = EntryStatus(path: entry.path, state: .missing, size: entry.size)
-        switch try Planner(destination: destination, journal: journal, partialFolder: partialFolder).action(for: entry) {
+        switch action {
         case .upToDate:
             result.state = .done
             return result
@@ -191,7 +228,7 @@ extension DestinationStatus {
         if !destinationExists { head += " (does not exist yet)" }
         if let runningPid { head += " (a sync is running, pid \(runningPid))" }
         lines.append(head)
-        lines.append("files: \(entries.count) in the manifest, \(Formatting.bytes(totalBytes))")
+        lines.append("files: \(totalFiles) in the manifest, \(Formatting.bytes(totalBytes))")
         for state in [EntryStatus.State.done, .partial, .failed, .unverified, .blocked, .missing] {
             let n = count(state)
             guard n > 0 || state == .done else { continue }

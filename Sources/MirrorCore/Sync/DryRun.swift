@@ -21,12 +21,12 @@ struct DryRun {
                                     journal: journal)
         // One entry at a time, as the run plans: no array of a plan item per entry (10^6 entries
         // held ~280 MB more that way).
-        for entry in manifest.entries {
+        reconciler.forEachAction(in: manifest.entries) { entry, action in
             let line: String
-            switch reconciler.action(for: entry) {
+            switch action {
             case .upToDate:
                 summary.upToDate += 1
-                continue
+                return
             case .check:
                 line = "check \(entry.path) (present, not yet verified)"
                 totals.checks += 1

@@ -121,8 +121,8 @@ public final class SyncRunner {
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partialFolder),
                                     journal: journal)
         var checks: [ManifestEntry] = []
-        for entry in manifest.entries {
-            switch reconciler.action(for: entry) {
+        reconciler.forEachAction(in: manifest.entries) { entry, action in
+            switch action {
             case .upToDate: summary.upToDate += 1
             case .check: checks.append(entry)
             case .resume(let offset, let record): addTask(entry, replacing: false, resume: record, offset: offset)

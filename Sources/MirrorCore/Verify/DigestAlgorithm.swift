@@ -106,7 +106,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
 /// download's saved hash states.
 ///
 /// A struct with one stored slot per algorithm rather than a dictionary: reading and iterating
-/// allocate nothing, which the no-op path (``JournalRecord/verifiedLineMatches``, once per manifest
+/// allocate nothing, which the no-op path (``VerifiedIndex/matches(path:size:digests:status:)``, once per manifest
 /// entry) relies on, and the iteration order is the journal's field order.
 public struct PerAlgorithm<Value> {
     private var sha256: Value?

@@ -59,13 +59,11 @@ import Glibc
         #expect(r.identity == Self.both)
     }
 
-    /// The no-op path compares every digest the entry lists, in the journal's order, on the bytes.
+    /// The no-op path compares every digest the entry lists, on the packed record's bytes.
     @Test func theNoOpCompareChecksEveryListedDigest() throws {
-        let line = Array(Self.verifiedLine.utf8)
+        let journal = try Self.journal(with: Self.verifiedLine)
         func matches(_ digests: DigestSet, status: FileStatus = Self.status) -> Bool {
-            line.withUnsafeBufferPointer {
-                JournalRecord.verifiedLineMatches($0, at: 0, path: "a b/c.bin", size: 3, digests: digests, status: status)
-            }
+            journal.isVerified(ManifestEntry(path: "a b/c.bin", url: .relative("a%20b/c.bin"), size: 3, digests: digests), status: status)
         }
         let d256 = try #require(Digest(hex: Self.sha256, byteCount: 32))
         let d512 = try #require(Digest(hex: Self.sha512, byteCount: 64))
@@ -77,6 +75,51 @@ import Glibc
         var moved = Self.status
         moved.ctime = FileTime(seconds: 7, nanoseconds: 9)
         #expect(!matches([.sha256: d256, .sha512: d512], status: moved))
+    }
+
+    /// A read-only journal holding `lines` after the header.
+    static func journal(with lines: String) throws -> Journal {
+        let dir = try TemporaryDirectory()
+        let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        let folder = FileDescriptor(fd: fd, displayPath: dir.path)
+        let file = open(dir.path(Journal.fileName), O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(file >= 0)
+        try FileDescriptor(fd: file, displayPath: "journal").append(Array(("mirror-journal 1\n" + lines).utf8))
+        return try Journal(folder: folder, displayPath: "journal", readOnly: true)
+    }
+
+    /// `body` under a fresh CRC: a line as `decode` reads it.
+    static func line(_ body: String) -> String {
+        JournalRecord.hex8(JournalRecord.checksum(Array(body.utf8))) + " " + body + "\n"
+    }
+
+    /// Opening the journal packs verified lines without decoding them; what a lookup returns must
+    /// be what `decode` makes of the line, for lines written the usual way and for odd ones
+    /// (fields in another order, an unknown key, digests in upper case, a bad field).
+    @Test func packedRecordsAreWhatDecodeReads() throws {
+        let bodies = [
+            "verified path=a%20b/c.bin size=3 sha256=\(Self.sha256) ino=7 dev=9 mtime=5.000000006 ctime=7.000000008 found=1",
+            "verified path=x%25y size=0 sha512=\(Self.sha512) sha256=\(Self.sha256) ino=18446744073709551615 dev=0 mtime=0.000000000 ctime=1.999999999 new=key",
+            "verified path=up size=3 sha256=\(Self.sha256.uppercased()) ino=7 dev=9 mtime=5.000000006 ctime=7.000000008",
+            "verified size=3 path=late sha256=\(Self.sha256) ino=7 dev=9 mtime=5.000000006 ctime=7.000000008",
+        ]
+        let journal = try Self.journal(with: bodies.map(Self.line).joined())
+        for body in bodies {
+            guard case .verified(let expected)? = JournalRecord.decode(Array(Self.line(body).utf8.dropLast())[...]) else {
+                Issue.record("\(body) does not decode")
+                continue
+            }
+            #expect(journal.records(for: expected.identity.path)?.verified == expected, "\(body)")
+        }
+        let upper = try #require(journal.records(for: "up")?.verified)
+        let entry = ManifestEntry(path: "up", url: .relative("up"), size: 3, digests: [.sha256: try #require(Digest(hex: Self.sha256, byteCount: 32))])
+        #expect(!journal.isVerified(entry, status: Self.status), "a digest not written in lower case vouches for no entry")
+        #expect(upper.identity != EntryIdentity(entry))
+
+        // A later line for a path that decode refuses (a bad mtime) leaves the path without a record.
+        let bad = try Self.journal(with: Self.verifiedLine + Self.line("verified path=a%20b/c.bin size=3 sha256=\(Self.sha256) ino=7 dev=9 mtime=5 ctime=7.000000008"))
+        #expect(bad.records(for: "a b/c.bin") == nil)
     }
 
     /// An existing journal with both digests vouches for its file through the public lookup.

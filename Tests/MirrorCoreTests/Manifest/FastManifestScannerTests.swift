@@ -97,6 +97,33 @@ import MirrorTestSupport
             }
         }
     }
+
+    /// Loading a file lets the scanner give back the pages it has read; when it then meets what
+    /// only libyaml reads (here a single-quoted path in the last entry), the file is read again
+    /// and the result is exactly what parsing the bytes gives, entries and errors alike.
+    @Test func givingBackReadPagesChangesNoResult() throws {
+        let dir = try TemporaryDirectory()
+        var head = "version: 1\nbase_url: https://example.org/media/\nfiles:\n"
+        for i in 0..<3000 { head += "  - path: d\(i % 7)/f\(i).dat\n    size: \(i)\n    sha256: \(Self.sha)\n" }
+        let tails = ["", "  - path: 'last.dat'\n    size: 1\n    sha256: \(Self.sha)\n",
+                     "  - path: 'd1/f1.dat'\n    size: 1\n    sha256: \(Self.sha)\n"]
+        for (n, tail) in tails.enumerated() {
+            let path = dir.path("m\(n).yaml")
+            try Data((head + tail).utf8).write(to: URL(fileURLWithPath: path))
+            var reader = ManifestLoader.Reader()
+            reader.releaseStep = 4096
+            let loaded = Result { try ManifestLoader.load(path: path, displayName: "m.yaml", reader: reader) }
+            let parsed = Result { try ManifestLoader.parse(Array((head + tail).utf8), sourceName: "m.yaml") }
+            switch (loaded, parsed) {
+            case (.success(let a), .success(let b)):
+                #expect(a.entries == b.entries && a.entries.count == 3000 + (tail.isEmpty ? 0 : 1))
+            case (.failure(let a), .failure(let b)):
+                #expect("\(a)" == "\(b)" && n == 2, "\(a)")
+            default:
+                Issue.record("one way failed, the other did not: \(loaded) vs \(parsed)")
+            }
+        }
+    }
 }
 
 extension ManifestLoader {

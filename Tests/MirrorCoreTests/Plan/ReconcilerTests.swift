@@ -50,4 +50,36 @@ import Glibc
         }
         #expect(why.contains("sub is a file, not a folder"), "\(why)")
     }
+
+    /// Planning on two threads (more entries than one window, made small) decides exactly what planning one
+    /// entry at a time decides, in manifest order: files verified by the journal, files present
+    /// but unknown, folders in the way, nothing there, across many folders.
+    @Test func planningOnTwoThreadsDecidesWhatOneThreadDecides() throws {
+        var entries: [ManifestEntry] = []
+        for k in 0 ..< 37 { #expect(mkdir(dir.path("d\(k)"), 0o755) == 0) }
+        for i in 0 ..< 2000 {
+            let folder = "d\(i % 37)"
+            let path = "\(folder)/f\(i)"
+            switch i % 5 {
+            case 0, 1:
+                _ = try TestData.writeFile(at: dir.path(path), size: 10, seed: UInt64(i))
+                if i % 5 == 0, let status = try fx.destination.status(of: path) {
+                    try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry(path)), status: status)), durable: false)
+                }
+            case 2:
+                #expect(mkdir(dir.path(path), 0o755) == 0)
+            default:
+                break
+            }
+            entries.append(entry(path))
+        }
+        let reconciler = Reconciler(planner: fx.planner, journal: journal)
+        var seen: [(String, PlannedAction)] = []
+        reconciler.forEachAction(in: entries, window: 64) { seen.append(($0.path, $1)) }
+        #expect(seen.map(\.0) == entries.map(\.path))
+        let one = entries.map { reconciler.action(for: $0) }
+        #expect(seen.map(\.1) == one)
+        #expect(one.filter { $0 == .upToDate }.count == 400)
+        #expect(one.filter { $0 == .check }.count == 400)
+    }
 }

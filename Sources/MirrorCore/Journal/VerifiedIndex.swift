@@ -1,0 +1,385 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The journal's latest verified record per path, packed: what the no-op path compares, and no
+/// more, in one byte arena, found through one open-addressing table keyed by the path's bytes.
+///
+/// Why: a destination of 10^6 files has 10^6 verified lines of ~200 bytes. Keeping those lines
+/// as read (and a `[UInt64: Int]` from path hash to line) held ~230 MB beside the manifest; a
+/// packed record is ~55 bytes plus its path and raw digests (~95 bytes for a short path and
+/// SHA-256), and the table 8 bytes per slot. Records are never Strings until asked for
+/// (``record(at:)``), so the lookup of the no-op path allocates nothing.
+///
+/// Record layout (native byte order; the arena lives only in memory):
+///
+///     0  size     Int64      8  inode   UInt64    16  device  UInt64
+///     24 mtime s  Int64     32  ctime s Int64     40  mtime ns UInt32   44  ctime ns UInt32
+///     48 flags    UInt8      (bit 0: adopted, `found=1`)
+///     49 path length UInt32, then the path's bytes (percent-decoded, as the file system names it)
+///     then per ``DigestAlgorithm``, in order: one byte, 0 absent, 1 raw (``DigestAlgorithm/byteCount``
+///     bytes follow), 2 text (UInt16 length and the bytes: a value that is not lowercase hex of the
+///     right length, kept as written so that it matches no entry, as the line would not)
+///
+/// Keys are the path's bytes, compared with `memcmp`: never Strings, whose `==` would merge two
+/// spellings of one name (docs/journal.md: paths are bytes).
+struct VerifiedIndex {
+    private var arena: [UInt8] = []
+    /// 0 empty, 1 removed, else tag (high 24 bits of the hash) << 40 | (arena offset + 2).
+    /// Power-of-two size, at most half full (live and removed slots together).
+    private var slots: [UInt64] = Array(repeating: 0, count: 64)
+    private var used = 0
+    private(set) var count = 0
+
+    private static let fixedSize = 53
+    private static let offsetMask: UInt64 = (1 << 40) - 1
+
+    /// Room for `records` records of about `bytesEach` bytes. Reserved memory that is never
+    /// written is never resident, so a generous guess costs address space only.
+    mutating func reserve(records: Int, bytesEach: Int) {
+        arena.reserveCapacity(records * bytesEach)
+        var size = slots.count
+        while size < records * 2 { size *= 2 }
+        if size > slots.count { rehash(size) }
+    }
+
+    // MARK: - Writing
+
+    /// Appends the packed record and makes it the path's latest. `digests` are the values as the
+    /// line spells them (`percentEncoded`) or as a record holds them: lowercase hex of the right
+    /// length is kept as raw bytes, anything else as text (and a value that does not
+    /// percent-decode is dropped, as ``JournalRecord/decode(_:)`` drops it).
+    mutating func insert(path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64, device: UInt64,
+                         mtime: FileTime, ctime: FileTime, adopted: Bool,
+                         digests: PerAlgorithm<UnsafeBufferPointer<UInt8>>, percentEncoded: Bool) {
+        if insertUsual(path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime, adopted: adopted,
+                       digests: digests) { return }
+        // The record's length first (a digest kept as text, which is rare, is decoded here), then
+        // the record written in one piece and appended with one copy: 10^6 lines are read so.
+        var texts = PerAlgorithm<[UInt8]>()
+        var length = VerifiedIndex.fixedSize + path.count
+        var raw = 0
+        while let algorithm = DigestAlgorithm(rawValue: raw) {
+            raw += 1
+            length += 1
+            guard let value = digests[algorithm] else { continue }
+            if VerifiedIndex.isLowercaseHex(value, algorithm) {
+                length += algorithm.byteCount
+                continue
+            }
+            var text = Array(value)
+            if percentEncoded {
+                guard let decoded = JournalRecord.percentDecodeBytes(text[...]) else { continue }
+                text = decoded
+            }
+            text = Array(text.prefix(Int(UInt16.max)))
+            length += 2 + text.count
+            texts[algorithm] = text
+        }
+        withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out in
+            guard let p = out.baseAddress else { return }
+            VerifiedIndex.writeHead(p, path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime,
+                                    adopted: adopted)
+            var i = VerifiedIndex.fixedSize + path.count
+            var raw = 0
+            while let algorithm = DigestAlgorithm(rawValue: raw) {
+                raw += 1
+                if let text = texts[algorithm] {
+                    p.storeBytes(of: 2, toByteOffset: i, as: UInt8.self)
+                    p.storeBytes(of: UInt16(text.count), toByteOffset: i + 1, as: UInt16.self)
+                    text.withUnsafeBytes { (p + i + 3).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(p), byteCount: $0.count) }
+                    i += 3 + text.count
+                } else if let hex = digests[algorithm], VerifiedIndex.isLowercaseHex(hex, algorithm) {
+                    p.storeBytes(of: 1, toByteOffset: i, as: UInt8.self)
+                    if let h = hex.baseAddress {
+                        for k in 0 ..< algorithm.byteCount {
+                            let byte = VerifiedIndex.nibble(h[k &* 2]) << 4 | VerifiedIndex.nibble(h[k &* 2 &+ 1])
+                            p.storeBytes(of: byte, toByteOffset: i &+ 1 &+ k, as: UInt8.self)
+                        }
+                    }
+                    i += 1 + algorithm.byteCount
+                } else {
+                    p.storeBytes(of: 0, toByteOffset: i, as: UInt8.self)
+                    i += 1
+                }
+            }
+            let offset = arena.count
+            arena.append(contentsOf: UnsafeRawBufferPointer(start: p, count: length))
+            place(path: path, offset: offset)
+        }
+    }
+
+    /// Whether `hex` is lowercase hex of the algorithm's length, as the journal writes digests.
+    /// The usual line, every digest lowercase hex of its algorithm's length: each is decoded
+    /// straight into the record, in one pass over its digits. False, with nothing changed, for
+    /// any other line (``insert(path:size:inode:device:mtime:ctime:adopted:digests:percentEncoded:)``
+    /// then takes the long way).
+    private mutating func insertUsual(path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64, device: UInt64,
+                                      mtime: FileTime, ctime: FileTime, adopted: Bool,
+                                      digests: PerAlgorithm<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var length = VerifiedIndex.fixedSize + path.count
+        var raw = 0
+        while let algorithm = DigestAlgorithm(rawValue: raw) {
+            raw += 1
+            length += 1
+            if let value = digests[algorithm] {
+                guard value.count == 2 * algorithm.byteCount else { return false }
+                length += algorithm.byteCount
+            }
+        }
+        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out -> Bool in
+            guard let p = out.baseAddress else { return false }
+            VerifiedIndex.writeHead(p, path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime,
+                                    adopted: adopted)
+            var i = VerifiedIndex.fixedSize + path.count
+            var invalid: UInt8 = 0
+            var raw = 0
+            while let algorithm = DigestAlgorithm(rawValue: raw) {
+                raw += 1
+                guard let h = digests[algorithm]?.baseAddress else {
+                    p.storeBytes(of: 0, toByteOffset: i, as: UInt8.self)
+                    i += 1
+                    continue
+                }
+                p.storeBytes(of: 1, toByteOffset: i, as: UInt8.self)
+                for k in 0 ..< algorithm.byteCount {
+                    let high = VerifiedIndex.nibble(h[k &* 2]), low = VerifiedIndex.nibble(h[k &* 2 &+ 1])
+                    invalid |= high | low
+                    p.storeBytes(of: high << 4 | low & 0x0f, toByteOffset: i &+ 1 &+ k, as: UInt8.self)
+                }
+                i += 1 + algorithm.byteCount
+            }
+            guard invalid & 0xf0 == 0 else { return false }
+            let offset = arena.count
+            arena.append(contentsOf: UnsafeRawBufferPointer(start: p, count: length))
+            place(path: path, offset: offset)
+            return true
+        }
+    }
+
+    /// The fixed fields and the path, at the start of a record being written.
+    private static func writeHead(_ p: UnsafeMutableRawPointer, path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64,
+                                  device: UInt64, mtime: FileTime, ctime: FileTime, adopted: Bool) {
+        p.storeBytes(of: size, toByteOffset: 0, as: Int64.self)
+        p.storeBytes(of: inode, toByteOffset: 8, as: UInt64.self)
+        p.storeBytes(of: device, toByteOffset: 16, as: UInt64.self)
+        p.storeBytes(of: mtime.seconds, toByteOffset: 24, as: Int64.self)
+        p.storeBytes(of: ctime.seconds, toByteOffset: 32, as: Int64.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: mtime.nanoseconds), toByteOffset: 40, as: UInt32.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: ctime.nanoseconds), toByteOffset: 44, as: UInt32.self)
+        p.storeBytes(of: adopted ? 1 : 0, toByteOffset: 48, as: UInt8.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: path.count), toByteOffset: 49, as: UInt32.self)
+        if let source = path.baseAddress { (p + fixedSize).copyMemory(from: source, byteCount: path.count) }
+    }
+
+    /// Whether `hex` is lowercase hex of the algorithm's length, as the journal writes digests
+    /// (the long way only: ``insertUsual`` checks while it decodes).
+    private static func isLowercaseHex(_ hex: UnsafeBufferPointer<UInt8>, _ algorithm: DigestAlgorithm) -> Bool {
+        guard hex.count == algorithm.byteCount * 2 else { return false }
+        return hex.allSatisfy { nibble($0) < 16 }
+    }
+
+    /// The value of a lowercase hex digit; 0xff for any other byte.
+    @inline(__always)
+    private static func nibble(_ c: UInt8) -> UInt8 {
+        let digit = c &- 48, letter = c &- 97
+        return digit < 10 ? digit : letter < 6 ? letter &+ 10 : 0xff
+    }
+
+    mutating func insert(_ r: VerifiedRecord) {
+        // The digests' text side by side in one array, so each can be lent as a buffer.
+        var joined: [UInt8] = []
+        var ranges = PerAlgorithm<Range<Int>>()
+        for (algorithm, text) in r.identity.digests {
+            let start = joined.count
+            joined += text.utf8
+            ranges[algorithm] = start..<joined.count
+        }
+        var path = r.identity.path
+        joined.withUnsafeBufferPointer { all in
+            let digests = ranges.mapValues { UnsafeBufferPointer(rebasing: all[$0]) }
+            path.withUTF8 { bytes in
+                insert(path: bytes, size: r.identity.size, inode: r.inode, device: r.device, mtime: r.mtime, ctime: r.ctime,
+                       adopted: r.adopted, digests: digests, percentEncoded: false)
+            }
+        }
+    }
+
+    /// Forgets the path's record (a no-op when there is none).
+    mutating func remove(path: UnsafeBufferPointer<UInt8>) {
+        guard let slot = find(path) else { return }
+        slots[slot] = 1
+        count -= 1
+    }
+
+    // MARK: - Reading
+
+    /// True when the path's latest record describes exactly this entry (size, the same set of
+    /// digests, equal byte for byte) and this file (`status`: a regular file with the record's
+    /// size, inode, device, mtime and ctime): the no-op path, without allocating.
+    func matches(path: UnsafeBufferPointer<UInt8>, size: Int64, digests: DigestSet, status: FileStatus) -> Bool {
+        guard status.isRegularFile, status.size == size, let slot = find(path) else { return false }
+        let offset = Int(slots[slot] & VerifiedIndex.offsetMask) - 2
+        return withRecord(at: offset) { at -> Bool in
+            guard at.loadUnaligned(as: Int64.self) == size,
+                  at.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == status.inode,
+                  at.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == status.device,
+                  at.loadUnaligned(fromByteOffset: 24, as: Int64.self) == status.mtime.seconds,
+                  at.loadUnaligned(fromByteOffset: 32, as: Int64.self) == status.ctime.seconds,
+                  Int64(at.loadUnaligned(fromByteOffset: 40, as: UInt32.self)) == status.mtime.nanoseconds,
+                  Int64(at.loadUnaligned(fromByteOffset: 44, as: UInt32.self)) == status.ctime.nanoseconds else { return false }
+            var i = VerifiedIndex.fixedSize + Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
+            var algorithmRaw = 0
+            while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
+                let kind = at.load(fromByteOffset: i, as: UInt8.self)
+                i += 1
+                let expected = digests[algorithm]
+                switch kind {
+                case 0:
+                    guard expected == nil else { return false }
+                case 1:
+                    guard let expected, expected.withUnsafeBytes({ bytes in
+                        guard let b = bytes.baseAddress, bytes.count == algorithm.byteCount else { return false }
+                        return memcmp(at + i, b, bytes.count) == 0
+                    }) else { return false }
+                    i += algorithm.byteCount
+                default:
+                    return false  // not lowercase hex of the right length: no entry's digest
+                }
+                algorithmRaw += 1
+            }
+            return true
+        }
+    }
+
+    /// The path's latest record, decoded (a String per value: not for the no-op path).
+    func record(for path: UnsafeBufferPointer<UInt8>) -> VerifiedRecord? {
+        find(path).map { record(at: Int(slots[$0] & VerifiedIndex.offsetMask) - 2) }
+    }
+
+    /// Every latest record, decoded, in no particular order.
+    func forEach(_ body: (VerifiedRecord) -> Void) {
+        for slot in slots where slot > 1 { body(record(at: Int(slot & VerifiedIndex.offsetMask) - 2)) }
+    }
+
+    private func record(at offset: Int) -> VerifiedRecord {
+        withRecord(at: offset) { at -> VerifiedRecord in
+            let pathCount = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
+            let path = String(decoding: UnsafeRawBufferPointer(start: at + VerifiedIndex.fixedSize, count: pathCount), as: UTF8.self)
+            var digests = PerAlgorithm<String>()
+            var i = VerifiedIndex.fixedSize + pathCount
+            var algorithmRaw = 0
+            while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
+                let kind = at.load(fromByteOffset: i, as: UInt8.self)
+                i += 1
+                if kind == 1 {
+                    digests[algorithm] = Digest(bytes: Array(UnsafeRawBufferPointer(start: at + i, count: algorithm.byteCount))).hex
+                    i += algorithm.byteCount
+                } else if kind == 2 {
+                    let n = Int(at.loadUnaligned(fromByteOffset: i, as: UInt16.self))
+                    digests[algorithm] = String(decoding: UnsafeRawBufferPointer(start: at + i + 2, count: n), as: UTF8.self)
+                    i += 2 + n
+                }
+                algorithmRaw += 1
+            }
+            let identity = EntryIdentity(path: path, size: at.loadUnaligned(as: Int64.self), digests: digests)
+            return VerifiedRecord(identity: identity, inode: at.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                                  device: at.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                                  mtime: FileTime(seconds: at.loadUnaligned(fromByteOffset: 24, as: Int64.self),
+                                                  nanoseconds: Int64(at.loadUnaligned(fromByteOffset: 40, as: UInt32.self))),
+                                  ctime: FileTime(seconds: at.loadUnaligned(fromByteOffset: 32, as: Int64.self),
+                                                  nanoseconds: Int64(at.loadUnaligned(fromByteOffset: 44, as: UInt32.self))),
+                                  adopted: at.load(fromByteOffset: 48, as: UInt8.self) & 1 != 0)
+        }
+    }
+
+    // MARK: - The table
+
+    /// SipHash with the process's random seed (`Swift.Hasher`), as ``PathIndex``: paths come from
+    /// manifests, and a crafted set of colliding paths must not make every lookup a long probe.
+    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hasher = Swift.Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        return UInt64(UInt(bitPattern: hasher.finalize()))
+    }
+
+    private static func tag(_ hash: UInt64) -> UInt64 { hash >> 40 }
+
+    private func pathEquals(_ path: UnsafeBufferPointer<UInt8>, at offset: Int) -> Bool {
+        withRecord(at: offset) { at -> Bool in
+            guard Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self)) == path.count else { return false }
+            guard let base = path.baseAddress, path.count > 0 else { return true }
+            return memcmp(at + VerifiedIndex.fixedSize, base, path.count) == 0
+        }
+    }
+
+    /// The slot holding `path`'s record.
+    private func find(_ path: UnsafeBufferPointer<UInt8>) -> Int? {
+        let h = VerifiedIndex.hash(path)
+        let mask = slots.count - 1
+        var i = Int(truncatingIfNeeded: h) & mask
+        let tag = VerifiedIndex.tag(h)
+        return slots.withUnsafeBufferPointer { table -> Int? in
+            while true {
+                let slot = table[i]
+                if slot == 0 { return nil }
+                if slot > 1, slot >> 40 == tag, pathEquals(path, at: Int(slot & VerifiedIndex.offsetMask) - 2) { return i }
+                i = (i + 1) & mask
+            }
+        }
+    }
+
+    /// Points `path`'s slot at the record at `offset`, replacing an earlier record of the path:
+    /// one hash and one probe sequence.
+    private mutating func place(path: UnsafeBufferPointer<UInt8>, offset: Int) {
+        if (used + 1) * 2 > slots.count { rehash(count * 4 > slots.count ? slots.count * 2 : slots.count) }
+        let h = VerifiedIndex.hash(path)
+        let mask = slots.count - 1
+        let tag = VerifiedIndex.tag(h)
+        var i = Int(truncatingIfNeeded: h) & mask
+        var free: Int?
+        while true {
+            let slot = slots[i]
+            if slot == 0 { break }
+            if slot == 1 {
+                if free == nil { free = i }
+            } else if slot >> 40 == tag, pathEquals(path, at: Int(slot & VerifiedIndex.offsetMask) - 2) {
+                slots[i] = tag << 40 | UInt64(offset + 2)
+                return
+            }
+            i = (i + 1) & mask
+        }
+        if let free { i = free } else { used += 1 }
+        slots[i] = tag << 40 | UInt64(offset + 2)
+        count += 1
+    }
+
+    /// A fresh table of `size` slots holding the live records (dropping removed slots).
+    private mutating func rehash(_ size: Int) {
+        let old = slots
+        slots = Array(repeating: 0, count: size)
+        used = 0
+        let mask = size - 1
+        for slot in old where slot > 1 {
+            let offset = Int(slot & VerifiedIndex.offsetMask) - 2
+            let h = withRecord(at: offset) { at -> UInt64 in
+                let n = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
+                return VerifiedIndex.hash(UnsafeBufferPointer(start: (at + VerifiedIndex.fixedSize).assumingMemoryBound(to: UInt8.self), count: n))
+            }
+            var i = Int(truncatingIfNeeded: h) & mask
+            while slots[i] != 0 { i = (i + 1) & mask }
+            slots[i] = slot
+            used += 1
+        }
+    }
+
+    private func withRecord<T>(at offset: Int, _ body: (UnsafeRawPointer) -> T) -> T {
+        arena.withUnsafeBytes { raw in
+            // A slot points into the arena only once a record was appended there.
+            guard let base = raw.baseAddress else { preconditionFailure("a slot points into an empty arena") }
+            return body(base + offset)
+        }
+    }
+}
