@@ -154,18 +154,7 @@ extension JournalRecord {
         func string(_ v: Value?) -> String? { v.flatMap { JournalRecord.percentDecode($0) } }
 
         /// A non-negative decimal number; inode and device numbers are stored by their bit pattern.
-        func int(_ v: Value?) -> Int64? {
-            guard let v, !v.isEmpty, v.count <= 20 else { return nil }
-            var n: UInt64 = 0
-            for c in v {
-                guard c >= 48 && c <= 57 else { return nil }
-                let (m, o1) = n.multipliedReportingOverflow(by: 10)
-                let (a, o2) = m.addingReportingOverflow(UInt64(c - 48))
-                guard !o1 && !o2 else { return nil }
-                n = a
-            }
-            return Int64(bitPattern: n)
-        }
+        func int(_ v: Value?) -> Int64? { v.flatMap { JournalRecord.decimal($0) } }
 
         /// `SECONDS.NANOSECONDS`, nine fraction digits.
         func time(_ v: Value?) -> FileTime? {
@@ -257,5 +246,23 @@ extension FileTime {
     var journalText: String {
         let ns = String(nanoseconds)
         return "\(seconds).\(String(repeating: "0", count: max(0, 9 - ns.count)))\(ns)"
+    }
+}
+
+extension JournalRecord {
+    /// A non-negative decimal number of 1 to 20 digits, read as its bit pattern (inode and device
+    /// numbers are stored that way); nil for anything else, an overflow included. The one reader
+    /// of journal numbers, for whole records and for the verified lines looked up in place.
+    static func decimal<Digits: Collection>(_ digits: Digits) -> Int64? where Digits.Element == UInt8 {
+        guard !digits.isEmpty, digits.count <= 20 else { return nil }
+        var n: UInt64 = 0
+        for c in digits {
+            guard c >= 48 && c <= 57 else { return nil }
+            let (m, o1) = n.multipliedReportingOverflow(by: 10)
+            let (a, o2) = m.addingReportingOverflow(UInt64(c - 48))
+            guard !o1 && !o2 else { return nil }
+            n = a
+        }
+        return Int64(bitPattern: n)
     }
 }

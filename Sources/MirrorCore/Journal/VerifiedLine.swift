@@ -84,17 +84,7 @@ extension JournalRecord {
     /// A non-negative decimal number of at most 20 digits, read as its bit pattern (as
     /// ``decode(_:)`` reads inode and device numbers).
     private static func number(_ buf: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int64? {
-        guard !range.isEmpty, range.count <= 20 else { return nil }
-        var n: UInt64 = 0
-        for k in range {
-            let c = buf[k]
-            guard c >= 48 && c <= 57 else { return nil }
-            let (m, o1) = n.multipliedReportingOverflow(by: 10)
-            let (a, o2) = m.addingReportingOverflow(UInt64(c - 48))
-            guard !o1 && !o2 else { return nil }
-            n = a
-        }
-        return Int64(bitPattern: n)
+        JournalRecord.decimal(buf[range])
     }
 
     /// `SECONDS.NANOSECONDS`, nine fraction digits.
