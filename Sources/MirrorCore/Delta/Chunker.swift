@@ -150,8 +150,13 @@ public struct ChunkDigest: Hashable, Sendable, CustomStringConvertible {
     }
 
     public static func == (a: ChunkDigest, b: ChunkDigest) -> Bool { a.words == b.words }
+    /// All four words: an index's digests are checked only against the manifest, so a publisher's
+    /// bug (or a hostile one) could make many share their first half, and a map keyed by half the
+    /// digest would then degrade to a list (the fuzz corpus's 100,000-chunk index did that).
     public func hash(into hasher: inout Swift.Hasher) {
         hasher.combine(words.0)
         hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
     }
 }
