@@ -74,10 +74,8 @@ final class ContentIndex {
         guard !seeds.isEmpty else { return nil }
         if seedFiles == nil { seedFiles = ContentIndex.walk(seeds) }
         for path in seedFiles?[entry.size] ?? [] {
-            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            let file = FileDescriptor(fd: fd, displayPath: path)
-            guard let st = try? file.stat(), st.isRegularFile, st.size == entry.size else { file.close(); continue }
+            guard let (file, st) = FileDescriptor.openRegularFile(atPath: path) else { continue }
+            guard st.size == entry.size else { file.close(); continue }
             let digests: DigestSet
             if let known = seedDigests[path], entry.digests.allSatisfy({ known[$0.algorithm] != nil }) {
                 digests = known

@@ -126,10 +126,8 @@ extension SyncRunner {
         }
         for seed in options.seeds {
             let path = seed.hasSuffix("/") ? seed + entry.path : seed + "/" + entry.path
-            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            let file = FileDescriptor(fd: fd, displayPath: path)
-            if let st = try? file.stat(), st.isRegularFile, st.size > 0 { return (file, st.size, path) }
+            guard let (file, st) = FileDescriptor.openRegularFile(atPath: path) else { continue }
+            if st.size > 0 { return (file, st.size, path) }
             file.close()
         }
         return nil
