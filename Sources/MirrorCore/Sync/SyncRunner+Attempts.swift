@@ -6,14 +6,21 @@ import Glibc
 /// opened (or resumed) and its requests submitted to a transfer thread (``TransferPool``); and
 /// what the finished requests mean for their entries.
 extension SyncRunner {
+    /// Opens `task`'s partial file under `DEST/.mirror/partial/` (a fresh one unless `resumeFrom`
+    /// or `saved` says what an earlier run or a local copy left there), hashed by the next writer
+    /// thread of the pool (``PartialWriterPool``).
+    func openPartial(for task: EntryTask, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws -> PartialFile {
+        try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: partialFolder,
+                        folderDisplay: destination.displayState(".mirror/partial"), journal: journal,
+                        writer: writers?.writer(), resumeFrom: resumeFrom, saved: saved)
+    }
+
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
     func start(_ task: EntryTask) {
         do {
             // Bytes already on this machine come first: they need no source, reachable or not.
             if task.partial == nil, copyLocally(task) {
-                task.partial = try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: partialFolder,
-                                               folderDisplay: destination.displayState(".mirror/partial"), journal: journal,
-                                               writer: writer, resumeFrom: task.entry.size, saved: nil)
+                task.partial = try openPartial(for: task, resumeFrom: task.entry.size)
                 task.partial?.sourceURL = task.attempt.copiedFrom.map { "file://" + $0 }
                 verifyAndInstall(task)
                 return
@@ -30,9 +37,7 @@ extension SyncRunner {
             }
             if task.partial == nil, let url = task.currentSource, startDelta(task, url: url), task.partial == nil { return }
             if task.partial == nil {
-                let partial = try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName,
-                                              folder: partialFolder, folderDisplay: destination.displayState(".mirror/partial"),
-                                              journal: journal, writer: writer, resumeFrom: task.resumeOffset, saved: task.resume)
+                let partial = try openPartial(for: task, resumeFrom: task.resumeOffset, saved: task.resume)
                 if partial.length > 0, let record = task.resume {
                     partial.sourceURL = record.url
                     partial.validator = record.validator

@@ -26,7 +26,7 @@ extension SyncRunner {
         guard !task.attempt.delta.tried, task.resume == nil, task.resumeOffset == 0, let reference = task.entry.chunks,
               task.entry.size > 0, let partialFolder, DeltaPolicy.servesRanges(url) else { return false }
         task.attempt.delta.tried = true
-        guard let old = olderCopy(of: task.entry) else { return false }
+        guard let old = olderCopy(of: task) else { return false }
         defer { old.file.close() }
         let path = task.entry.path
         guard DeltaPolicy.isWorthChunking(oldSize: old.size, newSize: task.entry.size) else {
@@ -54,9 +54,8 @@ extension SyncRunner {
         }
         guard plan.isWorthIt(size: task.entry.size, indexBytes: reference.size) else { return false }
         do {
-            if journal.partialRecord(for: path) != nil { try journal.append(.forget(path: path), durable: true) }
-            let partial = try PartialFile(identity: EntryIdentity(task.entry), folder: partialFolder,
-                                          folderDisplay: destination.displayState(".mirror/partial"), journal: journal, writer: writer)
+            // A fresh partial file: PartialFile's init forgets any record of the name first (rule 8).
+            let partial = try openPartial(for: task)
             do {
                 try partial.beginDelta(plan, from: old.file, url: url, stop: runIsEnding)
             } catch {
@@ -104,10 +103,10 @@ extension SyncRunner {
     /// current generation, or under a `--seed` folder, else the partial download of an earlier
     /// version (a run killed before the manifest changed again); never a link. Any of them is only
     /// a base: a chunk is copied from it only when its bytes have the index's digest.
-    func olderCopy(of entry: ManifestEntry) -> (file: FileDescriptor, size: Int64, display: String)? {
-        if let copy = installedOrSeedCopy(of: entry) { return copy }
+    func olderCopy(of task: EntryTask) -> (file: FileDescriptor, size: Int64, display: String)? {
+        if let copy = installedOrSeedCopy(of: task.entry) { return copy }
         guard let partialFolder else { return nil }
-        let name = PartialFile.name(for: entry.path)
+        let name = task.partialName
         let fd = SafePath.open(name, beneath: partialFolder.fd, flags: O_RDONLY)
         guard fd >= 0 else { return nil }
         let display = destination.displayState(".mirror/partial/" + name)

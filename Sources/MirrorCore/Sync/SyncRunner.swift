@@ -46,10 +46,9 @@ public final class SyncRunner {
     var buildsGeneration = false
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
-    /// The hashing threads (``PartialWriterPool``); each partial file takes one as it is opened.
+    /// The hashing threads (``PartialWriterPool``); each partial file takes one as it is opened
+    /// (``openPartial(for:resumeFrom:saved:)``).
     var writers: PartialWriterPool?
-    /// The writer for a partial file about to be opened.
-    var writer: PartialWriter? { writers?.writer() }
     /// Runs the group commits while this thread goes on (``CommitThread``); set for the transfers.
     var committer: CommitThread?
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
