@@ -132,10 +132,10 @@ public enum RemoteManifest {
         }
         let validators = saved.flatMap { $0.validators.url == name ? $0.validators : nil }
 
-        let response: Response
+        let response: SmallFetch.Response
         do {
-            response = try fetch(url, validators: validators, limit: sizeLimit, settings: settings)
-        } catch let failure as FetchFailure {
+            response = try SmallFetch.get(url, validators: validators, limit: sizeLimit, settings: settings)
+        } catch let failure as SmallFetch.Failure {
             if case .interrupted = failure { throw Failure.interrupted(url: url) }
             let copy = verified(saved)
             return try fallBack(copy, url: url, reason: failure.description, warnings: warnings)
@@ -253,18 +253,11 @@ public enum RemoteManifest {
 
     /// `<URL>.sig`: its bytes when served with 200 (or read from a `file:` URL), else nil.
     private static func fetchSignature(_ url: String, settings: TransferSettings) -> [UInt8]? {
-        guard let response = try? fetch(url + ".sig", validators: nil, limit: signatureLimit, settings: settings),
+        guard let response = try? SmallFetch.get(url + ".sig", validators: nil, limit: signatureLimit, settings: settings),
               response.isSuccess, !response.body.isEmpty else { return nil }
         return response.body
     }
 
-    // MARK: - The request (``SmallFetch``, shared with chunk indexes)
-
+    /// The validators of the last fetch of a URL, kept with the copy (``SmallFetch`` sends them).
     typealias Validators = SmallFetch.Validators
-    typealias Response = SmallFetch.Response
-    typealias FetchFailure = SmallFetch.Failure
-
-    static func fetch(_ url: String, validators: Validators?, limit: Int, settings: TransferSettings) throws -> Response {
-        try SmallFetch.get(url, validators: validators, limit: limit, settings: settings)
-    }
 }
