@@ -19,7 +19,7 @@ struct ChunkerTests {
     static func chunks(_ data: [UInt8], _ parameters: Chunker.Parameters = .standard) throws -> [Chunker.Chunk] {
         let dir = try ManifestTempDir()
         let path = dir.path + "/f"
-        FileManager.default.createFile(atPath: path, contents: Data(data))
+        try dir.write(data, to: path)
         let fd = open(path, O_RDONLY)
         #expect(fd >= 0)
         let file = FileDescriptor(fd: fd, displayPath: path)
