@@ -7,17 +7,34 @@ struct DryRun {
     var deletion: DeletionMode?
     var deletionPolicy = DeletionPolicy()
 
+    /// What a dry run reads of DEST, read-only: the folder (nil when it does not exist yet), its
+    /// journal and its partial-download folder (nil when there are none).
+    struct Disk {
+        var destination: Destination?
+        var journal: Journal?
+        var partials: FileDescriptor?
+
+        /// Opens DEST without creating, locking or repairing anything. Independent of the
+        /// manifest, so ``SyncSession`` starts it (``Background``) before the manifest is parsed.
+        static func open(_ destPath: String) throws -> Disk {
+            let dest: Destination?
+            do { dest = try Destination.openExisting(destPath) } catch let error as SystemError { throw SyncError.destination(error) }
+            let state = try? dest?.stateFolder(create: false)
+            let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
+            let partials = try? dest?.stateFolder("partial", create: false)
+            return Disk(destination: dest, journal: journal, partials: partials ?? nil)
+        }
+    }
+
     /// Throws what the run would stop on before planning: a destination that cannot be a folder.
-    func run(_ destPath: String, summary start: SyncSummary) throws -> SyncSummary {
+    /// `disk` is DEST as ``Disk/open(_:)`` read it, when that was started earlier.
+    func run(_ destPath: String, disk read: Result<Disk, Error>? = nil, summary start: SyncSummary) throws -> SyncSummary {
         var summary = start
         var totals = DryRunTotals()
-        let dest: Destination?
-        do { dest = try Destination.openExisting(destPath) } catch let error as SystemError { throw SyncError.destination(error) }
-        let state = try? dest?.stateFolder(create: false)
-        let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
-        let partials = try? dest?.stateFolder("partial", create: false)
+        let disk = try read?.get() ?? Disk.open(destPath)
+        let (dest, journal, partials) = (disk.destination, disk.journal, disk.partials)
         summary.lastSuccess = journal?.lastSuccess?.end
-        let reconciler = Reconciler(planner: Planner(destination: dest ?? nil, journal: journal, partialFolder: partials ?? nil),
+        let reconciler = Reconciler(planner: Planner(destination: dest, journal: journal, partialFolder: partials),
                                     journal: journal)
         // One entry at a time, as the run plans: no array of a plan item per entry (10^6 entries
         // held ~280 MB more that way).

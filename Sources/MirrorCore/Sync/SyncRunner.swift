@@ -62,6 +62,8 @@ public final class SyncRunner {
     var notTried = 0
     /// Where the manifest came from, for the run's journal record (`status`).
     public var manifestSource: ManifestSource?
+    /// `--dry-run`: DEST as read while the manifest was parsed (``SyncSession``), if it was.
+    var dryRunDisk: Background<Result<DryRun.Disk, Error>>?
 
     public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
         self.manifest = manifest
@@ -90,7 +92,7 @@ public final class SyncRunner {
             // An atomic run drops what the manifest does not list: the dry run lists it as deletions.
             let atomic = options.atomic || GenerationStore.isAtomic(destPath)
             return try DryRun(manifest: manifest, report: report, deletion: atomic ? .unlisted : options.deletion,
-                              deletionPolicy: options.deletionPolicy).run(destPath, summary: summary)
+                              deletionPolicy: options.deletionPolicy).run(destPath, disk: dryRunDisk?.value(), summary: summary)
         }
 
         let lock: DestinationLock

@@ -65,6 +65,11 @@ public enum SyncSession {
                 let delay = min(Jitter.draw(upTo: seconds), options.deadline ?? .infinity)
                 guard Jitter.sleep(delay) else { throw SyncCommandStop.interruptedDuringJitter }
             }
+            // A dry run reads DEST (read-only: nothing is created or locked) while the manifest is
+            // parsed; the two are independent when --dest names DEST.
+            let dryRunDisk = options.dryRun ? options.destination.map { dest in
+                Background { Result { try DryRun.Disk.open(dest) } }
+            } : nil
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
             let (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
@@ -76,6 +81,7 @@ public enum SyncSession {
             destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
             let runner = SyncRunner(manifest: loaded, options: options, report: report)
             runner.manifestSource = provenance?.source
+            if destination == options.destination { runner.dryRunDisk = dryRunDisk }
             var done = try runner.run()
             done.manifest = provenance
             report.finish(done)

@@ -1,0 +1,30 @@
+import Foundation
+
+/// One value computed on a thread of its own while the caller does something else, then waited
+/// for: `--dry-run` reads DEST's journal while the manifest is parsed (docs/performance.md,
+/// "10^6 entries"). The two are independent and each takes about a core for a second at 10^6
+/// entries, so on two cores the run takes the longer of the two instead of their sum.
+final class Background<Value>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    /// Written once by the thread before `done` is signalled; read only after waiting on it.
+    private var result: Value?
+
+    init(_ work: @escaping () -> Value) {
+        let thread = Thread { [self] in
+            result = work()
+            done.signal()
+        }
+        // Journal reading recurses no deeper than the run's own thread does.
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Waits for the value (at once if it is ready). Called once.
+    func value() -> Value {
+        done.wait()
+        done.signal()
+        // The thread always stores a value before it signals.
+        guard let result else { preconditionFailure("Background signalled without a value") }
+        return result
+    }
+}
