@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import MirrorCore
 
 /// `mirror manifest`: commands that make manifests.
@@ -85,7 +87,7 @@ struct ManifestGroup: ParsableCommand {
                 if let output {
                     try ManifestWriter.writeAtomically(result.yaml, to: output)
                 } else {
-                    FileHandle.standardOutput.write(Data(result.yaml.utf8))
+                    try Self.writeToStandardOutput(result.yaml)
                 }
             } catch let error as ExitCoded {
                 report.fatal(error.description)
@@ -94,6 +96,25 @@ struct ManifestGroup: ParsableCommand {
                 // A file that cannot be read or written: the command's "cannot read" (1).
                 report.fatal(error.description)
                 throw ExitCode(ExitStatus.entriesFailed)
+            }
+        }
+
+        /// The manifest on standard output, with `write(2)` in a loop: a pipe takes a long one in
+        /// pieces, and a closed pipe is an error to report, not a crash.
+        private static func writeToStandardOutput(_ text: String) throws {
+            let bytes = Array(text.utf8)
+            try bytes.withUnsafeBytes { raw in
+                guard var base = raw.baseAddress else { return }
+                var remaining = raw.count
+                while remaining > 0 {
+                    let n = write(1, base, remaining)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw SystemError("write the manifest to", "standard output")
+                    }
+                    remaining -= n
+                    base += n
+                }
             }
         }
     }

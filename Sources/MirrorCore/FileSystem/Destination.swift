@@ -1,5 +1,5 @@
 import CLinux
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -199,11 +199,11 @@ public final class Destination {
 
     /// The last folder ``status(of:)`` opened, kept open for the next entries in it.
     private var statusCache: (path: String, fd: Int32)?
-    private let statusCacheLock = NSLock()
+    private let statusCacheLock = Lock()
     /// The last folder ``install(partial:from:to:syncFolder:expected:)`` renamed into, kept open
     /// for the next files of a batch (they are mostly in the same folder).
     var installFolder: (path: String, folder: FileDescriptor)?
-    let installFolderLock = NSLock()
+    let installFolderLock = Lock()
 
     deinit {
         if let cached = statusCache { close(cached.fd) }

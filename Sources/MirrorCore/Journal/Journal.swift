@@ -1,5 +1,5 @@
 import CZlib
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif

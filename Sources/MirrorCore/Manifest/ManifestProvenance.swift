@@ -21,7 +21,7 @@ public enum ManifestSource: String, Sendable, CaseIterable {
     case savedCopy = "saved_copy"
 
     /// For people: `saved copy`, `not modified`.
-    public var words: String { rawValue.replacingOccurrences(of: "_", with: " ") }
+    public var words: String { rawValue.replacing("_", with: " ") }
 }
 
 public struct ManifestProvenance: Sendable, Equatable {

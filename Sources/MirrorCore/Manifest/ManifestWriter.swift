@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -261,7 +261,7 @@ public enum ManifestWriter {
 
     /// Per-file hashing results, filled by the worker threads.
     private final class HashResults: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Lock()
         private var results: [Swift.Result<Hashed, Error>?]
 
         init(count: Int) { results = Array(repeating: nil, count: count) }

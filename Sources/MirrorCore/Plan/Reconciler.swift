@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 
 /// The whole plan of a run, from the manifest, the destination and the journal, before any
 /// request: what to do for every entry (``Planner``), and which files an earlier run installed
@@ -31,7 +31,7 @@ public struct Reconciler {
     /// `window`: entries decided between two hand-overs (tests make it small).
     public func forEachAction(in entries: [ManifestEntry], window: Int = 8192,
                               _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
-        guard window > 1, entries.count > window, ProcessInfo.processInfo.activeProcessorCount > 1 else {
+        guard window > 1, entries.count > window, WorkerPool.coreCount > 1 else {
             for entry in entries { try body(entry, action(for: entry)) }
             return
         }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The one encoder behind `sync --json`, `status --json` and `verify --json` (docs/cli.md): each
 /// command builds an `Encodable` document (``SyncDocument``, ``StatusDocument``,
@@ -47,7 +47,7 @@ public enum JSONOutput {
             return escapingTerminalControls(String(decoding: data, as: UTF8.self))
         } catch {
             let reason = escapingTerminalControls(String(describing: error))
-                .replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                .replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
             return "{\"error\":\"cannot encode the report: \(reason)\"}"
         }
     }

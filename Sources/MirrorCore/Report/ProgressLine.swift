@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +15,7 @@ public final class ProgressLine {
     private let fd: Int32
     private var lastDraw = -Double.infinity
     private var drawn = false
-    private let lock = NSLock()
+    private let lock = Lock()
 
     /// - Parameter enabled: false to stay silent (for `--json`), whatever the stream is.
     public init(stream: UnsafeMutablePointer<FILE> = stdout, enabled: Bool = true) {

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -232,7 +232,7 @@ extension DestinationStatus {
         for state in [EntryStatus.State.done, .partial, .failed, .unverified, .blocked, .missing] {
             let n = count(state)
             guard n > 0 || state == .done else { continue }
-            let name = state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
+            let name = state.rawValue.rightPadded(to: 11)
             var line = "  \(name)\(String(n).leftPadded(to: 7))  \(Formatting.bytes(bytes(state)))"
             if state == .partial {
                 let held = entries.filter { $0.state == .partial }.reduce(Int64(0)) { $0 + ($1.partialBytes ?? 0) }
@@ -276,5 +276,9 @@ extension DestinationStatus {
 private extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+
+    func rightPadded(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 
 /// One value computed on a thread of its own while the caller does something else, then waited
 /// for: `--dry-run` reads DEST's journal while the manifest is parsed (docs/performance.md,
@@ -10,13 +10,11 @@ final class Background<Value>: @unchecked Sendable {
     private var result: Value?
 
     init(_ work: @escaping () -> Value) {
-        let thread = Thread { [self] in
+        // Journal reading recurses no deeper than the run's own thread does.
+        SystemThread.start(name: "mirror-read", stackSize: 1 << 20) { [self] in
             result = work()
             done.signal()
         }
-        // Journal reading recurses no deeper than the run's own thread does.
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     /// Waits for the value (at once if it is ready). Called once.

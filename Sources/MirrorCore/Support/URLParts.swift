@@ -11,7 +11,7 @@ struct URLParts {
     let userInfo: Substring?
 
     init?(_ url: String) {
-        guard let schemeEnd = url.range(of: "://") else { return nil }
+        guard let schemeEnd = url.firstRange(of: "://") else { return nil }
         self.url = url
         scheme = url[..<schemeEnd.lowerBound]
         let rest = url[schemeEnd.upperBound...]

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,12 +24,10 @@ public enum WorkerPool {
         let workers = max(1, min(threads, count))
         let finished = DispatchSemaphore(value: 0)
         for _ in 0..<workers {
-            let thread = Thread {
+            SystemThread.start(name: "mirror-worker", stackSize: 1 << 20) {
                 while let index = state.take(below: count) { body(index) }
                 finished.signal()
             }
-            thread.stackSize = 1 << 20
-            thread.start()
         }
         var remaining = workers
         while remaining > 0 {
@@ -44,7 +42,7 @@ public enum WorkerPool {
 
     /// The next index to hand out, behind a lock.
     private final class SharedState: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Lock()
         private var next = 0
 
         func take(below count: Int) -> Int? {

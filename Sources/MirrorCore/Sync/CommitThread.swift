@@ -1,5 +1,3 @@
-import Foundation
-
 /// Runs the group commits of a run (``Installer/commit(_:)``) on a thread of their own, one at a
 /// time, so that the sync thread goes on starting and verifying downloads meanwhile.
 ///
@@ -11,23 +9,21 @@ import Foundation
 /// come back through ``takeDone()``, and the sync thread reports them; ``waitIdle()`` is the
 /// barrier before the run's last commit and its end.
 final class CommitThread {
-    private let condition = NSCondition()
+    private let condition = Condition()
     // Guarded by `condition`:
     private var job: (() -> Installer.Committed)?
     private var running = false
     private var done: [Installer.Committed] = []
     private var stopping = false
     private var exited = false
-    private var thread: Thread?
+    private var started = false
     /// Called on the commit thread after each commit, to wake the sync thread's wait.
     private let finished: () -> Void
 
     init(finished: @escaping () -> Void) {
         self.finished = finished
-        let thread = Thread { [unowned self] in self.run() }
-        thread.name = "mirror-commit"
-        self.thread = thread
-        thread.start()
+        started = true
+        SystemThread.start(name: "mirror-commit") { [unowned self] in self.run() }
     }
 
     deinit { shutdown() }
@@ -66,12 +62,12 @@ final class CommitThread {
     /// Finishes a queued commit, then ends the thread.
     func shutdown() {
         condition.lock()
-        guard thread != nil, !exited else { condition.unlock(); return }
+        guard started, !exited else { condition.unlock(); return }
         stopping = true
         condition.broadcast()
         while !exited { condition.wait() }
         condition.unlock()
-        thread = nil
+        started = false
     }
 
     private func run() {

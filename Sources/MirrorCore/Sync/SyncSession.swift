@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 
 /// What one `mirror sync` command asks for, its options parsed.
 public struct SyncRequest: Sendable {

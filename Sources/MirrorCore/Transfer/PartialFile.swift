@@ -1,5 +1,5 @@
 import CLinux
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,7 +55,7 @@ public final class PartialFile {
 
     // The attempt's side, guarded by `lock`: the transfer thread appends (to several segments at
     // once when segmented) while the sync thread reads the length or asks for a checkpoint.
-    let lock = NSLock()
+    let lock = Lock()
     /// Bytes accepted (written, or queued to be): the sum of the segments' written bytes.
     var acceptedLength: Int64 = 0
     var lastCheckpoint: Int64 = 0
@@ -99,7 +99,7 @@ public final class PartialFile {
     var hashedLength: Int64 = 0
     /// The durable bytes of all segments together (for one stream, the durable prefix).
     var durableLength: Int64 = 0
-    let errorLock = NSLock()
+    let errorLock = Lock()
     var storedError: SystemError?
 
     @inline(__always)

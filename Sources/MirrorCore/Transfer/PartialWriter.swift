@@ -1,5 +1,4 @@
 import CLinux
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,7 +28,7 @@ final class PartialWriter {
     static let bufferSize = 256 * 1024
     static let bufferCount = 24
 
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var queue: [Job] = []
     private var queueHead = 0
     private var freeBuffers: [UnsafeMutableRawBufferPointer] = []
@@ -39,19 +38,14 @@ final class PartialWriter {
     /// Seconds this thread spent waiting for work, and since when it waits (0: busy).
     private var idleTotal = 0.0
     private var idleSince = 0.0
-    private var thread: Thread?
+    private var started = false
 
     init() {
         for _ in 0..<PartialWriter.bufferCount {
             freeBuffers.append(.allocate(byteCount: PartialWriter.bufferSize, alignment: 4096))
         }
-        let thread = Thread { [unowned self] in
-            _ = mirror_name_thread("mirror-writer")
-            self.run()
-        }
-        thread.name = "mirror-writer"
-        self.thread = thread
-        thread.start()
+        started = true
+        SystemThread.start(name: "mirror-writer") { [unowned self] in self.run() }
     }
 
     deinit {
@@ -107,12 +101,12 @@ final class PartialWriter {
     /// Finishes the queue, then ends the thread.
     func shutdown() {
         condition.lock()
-        guard thread != nil, !exited else { condition.unlock(); return }
+        guard started, !exited else { condition.unlock(); return }
         stopping = true
         condition.broadcast()
         while !exited { condition.wait() }
         condition.unlock()
-        thread = nil
+        started = false
     }
 
     private func takeBuffer() -> UnsafeMutableRawBufferPointer {

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 
 /// Hashing by a pool: several ``PartialWriter`` threads, so that the files in flight are hashed
 /// on as many cores as there are files (one writer served every file before, and one core's
@@ -12,7 +12,7 @@ import Foundation
 /// a writer) grows only with the files a run hashes at once.
 final class PartialWriterPool {
     let limit: Int
-    private let lock = NSLock()
+    private let lock = Lock()
     private var writers: [PartialWriter] = []
     private var next = 0
 

@@ -1,6 +1,5 @@
 import CLinux
 import CCurl
-import Foundation
 
 /// Runs every transfer of a run on one thread, through one libcurl multi handle.
 ///
@@ -19,7 +18,7 @@ import Foundation
 /// (`CURLMOPT_MAX_HOST_CONNECTIONS`), which would let HTTP/2 multiplex every request at once.
 public final class TransferEngine {
     private let multi: CurlMulti
-    private let condition = NSCondition()
+    private let condition = Condition()
     // Guarded by `condition`:
     private var submitted: [Download] = []
     /// A wake-up for ``submitted`` was sent and the transfer thread has not yet taken the queue.
@@ -35,7 +34,7 @@ public final class TransferEngine {
     private var backlogHead = 0
     /// Downloads at once in the multi handle.
     private let maxActive: Int
-    private var thread: Thread?
+    private var started = false
 
     /// `--limit-rate`: the run's token bucket (``RateLimiter``); transfer thread only.
     private let limiter: RateLimiter?
@@ -57,15 +56,8 @@ public final class TransferEngine {
         limiter = limitRate.map { RateLimiter(bytesPerSecond: $0) }
         multi = try CurlMulti()
         multi.limit(connectionsPerHost: connectionsPerHost)
-        let thread = Thread { [unowned self] in
-            // The kernel's name for the thread (`top -H`, /proc/PID/task/*/comm): Foundation's
-            // Thread.name set before start does not reach it on Linux.
-            _ = mirror_name_thread(name)
-            self.run()
-        }
-        thread.name = name
-        self.thread = thread
-        thread.start()
+        started = true
+        SystemThread.start(name: name) { [unowned self] in self.run() }
     }
 
     deinit { shutdown() }
@@ -117,7 +109,7 @@ public final class TransferEngine {
     /// Ends the transfer thread (cancelling what runs) and waits for it.
     public func shutdown() {
         condition.lock()
-        if threadExited || thread == nil {
+        if threadExited || !started {
             condition.unlock()
             return
         }
@@ -128,7 +120,7 @@ public final class TransferEngine {
         condition.lock()
         while !threadExited { condition.wait() }
         condition.unlock()
-        thread = nil
+        started = false
     }
 
     // MARK: - Transfer thread
@@ -231,7 +223,7 @@ public final class TransferEngine {
 
 /// Downloads that ended, handed from the transfer threads to the sync thread.
 final class FinishedDownloads {
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var list: [Download] = []
     /// Set by ``interrupt()``, cleared by the wait it ends.
     private var interrupted = false
@@ -250,7 +242,7 @@ final class FinishedDownloads {
         condition.lock()
         defer { condition.unlock() }
         if list.isEmpty && !interrupted && timeout > 0 {
-            _ = condition.wait(until: Date(timeIntervalSinceNow: timeout))
+            condition.wait(seconds: timeout)
         }
         interrupted = false
         let out = list

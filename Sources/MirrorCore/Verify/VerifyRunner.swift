@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -188,7 +188,7 @@ public final class VerifyRunner {
 
     /// Results and progress shared by the worker threads.
     private final class Counters: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Lock()
         private var results: [VerifyProblem?]
         private var files = 0
         private var bytes: Int64 = 0

@@ -1,0 +1,123 @@
+import CLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Threads, locks and conditions on pthreads directly.
+//
+// Why not Foundation's `Thread`, `NSLock` and `NSCondition`: they are in Foundation proper, and
+// importing it maps libFoundation, FoundationInternationalization and ICU's data, about 7 MB
+// resident in every run of the tool (a one-line program: 17.9 MB with Foundation, 10.6 MB with
+// FoundationEssentials alone). Everything else the tool uses of Foundation (`JSONEncoder`,
+// `ProcessInfo`) is in FoundationEssentials (docs/performance.md, "Memory before any work").
+
+/// A mutex (`pthread_mutex_lock(3)`). The mutex lives in memory of its own, never moved.
+final class Lock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() {
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
+
+/// A mutex with a condition variable (`pthread_cond_wait(3)`), used as `NSCondition` was: lock,
+/// test the predicate in a loop around ``wait()``, unlock. Timed waits count on
+/// `CLOCK_MONOTONIC` (`pthread_condattr_setclock`), so a change of the wall clock neither
+/// shortens nor stretches them.
+final class Condition: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        cond.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deinitialize(count: 1)
+        mutex.deinitialize(count: 1)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+    /// Waits for a signal; the lock must be held. May wake without one: test the predicate again.
+    func wait() { pthread_cond_wait(cond, mutex) }
+    func signal() { pthread_cond_signal(cond) }
+    func broadcast() { pthread_cond_broadcast(cond) }
+
+    /// Waits for a signal at most `seconds`; the lock must be held. Returns false on timeout.
+    @discardableResult
+    func wait(seconds: Double) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let wait = max(0, seconds.isFinite ? seconds : 86_400)
+        let whole = Int(wait.rounded(.down))
+        var deadline = timespec(tv_sec: now.tv_sec + whole, tv_nsec: now.tv_nsec + Int((wait - Double(whole)) * 1e9))
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
+        return pthread_cond_timedwait(cond, mutex, &deadline) == 0
+    }
+}
+
+/// Starts detached threads (`pthread_create(3)`), named for `top -H` and /proc/PID/task/*/comm.
+enum SystemThread {
+    /// The closure travels to the new thread retained (`Unmanaged`) and is released there.
+    private final class Body {
+        let name: String
+        let run: () -> Void
+        init(name: String, run: @escaping () -> Void) { self.name = name; self.run = run }
+    }
+
+    /// Runs `body` on a new detached thread named `name` (at most 15 bytes reach the kernel).
+    /// `stackSize` nil keeps the system's default (8 MiB of address space, touched as used).
+    static func start(name: String, stackSize: Int? = nil, _ body: @escaping () -> Void) {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        if let stackSize { pthread_attr_setstacksize(&attributes, max(stackSize, Int(PTHREAD_STACK_MIN))) }
+        let context = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, &attributes, { context in
+            guard let context else { return nil }
+            let body = Unmanaged<Body>.fromOpaque(context).takeRetainedValue()
+            _ = mirror_name_thread(body.name)
+            body.run()
+            return nil
+        }, context)
+        // Without a thread the run cannot go on, and nothing else could report it better: the
+        // kernel refused a thread (EAGAIN: out of memory or over RLIMIT_NPROC).
+        guard result == 0 else {
+            Unmanaged<Body>.fromOpaque(context).release()
+            fatalError("cannot start thread \(name): \(String(cString: strerror(result)))")
+        }
+    }
+}
