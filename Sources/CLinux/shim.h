@@ -110,4 +110,17 @@ static inline int mirror_name_thread(const char *name) {
     return prctl(15 /* PR_SET_NAME */, (unsigned long)name, 0UL, 0UL, 0UL);
 }
 
+/* sched_getaffinity(2): how many CPUs this process may run on, which `taskset` and a container's
+   CPU set narrow (sysconf(_SC_NPROCESSORS_ONLN) counts every online CPU). The libc wrapper and
+   CPU_COUNT need _GNU_SOURCE; the system call returns the bytes of the mask it filled. -1 when
+   the kernel's mask is larger than this one (over 8192 CPUs) or the call fails. */
+static inline int mirror_allowed_cpus(void) {
+    unsigned long mask[128];
+    long n = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+    if (n <= 0) return -1;
+    int count = 0;
+    for (long i = 0; i < n / (long)sizeof(unsigned long); i++) count += __builtin_popcountl(mask[i]);
+    return count;
+}
+
 #endif

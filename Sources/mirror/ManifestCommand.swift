@@ -102,6 +102,8 @@ struct ManifestGroup: ParsableCommand {
         /// The manifest on standard output, with `write(2)` in a loop: a pipe takes a long one in
         /// pieces, and a closed pipe is an error to report, not a crash.
         private static func writeToStandardOutput(_ text: String) throws {
+            // A reader that went away (`| head`) is EPIPE here, not a silent death by SIGPIPE.
+            signal(SIGPIPE, SIG_IGN)
             let bytes = Array(text.utf8)
             try bytes.withUnsafeBytes { raw in
                 guard var base = raw.baseAddress else { return }

@@ -252,8 +252,9 @@ extension RemoteManifest {
 
         var text: [UInt8] {
             var text = "url\t\(validators.url)\n"
-            if let etag = validators.etag, !etag.contains("\n") { text += "etag\t\(etag)\n" }
-            if let date = validators.lastModified, !date.contains("\n") { text += "last-modified\t\(date)\n" }
+            // Bytes, not Characters: "\r\n" is one Character, which a search for "\n" would miss.
+            if let etag = validators.etag, !etag.utf8.contains(UInt8(ascii: "\n")) { text += "etag\t\(etag)\n" }
+            if let date = validators.lastModified, !date.utf8.contains(UInt8(ascii: "\n")) { text += "last-modified\t\(date)\n" }
             if let sha256 { text += "sha256\t\(sha256)\n" }
             if let signatureSHA256 { text += "signature-sha256\t\(signatureSHA256)\n" }
             if let confirmed { text += "confirmed\t\(Int64(confirmed))\n" }

@@ -27,7 +27,7 @@ public struct ManifestExclusions: Sendable {
         let cPath = path.map { CChar(bitPattern: $0) } + [0]
         let cName = name.map { CChar(bitPattern: $0) } + [0]
         for pattern in patterns {
-            let matched = pattern.contains("/") ? fnmatch(pattern, cPath, FNM_PATHNAME) == 0 : fnmatch(pattern, cName, 0) == 0
+            let matched = pattern.utf8.contains(UInt8(ascii: "/")) ? fnmatch(pattern, cPath, FNM_PATHNAME) == 0 : fnmatch(pattern, cName, 0) == 0
             if matched { return true }
         }
         return false

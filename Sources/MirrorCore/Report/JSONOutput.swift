@@ -46,10 +46,26 @@ public enum JSONOutput {
             let data = try makeEncoder().encode(document)
             return escapingTerminalControls(String(decoding: data, as: UTF8.self))
         } catch {
-            let reason = escapingTerminalControls(String(describing: error))
-                .replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
-            return "{\"error\":\"cannot encode the report: \(reason)\"}"
+            return "{\"error\":\"cannot encode the report: \(jsonStringBody(String(describing: error)))\"}"
         }
+    }
+
+    /// `text` as the inside of a JSON string (RFC 8259 §7): `"`, `\` and every control escaped,
+    /// and the scalars ``escapingTerminalControls(_:)`` escapes. Works on Unicode scalars: a `"`
+    /// followed by a combining mark is one `Character` but still a quote to a JSON reader.
+    static func jsonStringBody(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out.append(contentsOf: "\\\"".unicodeScalars)
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case _ where scalar.value < 0x20 || Formatting.needsEscape(scalar):
+                let hex = String(scalar.value, radix: 16)
+                out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+            default: out.append(scalar)
+            }
+        }
+        return String(out)
     }
 
     /// Rewrites as `\uXXXX` every scalar of `json` that ``Formatting/needsEscape(_:)`` names and

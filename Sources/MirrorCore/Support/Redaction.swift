@@ -36,7 +36,9 @@ public func redactingURLs(in text: String) -> String {
 /// `://` counts as a scheme (masking an odd text is harmless; missing a URL is not). Works on
 /// Unicode scalars, so no character of the text is altered but the masked ones.
 func maskingUserInfo(in text: String, authorityEndsAtSpace: Bool) -> String {
-    guard text.contains("://") else { return text }  // most lines: no copy
+    // Most lines: no copy. Searched as bytes: a `/` followed by a combining mark is one
+    // `Character`, so a search by Characters would miss the URL the loop below masks.
+    guard text.utf8.firstRange(of: "://".utf8) != nil else { return text }
     let scalars = Array(text.unicodeScalars)
     var out = String.UnicodeScalarView()
     var copied = 0  // scalars[..<copied] are in `out`

@@ -76,7 +76,8 @@ final class Condition: @unchecked Sendable {
     func wait(seconds: Double) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        let wait = max(0, seconds.isFinite ? seconds : 86_400)
+        // At most a day: every caller waits far less, and the sum below stays in range.
+        let wait = seconds.isNaN ? 0 : min(max(0, seconds), 86_400)
         let whole = Int(wait.rounded(.down))
         var deadline = timespec(tv_sec: now.tv_sec + whole, tv_nsec: now.tv_nsec + Int((wait - Double(whole)) * 1e9))
         if deadline.tv_nsec >= 1_000_000_000 {

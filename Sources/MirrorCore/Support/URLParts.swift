@@ -10,21 +10,35 @@ struct URLParts {
     /// The user-info and its `@`, if any.
     let userInfo: Substring?
 
+    /// Works on Unicode scalars, as curl reads the URL's bytes: a `/` or `@` followed by a
+    /// combining mark is one `Character` but still a delimiter, and missing it would leave a
+    /// password unmasked.
     init?(_ url: String) {
-        guard let schemeEnd = url.firstRange(of: "://") else { return nil }
+        let scalars = url.unicodeScalars
+        var i = scalars.startIndex
+        var schemeEnd: (lower: String.Index, upper: String.Index)?
+        while i < scalars.endIndex, schemeEnd == nil {
+            let j = scalars.index(after: i)
+            if scalars[i] == ":", j < scalars.endIndex, scalars[j] == "/" {
+                let k = scalars.index(after: j)
+                if k < scalars.endIndex, scalars[k] == "/" { schemeEnd = (i, scalars.index(after: k)) }
+            }
+            i = j
+        }
+        guard let schemeEnd else { return nil }
         self.url = url
-        scheme = url[..<schemeEnd.lowerBound]
-        let rest = url[schemeEnd.upperBound...]
+        scheme = Substring(scalars[..<schemeEnd.lower])
+        let rest = scalars[schemeEnd.upper...]
         let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         let authority = rest[rest.startIndex..<end]
-        self.authority = authority
-        userInfo = authority.lastIndex(of: "@").map { authority[authority.startIndex...$0] }
+        self.authority = Substring(authority)
+        userInfo = authority.lastIndex(of: "@").map { Substring(authority[authority.startIndex...$0]) }
     }
 
     /// `host:port` without user-info.
     var hostAndPort: Substring {
         guard let userInfo else { return authority }
-        return authority[userInfo.endIndex...]
+        return Substring(authority.unicodeScalars[userInfo.endIndex...])
     }
 }
 

@@ -1,3 +1,4 @@
+import CLinux
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -7,11 +8,15 @@ import Glibc
 ///
 /// Why threads rather than the transfer loop or Dispatch: hashing is CPU-bound and blocks in
 /// `pread(2)`, so `verify` and `manifest create` want exactly as many busy threads as cores
-/// (`sysconf(_SC_NPROCESSORS_ONLN)`), each taking the next index from a shared counter, so one
+/// (``coreCount``), each taking the next index from a shared counter, so one
 /// large file never leaves the other cores idle while small files wait behind it.
 public enum WorkerPool {
-    /// Online cores, at least 1.
-    public static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    /// The cores this process may use (its CPU affinity: `taskset`, a container's CPU set; else
+    /// the online cores), at least 1. CPU quotas (cgroup `cpu.max`) are not counted.
+    public static var coreCount: Int {
+        let allowed = Int(mirror_allowed_cpus())
+        return max(1, allowed > 0 ? allowed : Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
 
     /// Calls `body(index)` for every index in `0..<count`, on `threads` threads (capped at `count`),
     /// and returns once every call has returned. `body` must be thread-safe; `onIdle` runs on the

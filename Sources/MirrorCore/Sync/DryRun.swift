@@ -13,25 +13,27 @@ struct DryRun {
         var destination: Destination?
         var journal: Journal?
         var partials: FileDescriptor?
+        /// DEST is a generation store (`--atomic`), as seen when it was opened.
+        var isAtomic: Bool
 
         /// Opens DEST without creating, locking or repairing anything. Independent of the
         /// manifest, so ``SyncSession`` starts it (``Background``) before the manifest is parsed.
         static func open(_ destPath: String) throws -> Disk {
+            let atomic = GenerationStore.isAtomic(destPath)
             let dest: Destination?
             do { dest = try Destination.openExisting(destPath) } catch let error as SystemError { throw SyncError.destination(error) }
             let state = try? dest?.stateFolder(create: false)
             let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
             let partials = try? dest?.stateFolder("partial", create: false)
-            return Disk(destination: dest, journal: journal, partials: partials ?? nil)
+            return Disk(destination: dest, journal: journal, partials: partials ?? nil, isAtomic: atomic)
         }
     }
 
-    /// Throws what the run would stop on before planning: a destination that cannot be a folder.
-    /// `disk` is DEST as ``Disk/open(_:)`` read it, when that was started earlier.
-    func run(_ destPath: String, disk read: Result<Disk, Error>? = nil, summary start: SyncSummary) throws -> SyncSummary {
+    /// Plans against DEST as ``Disk/open(_:)`` read it (which throws what the run would stop on
+    /// before planning: a destination that cannot be a folder).
+    func run(disk: Disk, summary start: SyncSummary) throws -> SyncSummary {
         var summary = start
         var totals = DryRunTotals()
-        let disk = try read?.get() ?? Disk.open(destPath)
         let (dest, journal, partials) = (disk.destination, disk.journal, disk.partials)
         summary.lastSuccess = journal?.lastSuccess?.end
         let reconciler = Reconciler(planner: Planner(destination: dest, journal: journal, partialFolder: partials),

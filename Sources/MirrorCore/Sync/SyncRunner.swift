@@ -90,9 +90,11 @@ public final class SyncRunner {
         summary.total = manifest.entries.count
         if options.dryRun {
             // An atomic run drops what the manifest does not list: the dry run lists it as deletions.
-            let atomic = options.atomic || GenerationStore.isAtomic(destPath)
+            // Whether DEST is atomic is read with DEST itself, so the plan never mixes the two.
+            let disk = try dryRunDisk?.value().get() ?? DryRun.Disk.open(destPath)
+            let atomic = options.atomic || disk.isAtomic
             return try DryRun(manifest: manifest, report: report, deletion: atomic ? .unlisted : options.deletion,
-                              deletionPolicy: options.deletionPolicy).run(destPath, disk: dryRunDisk?.value(), summary: summary)
+                              deletionPolicy: options.deletionPolicy).run(disk: disk, summary: summary)
         }
 
         let lock: DestinationLock

@@ -148,4 +148,17 @@ import Testing
         summary.seconds = .nan
         #expect(try Self.parse(summary.json)["seconds"] as? String == "nan")
     }
+
+    /// The fallback document (an encoder failure) quotes the error by hand: a quote or a
+    /// backslash followed by a combining mark is one `Character` but still ends or escapes a
+    /// JSON string, and controls must be escaped too.
+    @Test func theFallbackQuotesByScalars() throws {
+        let text = "a\"\u{301}b\\\u{301}c\nd\u{1B}e"
+        let expected = "a\\\"\u{301}b\\\\\u{301}c\\u000ad\\u001be"
+        let body = JSONOutput.jsonStringBody(text)
+        #expect(body.unicodeScalars.elementsEqual(expected.unicodeScalars), "\(body)")
+        let document = Data(("{\"e\":\"" + body + "\"}").utf8)
+        let parsed = try JSONSerialization.jsonObject(with: document) as? [String: String]
+        #expect(parsed?["e"]?.unicodeScalars.elementsEqual(text.unicodeScalars) == true)
+    }
 }
