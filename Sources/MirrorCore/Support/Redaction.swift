@@ -38,7 +38,7 @@ public func redactingURLs(in text: String) -> String {
 func maskingUserInfo(in text: String, authorityEndsAtSpace: Bool) -> String {
     // Most lines: no copy. Searched as bytes: a `/` followed by a combining mark is one
     // `Character`, so a search by Characters would miss the URL the loop below masks.
-    guard text.utf8.firstRange(of: "://".utf8) != nil else { return text }
+    guard containsSchemeSeparator(text) else { return text }
     let scalars = Array(text.unicodeScalars)
     var out = String.UnicodeScalarView()
     var copied = 0  // scalars[..<copied] are in `out`
@@ -65,4 +65,20 @@ func maskingUserInfo(in text: String, authorityEndsAtSpace: Bool) -> String {
     guard copied > 0 else { return text }
     out.append(contentsOf: scalars[copied...])
     return String(out)
+}
+
+/// Whether `text`'s bytes hold `://`. A plain loop: the standard library's generic
+/// `firstRange(of:)` on the UTF-8 view costs microseconds a call in type metadata lookups, and
+/// this runs for every line the tool prints (10^6 entries' lines: 3.5 s more).
+private func containsSchemeSeparator(_ text: String) -> Bool {
+    var matched = 0
+    for byte in text.utf8 {
+        switch (matched, byte) {
+        case (0, UInt8(ascii: ":")), (1, UInt8(ascii: "/")): matched += 1
+        case (2, UInt8(ascii: "/")): return true
+        case (_, UInt8(ascii: ":")): matched = 1
+        default: matched = 0
+        }
+    }
+    return false
 }
