@@ -3,7 +3,7 @@ import CLinux
 import Glibc
 #endif
 
-// Threads, locks and conditions on pthreads directly.
+// Threads, locks, read-write locks and conditions on pthreads directly.
 //
 // Why not Foundation's `Thread`, `NSLock` and `NSCondition`: they are in Foundation proper, and
 // importing it maps libFoundation, FoundationInternationalization and ICU's data, about 7 MB
@@ -34,6 +34,34 @@ final class Lock: @unchecked Sendable {
         defer { unlock() }
         return try body()
     }
+}
+
+/// A `pthread_rwlock_t`: any number of readers at once, or one writer.
+///
+/// Why not ``Lock``: planning asks the journal once per manifest entry from two threads
+/// (``Reconciler/forEachAction(in:_:)``); with a mutex they queued behind each other's lookups and
+/// slept in the kernel (futex) whenever they met, for lookups that change nothing.
+final class ReadWriteLock: @unchecked Sendable {
+    private let rwlock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+
+    init() {
+        rwlock.initialize(to: pthread_rwlock_t())
+        pthread_rwlock_init(rwlock, nil)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(rwlock)
+        rwlock.deinitialize(count: 1)
+        rwlock.deallocate()
+    }
+
+    /// Shared: for what only reads.
+    func lockForReading() { pthread_rwlock_rdlock(rwlock) }
+
+    /// Exclusive: for what changes the state.
+    func lock() { pthread_rwlock_wrlock(rwlock) }
+
+    func unlock() { pthread_rwlock_unlock(rwlock) }
 }
 
 /// A mutex with a condition variable (`pthread_cond_wait(3)`), used as `NSCondition` was: lock,
