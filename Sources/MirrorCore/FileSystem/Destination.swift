@@ -1,5 +1,4 @@
 import CLinux
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif

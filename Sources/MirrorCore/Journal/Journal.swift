@@ -1,5 +1,4 @@
 import CZlib
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif

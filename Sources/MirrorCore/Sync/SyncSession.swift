@@ -1,5 +1,3 @@
-import Dispatch
-
 /// What one `mirror sync` command asks for, its options parsed.
 public struct SyncRequest: Sendable {
     /// A path, or an `https://`, `http://` or `file://` URL.
