@@ -99,25 +99,12 @@ struct ManifestGroup: ParsableCommand {
             }
         }
 
-        /// The manifest on standard output, with `write(2)` in a loop: a pipe takes a long one in
-        /// pieces, and a closed pipe is an error to report, not a crash.
+        /// The manifest on standard output (``FileDescriptor/append(_:)``: `write(2)` until all is
+        /// written), through a duplicate of descriptor 1, which the `FileDescriptor` closes.
         private static func writeToStandardOutput(_ text: String) throws {
             // A reader that went away (`| head`) is EPIPE here, not a silent death by SIGPIPE.
             signal(SIGPIPE, SIG_IGN)
-            let bytes = Array(text.utf8)
-            try bytes.withUnsafeBytes { raw in
-                guard var base = raw.baseAddress else { return }
-                var remaining = raw.count
-                while remaining > 0 {
-                    let n = write(1, base, remaining)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw SystemError("write the manifest to", "standard output")
-                    }
-                    remaining -= n
-                    base += n
-                }
-            }
+            try FileDescriptor(fd: dup(1), displayPath: "standard output").append(Array(text.utf8))
         }
     }
 }

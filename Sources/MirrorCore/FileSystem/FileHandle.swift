@@ -77,7 +77,8 @@ public final class FileDescriptor {
         }
     }
 
-    /// Appends with `write(2)`; the descriptor is expected to be opened with `O_APPEND`.
+    /// Writes all of `bytes` with `write(2)` at the descriptor's position: a file opened with
+    /// `O_APPEND`, or a stream (standard output of `manifest create`).
     public func append(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { raw in
             guard var base = raw.baseAddress else { return }

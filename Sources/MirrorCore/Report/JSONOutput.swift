@@ -59,9 +59,7 @@ public enum JSONOutput {
             switch scalar {
             case "\"": out.append(contentsOf: "\\\"".unicodeScalars)
             case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
-            case _ where scalar.value < 0x20 || Formatting.needsEscape(scalar):
-                let hex = String(scalar.value, radix: 16)
-                out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+            case _ where scalar.value < 0x20 || Formatting.needsEscape(scalar): appendEscape(scalar, to: &out)
             default: out.append(scalar)
             }
         }
@@ -82,14 +80,16 @@ public enum JSONOutput {
         guard json.unicodeScalars.contains(where: Formatting.needsEscape) else { return json }
         var out = String.UnicodeScalarView()
         for scalar in json.unicodeScalars {
-            guard Formatting.needsEscape(scalar) else {
-                out.append(scalar)
-                continue
-            }
-            let hex = String(scalar.value, radix: 16)
-            out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+            if Formatting.needsEscape(scalar) { appendEscape(scalar, to: &out) } else { out.append(scalar) }
         }
         return String(out)
+    }
+
+    /// `\uXXXX` (RFC 8259 §7) for a scalar of the Basic Multilingual Plane, as every scalar
+    /// escaped here is.
+    private static func appendEscape(_ scalar: Unicode.Scalar, to out: inout String.UnicodeScalarView) {
+        let hex = String(scalar.value, radix: 16)
+        out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
     }
 }
 

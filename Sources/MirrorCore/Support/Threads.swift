@@ -13,7 +13,8 @@ import Glibc
 
 /// A mutex (`pthread_mutex_lock(3)`). The mutex lives in memory of its own, never moved.
 final class Lock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    /// Also the mutex of a ``Condition`` built on this lock.
+    fileprivate let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
     init() {
         mutex.initialize(to: pthread_mutex_t())
@@ -69,12 +70,10 @@ final class ReadWriteLock: @unchecked Sendable {
 /// `CLOCK_MONOTONIC` (`pthread_condattr_setclock`), so a change of the wall clock neither
 /// shortens nor stretches them.
 final class Condition: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let mutex = Lock()
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     init() {
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
         cond.initialize(to: pthread_cond_t())
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -85,17 +84,14 @@ final class Condition: @unchecked Sendable {
 
     deinit {
         pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
         cond.deinitialize(count: 1)
-        mutex.deinitialize(count: 1)
         cond.deallocate()
-        mutex.deallocate()
     }
 
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+    func lock() { mutex.lock() }
+    func unlock() { mutex.unlock() }
     /// Waits for a signal; the lock must be held. May wake without one: test the predicate again.
-    func wait() { pthread_cond_wait(cond, mutex) }
+    func wait() { pthread_cond_wait(cond, mutex.mutex) }
     func signal() { pthread_cond_signal(cond) }
     func broadcast() { pthread_cond_broadcast(cond) }
 
@@ -112,7 +108,7 @@ final class Condition: @unchecked Sendable {
             deadline.tv_sec += 1
             deadline.tv_nsec -= 1_000_000_000
         }
-        return pthread_cond_timedwait(cond, mutex, &deadline) == 0
+        return pthread_cond_timedwait(cond, mutex.mutex, &deadline) == 0
     }
 }
 

@@ -14,21 +14,11 @@ struct URLParts {
     /// combining mark is one `Character` but still a delimiter, and missing it would leave a
     /// password unmasked.
     init?(_ url: String) {
+        guard let schemeEnd = schemeSeparator(in: url) else { return nil }
         let scalars = url.unicodeScalars
-        var i = scalars.startIndex
-        var schemeEnd: (lower: String.Index, upper: String.Index)?
-        while i < scalars.endIndex, schemeEnd == nil {
-            let j = scalars.index(after: i)
-            if scalars[i] == ":", j < scalars.endIndex, scalars[j] == "/" {
-                let k = scalars.index(after: j)
-                if k < scalars.endIndex, scalars[k] == "/" { schemeEnd = (i, scalars.index(after: k)) }
-            }
-            i = j
-        }
-        guard let schemeEnd else { return nil }
         self.url = url
-        scheme = Substring(scalars[..<schemeEnd.lower])
-        let rest = scalars[schemeEnd.upper...]
+        scheme = Substring(scalars[..<schemeEnd.lowerBound])
+        let rest = scalars[schemeEnd.upperBound...]
         let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         let authority = rest[rest.startIndex..<end]
         self.authority = Substring(authority)
