@@ -17,7 +17,8 @@ final class Background<Value>: @unchecked Sendable {
         }
     }
 
-    /// Waits for the value (at once if it is ready). Called once.
+    /// Waits for the value (at once if it is ready, and at once on every later call: the signal
+    /// taken is given back).
     func value() -> Value {
         done.wait()
         done.signal()

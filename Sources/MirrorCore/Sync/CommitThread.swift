@@ -16,13 +16,11 @@ final class CommitThread {
     private var done: [Installer.Committed] = []
     private var stopping = false
     private var exited = false
-    private var started = false
     /// Called on the commit thread after each commit, to wake the sync thread's wait.
     private let finished: () -> Void
 
     init(finished: @escaping () -> Void) {
         self.finished = finished
-        started = true
         SystemThread.start(name: "mirror-commit") { [unowned self] in self.run() }
     }
 
@@ -62,12 +60,11 @@ final class CommitThread {
     /// Finishes a queued commit, then ends the thread.
     func shutdown() {
         condition.lock()
-        guard started, !exited else { condition.unlock(); return }
+        guard !exited else { condition.unlock(); return }
         stopping = true
         condition.broadcast()
         while !exited { condition.wait() }
         condition.unlock()
-        started = false
     }
 
     private func run() {

@@ -24,7 +24,7 @@ extension SyncRunner {
     /// the run is stopping and the entry was set aside).
     func startDelta(_ task: EntryTask, url: String) -> Bool {
         guard !task.attempt.delta.tried, task.resume == nil, task.resumeOffset == 0, let reference = task.entry.chunks,
-              task.entry.size > 0, let partialFolder, DeltaPolicy.servesRanges(url) else { return false }
+              task.entry.size > 0, partialFolder != nil, DeltaPolicy.servesRanges(url) else { return false }
         task.attempt.delta.tried = true
         guard let old = olderCopy(of: task) else { return false }
         defer { old.file.close() }

@@ -38,13 +38,11 @@ final class PartialWriter {
     /// Seconds this thread spent waiting for work, and since when it waits (0: busy).
     private var idleTotal = 0.0
     private var idleSince = 0.0
-    private var started = false
 
     init() {
         for _ in 0..<PartialWriter.bufferCount {
             freeBuffers.append(.allocate(byteCount: PartialWriter.bufferSize, alignment: 4096))
         }
-        started = true
         SystemThread.start(name: "mirror-writer") { [unowned self] in self.run() }
     }
 
@@ -101,12 +99,11 @@ final class PartialWriter {
     /// Finishes the queue, then ends the thread.
     func shutdown() {
         condition.lock()
-        guard started, !exited else { condition.unlock(); return }
+        guard !exited else { condition.unlock(); return }
         stopping = true
         condition.broadcast()
         while !exited { condition.wait() }
         condition.unlock()
-        started = false
     }
 
     private func takeBuffer() -> UnsafeMutableRawBufferPointer {

@@ -34,7 +34,6 @@ public final class TransferEngine {
     private var backlogHead = 0
     /// Downloads at once in the multi handle.
     private let maxActive: Int
-    private var started = false
 
     /// `--limit-rate`: the run's token bucket (``RateLimiter``); transfer thread only.
     private let limiter: RateLimiter?
@@ -56,7 +55,6 @@ public final class TransferEngine {
         limiter = limitRate.map { RateLimiter(bytesPerSecond: $0) }
         multi = try CurlMulti()
         multi.limit(connectionsPerHost: connectionsPerHost)
-        started = true
         SystemThread.start(name: name) { [unowned self] in self.run() }
     }
 
@@ -109,7 +107,7 @@ public final class TransferEngine {
     /// Ends the transfer thread (cancelling what runs) and waits for it.
     public func shutdown() {
         condition.lock()
-        if threadExited || !started {
+        if threadExited {
             condition.unlock()
             return
         }
@@ -120,7 +118,6 @@ public final class TransferEngine {
         condition.lock()
         while !threadExited { condition.wait() }
         condition.unlock()
-        started = false
     }
 
     // MARK: - Transfer thread
