@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import MirrorCore
 
 struct Status: ParsableCommand {
@@ -18,7 +21,7 @@ struct Status: ParsableCommand {
             Safe beside a running sync: it takes no lock and writes nothing, not even DEST/.mirror. \
             To check the bytes themselves, use `mirror verify`. Exits 0 whatever the state of the \
             files; 65 for an invalid manifest (or, for a URL, no usable kept copy), 64 when no destination is known, 1 when DEST or \
-            its journal cannot be read.
+            its journal cannot be read, or standard output cannot be written.
             """
     )
 
@@ -32,7 +35,18 @@ struct Status: ParsableCommand {
         do {
             var status = try StatusInspector.inspect(manifest: manifest, destinationPath: destination)
             status.manifest = provenance
-            print(json ? status.json : status.text)
+            // A line or a batch at a time through stdio's buffer: 10^6 missing files are not
+            // one string first.
+            // The first failure's errno, before anything else can overwrite it.
+            var failure: Int32 = 0
+            let write: (String) -> Void = { if fputs($0, stdout) < 0, failure == 0 { failure = errno } }
+            if json { status.writeJSON(to: write) } else { status.writeText(to: write) }
+            if fflush(stdout) != 0, failure == 0 { failure = errno }
+            if failure == 0, ferror(stdout) != 0 { failure = EIO }
+            if failure != 0 {
+                ConsoleReport(mode: .text).fatal("cannot write standard output: \(String(cString: strerror(failure)))")
+                throw ExitCode(ExitStatus.entriesFailed)
+            }
         } catch let error as SystemError {
             ConsoleReport(mode: .text).fatal(error.description)
             throw ExitCode(ExitStatus.entriesFailed)

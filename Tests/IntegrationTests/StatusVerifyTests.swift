@@ -88,6 +88,23 @@ import MirrorTestSupport
     }
 
     /// A failed entry shows the last error the journal kept.
+    /// Status writes its report through a buffer (docs/performance.md, "Reports that stream");
+    /// a report that cannot be written is an error (exit 1), not a silent success.
+    @Test func statusSaysWhenItsOutputCannotBeWritten() throws {
+        let dir = try TemporaryDirectory()
+        let manifest = dir.path("m.yaml")
+        try ("version: 1\nbase_url: http://127.0.0.1:9/\nfiles:\n"
+             + "  - path: a.bin\n    size: 3\n    sha256: \(String(repeating: "ab", count: 32))\n")
+            .write(toFile: manifest, atomically: true, encoding: .utf8)
+        for extra in [[], ["--json"]] {
+            let script = "exec \"$0\" status \"$1\" --dest \"$2\" \(extra.joined()) > /dev/full"
+            let result = try ChildProcess.run("/bin/sh", ["-c", script, try MirrorBinary.path(), manifest, dir.path("dest")],
+                                              environment: SyncFixture.loopbackOnly, timeout: 60)
+            #expect(result.exitCode == 1, "\(extra): \(result)")
+            #expect(result.stderr.contains("cannot write standard output: No space left on device"), "\(extra): \(result)")
+        }
+    }
+
     @Test func statusShowsTheLastErrorOfAFailedEntry() throws {
         let fx = try SyncFixture()
         try fx.addFile("good.bin", size: 5000, seed: 3)

@@ -73,6 +73,21 @@ public final class ConsoleReport {
         if mode == .text { printOut(text) }
     }
 
+    /// A dry run's plan line: text mode prints it; `--json` keeps it for the document's `plan`
+    /// (``SyncSummary/plan``). Not flushed line by line (10^6 lines were 10^6 `write`s): the
+    /// summary that follows flushes, and so does anything written to standard error first.
+    func plan(_ line: String, into summary: inout SyncSummary) {
+        switch mode {
+        case .text:
+            progress?.erase()
+            fputs(Formatting.forPeople(line) + "\n", stdout)
+        case .json:
+            summary.plan.append(line)
+        case .quiet, .summary:
+            break
+        }
+    }
+
     public func finish(_ summary: SyncSummary) {
         progress?.erase()
         progress = nil
@@ -81,7 +96,9 @@ public final class ConsoleReport {
         switch mode {
         case .json:
             progress?.erase()
-            fputs(summary.json + "\n", stdout)  // masked by SyncDocument, escaped by JSONOutput
+            // Masked by SyncDocument, escaped by JSONOutput; a dry run's plan a batch at a time.
+            summary.writeJSON { fputs($0, stdout) }
+            fputs("\n", stdout)
             fflush(stdout)
         case .quiet:
             break

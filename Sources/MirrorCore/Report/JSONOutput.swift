@@ -50,6 +50,64 @@ public enum JSONOutput {
         }
     }
 
+    /// Elements encoded at a time by ``write(_:array:count:element:to:)``.
+    static let streamingBatch = 4096
+
+    /// ``render(_:)`` of `document` with the array under the top-level `array` key filled from
+    /// `element(0..<count)` a batch at a time, written to `out` piece by piece: the same text as
+    /// rendering the document with that array in it, without the whole array, its encoded form
+    /// or the whole line ever in memory (a `status --json` of 10^6 missing files held 870 MB).
+    ///
+    /// `document` must encode that key as an empty array (`"entries":[]`); the elements are
+    /// encoded by the same encoder, so escaping and number format match ``render(_:)``.
+    static func write<Document: Encodable, Element: Encodable>(
+        _ document: Document, array key: String, count: Int, element: (Int) -> Element,
+        to out: (String) throws -> Void) rethrows {
+        let whole = render(document)
+        guard count > 0, let open = emptyArray(key, in: whole) else { return try out(whole) }
+        let bytes = Array(whole.utf8)
+        try out(String(decoding: bytes[...open], as: UTF8.self))
+        let encoder = makeEncoder()
+        var start = 0
+        while start < count {
+            let end = min(count, start + streamingBatch)
+            let batch = (start..<end).map(element)
+            // The element types are those ``render(_:)`` relies on never failing (strings,
+            // integers, finite-or-stringified doubles).
+            if let data = try? encoder.encode(batch), data.count >= 2 {
+                // "[a,b]" without its brackets; a comma before every batch but the first.
+                let inside = String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
+                try out((start > 0 ? "," : "") + escapingTerminalControls(inside))
+            }
+            start = end
+        }
+        try out(String(decoding: bytes[(open + 1)...], as: UTF8.self))
+    }
+
+    /// The offset of the `[` of `"key":[]` among the top-level members of the object `json`,
+    /// found by following strings and nesting (a value may hold the same characters).
+    static func emptyArray(_ key: String, in json: String) -> Int? {
+        let bytes = Array(json.utf8), pattern = Array("\"\(key)\":[]".utf8)
+        var depth = 0, inString = false, escaped = false, i = 0
+        while i < bytes.count {
+            let byte = bytes[i]
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+            } else {
+                switch byte {
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+                case UInt8(ascii: "\""):
+                    if depth == 1, bytes[i...].starts(with: pattern) { return i + pattern.count - 2 }
+                    inString = true
+                default: break
+                }
+            }
+            i += 1
+        }
+        return nil
+    }
+
     /// `text` as the inside of a JSON string (RFC 8259 §7): `"`, `\` and every control escaped,
     /// and the scalars ``escapingTerminalControls(_:)`` escapes. Works on Unicode scalars: a `"`
     /// followed by a combining mark is one `Character` but still a quote to a JSON reader.

@@ -96,7 +96,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
             guard case .failed(let message) = r.outcome else { return nil }
             return Failure(path: r.path, error: redactingURLs(in: message))
         }
-        plan = s.plan.isEmpty ? nil : s.plan
+        plan = s.plan.isEmpty ? nil : Array(s.plan)
         deletionRefused = s.deletionRefused
         dryRun = s.dryRun
         manifest = s.manifest.map { ManifestDocument($0, now: currentUnixTime()) }
@@ -118,5 +118,21 @@ public struct SyncDocument: Codable, Equatable, Sendable {
 
 extension SyncSummary {
     /// The `--json` line for this run.
-    public var json: String { JSONOutput.render(SyncDocument(self)) }
+    public var json: String {
+        var pieces: [String] = []
+        writeJSON { pieces.append($0) }
+        return pieces.joined()
+    }
+
+    /// ``json``, written to `out` a piece at a time: a dry run's `plan` (10^6 lines, say) is
+    /// encoded ``JSONOutput/streamingBatch`` lines at a time, not whole.
+    public func writeJSON(to out: (String) throws -> Void) rethrows {
+        var summary = self
+        summary.plan = []
+        var document = SyncDocument(summary)
+        guard !plan.isEmpty else { return try out(JSONOutput.render(document)) }
+        document.plan = []
+        try JSONOutput.write(document, array: SyncDocument.CodingKeys.plan.stringValue, count: plan.count,
+                             element: { plan[$0] }, to: out)
+    }
 }

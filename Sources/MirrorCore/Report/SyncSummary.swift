@@ -70,8 +70,9 @@ public struct SyncSummary: Sendable {
     public var bytesTransferred: Int64 = 0
     public var seconds = 0.0
     public var results: [EntryResult] = []
-    /// For `--dry-run`: the plan, one line per entry that would change.
-    public var plan: [String] = []
+    /// For `--dry-run --json`: the plan, one line per entry that would change (the text report
+    /// prints each line as it is planned and keeps none).
+    public var plan = LineList()
     /// For `--dry-run`: what the plan adds up to.
     public var dryRun: DryRunTotals?
     /// Where the manifest came from (set by the session, which loaded it).

@@ -59,6 +59,23 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         enum CodingKeys: String, CodingKey {
             case path, state, size, partialBytes = "partial_bytes", percent, error, failedAt = "failed_at"
         }
+
+        init(_ e: EntryStatus) {
+            self.init(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
+                      percent: e.percent, error: e.error.map { redactingURLs(in: $0) },
+                      failedAt: e.failedAt.map(Formatting.utcTimestamp))
+        }
+
+        public init(path: String, state: String, size: Int64, partialBytes: Int64? = nil, percent: Double? = nil,
+                    error: String? = nil, failedAt: String? = nil) {
+            self.path = path
+            self.state = state
+            self.size = size
+            self.partialBytes = partialBytes
+            self.percent = percent
+            self.error = error
+            self.failedAt = failedAt
+        }
     }
 
     public var destination: String
@@ -90,6 +107,12 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     }
 
     public init(_ status: DestinationStatus) {
+        self.init(status, entries: status.entries.map(Entry.init))
+    }
+
+    /// The document with `entries` as given: ``DestinationStatus/writeJSON(to:)`` passes none and
+    /// streams them into the array.
+    init(_ status: DestinationStatus, entries: [Entry]) {
         destination = status.destination
         destinationExists = status.destinationExists
         syncRunning = status.runningPid != nil
@@ -107,11 +130,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         })
         lastSuccess = OrNull(status.lastSuccess.map { MomentDocument($0.end) })
         manifest = OrNull(status.manifest.map { ManifestDocument($0, now: currentUnixTime()) })
-        entries = status.entries.map { e in
-            Entry(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
-                  percent: e.percent,
-                  error: e.error.map { redactingURLs(in: $0) }, failedAt: e.failedAt.map(Formatting.utcTimestamp))
-        }
+        self.entries = entries
         generations = status.generations.map { Generations(kept: $0.kept, current: $0.current, building: $0.building) }
     }
 }

@@ -21,14 +21,55 @@ public struct EntryStatus: Sendable, Equatable {
     }
 
     public var path: String
-    public var state: State
     public var size: Int64
+    public var state: State
+    /// What only a partial, failed or blocked entry has, behind one reference: 40 bytes an entry
+    /// instead of 80, for the 10^6 missing entries of a fresh DEST (docs/performance.md,
+    /// "Reports that stream").
+    private var details: Details?
+
+    private final class Details: Sendable {
+        let partialBytes: Int64?
+        let error: String?
+        let failedAt: Int64?
+
+        init?(partialBytes: Int64?, error: String?, failedAt: Int64?) {
+            guard partialBytes != nil || error != nil || failedAt != nil else { return nil }
+            self.partialBytes = partialBytes
+            self.error = error
+            self.failedAt = failedAt
+        }
+    }
+
+    public init(path: String, state: State, size: Int64, partialBytes: Int64? = nil, error: String? = nil, failedAt: Int64? = nil) {
+        self.path = path
+        self.size = size
+        self.state = state
+        details = Details(partialBytes: partialBytes, error: error, failedAt: failedAt)
+    }
+
     /// Durable bytes of a partial download (also set for a failed entry whose partial file remains).
-    public var partialBytes: Int64?
+    public var partialBytes: Int64? {
+        get { details?.partialBytes }
+        set { details = Details(partialBytes: newValue, error: error, failedAt: failedAt) }
+    }
+
     /// The last error (failed) or what is in the way (blocked).
-    public var error: String?
+    public var error: String? {
+        get { details?.error }
+        set { details = Details(partialBytes: partialBytes, error: newValue, failedAt: failedAt) }
+    }
+
     /// When the failure was recorded (seconds since the epoch).
-    public var failedAt: Int64?
+    public var failedAt: Int64? {
+        get { details?.failedAt }
+        set { details = Details(partialBytes: partialBytes, error: error, failedAt: newValue) }
+    }
+
+    public static func == (a: EntryStatus, b: EntryStatus) -> Bool {
+        a.path.utf8.elementsEqual(b.path.utf8) && a.size == b.size && a.state == b.state
+            && a.partialBytes == b.partialBytes && a.error == b.error && a.failedAt == b.failedAt
+    }
 
     /// Percentage of the file held as a durable partial download, one decimal.
     public var percent: Double? {
@@ -93,6 +134,10 @@ public struct DestinationStatus: Sendable {
         if entry.state != .done { entries.append(entry) }
     }
 
+    /// Room for `count` entries that are not done, so that 10^6 of them are not copied at each
+    /// doubling (reserved pages that are never written are never resident).
+    mutating func reserve(_ count: Int) { entries.reserveCapacity(count) }
+
     /// Counts a done entry of `size` bytes without making its ``EntryStatus``.
     mutating func addDone(size: Int64) {
         totalFiles += 1
@@ -119,6 +164,7 @@ public enum StatusInspector {
         guard let destination = try Destination.openExisting(destinationPath) else {
             var status = DestinationStatus(destination: destinationPath, destinationExists: false, lastRun: nil,
                                            runningPid: nil, hasJournal: false)
+            status.reserve(manifest.entries.count)
             for entry in manifest.entries { status.add(EntryStatus(path: entry.path, state: .missing, size: entry.size)) }
             return status
         }
@@ -136,6 +182,7 @@ public enum StatusInspector {
         var status = DestinationStatus(destination: destinationPath, destinationExists: true,
                                        lastRun: journal?.lastRun, lastSuccess: journal?.lastSuccess, runningPid: state.flatMap(lockHolder),
                                        hasJournal: hasJournal)
+        status.reserve(manifest.entries.count)
         // Planned as a sync plans (two threads, in manifest order); only what is not done is kept.
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials),
                                     journal: journal)
@@ -213,71 +260,5 @@ public enum StatusInspector {
             if sameDevice || pid == written { return pid }
         }
         return nil
-    }
-}
-
-// MARK: - Output
-
-extension DestinationStatus {
-    /// The report for people: a summary, the last run, then one line per entry that is not done;
-    /// each line through ``Formatting/forPeople(_:)``.
-    public var text: String {
-        var lines: [String] = []
-        var head = "destination: \(destination)"
-        if !destinationExists { head += " (does not exist yet)" }
-        if let runningPid { head += " (a sync is running, pid \(runningPid))" }
-        lines.append(head)
-        lines.append("files: \(totalFiles) in the manifest, \(Formatting.bytes(totalBytes))")
-        for state in [EntryStatus.State.done, .partial, .failed, .unverified, .blocked, .missing] {
-            let n = count(state)
-            guard n > 0 || state == .done else { continue }
-            let name = state.rawValue.rightPadded(to: 11)
-            var line = "  \(name)\(String(n).leftPadded(to: 7))  \(Formatting.bytes(bytes(state)))"
-            if state == .partial {
-                let held = entries.filter { $0.state == .partial }.reduce(Int64(0)) { $0 + ($1.partialBytes ?? 0) }
-                line += " (\(Formatting.bytes(held)) downloaded)"
-            }
-            lines.append(line)
-        }
-        lines += runLines(now: currentUnixTime())
-        if let generations {
-            let kept = generations.kept.reversed().map { $0 == generations.current ? "g\($0) (current)" : "g\($0)" }
-            lines.append("generations: " + kept.joined(separator: ", ")
-                         + (generations.building ? "; the next one is being built" : ""))
-        }
-        for entry in entries where entry.state != .done {
-            switch entry.state {
-            case .partial:
-                lines.append("partial     \(entry.path): \(entry.percent ?? 0)% (\(Formatting.bytes(entry.partialBytes ?? 0)) of \(Formatting.bytes(entry.size)))")
-            case .failed:
-                let at = entry.failedAt.map { " (\(Formatting.utcTimestamp($0)))" } ?? ""
-                let held = entry.percent.map { "; \($0)% downloaded" } ?? ""
-                lines.append("failed      \(entry.path): \(entry.error ?? "")\(at)\(held)")
-            case .unverified:
-                lines.append("unverified  \(entry.path): present, but no sync has verified this copy (run `mirror verify` to check it)")
-            case .blocked:
-                lines.append("blocked     \(entry.path): \(entry.error ?? "")")
-            case .missing:
-                lines.append("missing     \(entry.path)")
-            case .done:
-                break
-            }
-        }
-        // The journal's text and the manifest's paths may hold anything: escape it for the terminal.
-        return lines.map(Formatting.forPeople).joined(separator: "\n")
-    }
-
-    /// One JSON object (``StatusDocument``). `entries` lists every entry that is not done, in
-    /// manifest order.
-    public var json: String { JSONOutput.render(StatusDocument(self)) }
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
-    }
-
-    func rightPadded(to width: Int) -> String {
-        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

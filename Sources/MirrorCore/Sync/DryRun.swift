@@ -61,9 +61,8 @@ struct DryRun {
                 line = "blocked \(entry.path): \(why)"
                 totals.blocked += 1
             }
-            summary.plan.append(line)
             summary.pending += 1
-            report.notice(line)
+            report.plan(line, into: &summary)
         }
         if let deletion { totals.deletions = try planDeletions(deletion, reconciler: reconciler, summary: &summary) }
         summary.dryRun = totals
@@ -85,10 +84,7 @@ struct DryRun {
         } else {
             lines += plan.files.map { "delete \($0.display)" }
         }
-        for line in lines {
-            summary.plan.append(line)
-            report.notice(line)
-        }
+        for line in lines { report.plan(line, into: &summary) }
         if summary.deletionRefused != nil { summary.result = .failed }
         return summary.deletionRefused == nil ? plan.files.count : 0
     }
