@@ -200,8 +200,7 @@ public final class Journal {
     public func isVerified(_ entry: ManifestEntry, status: FileStatus) -> Bool {
         lock.lockForReading()
         defer { lock.unlock() }
-        var path = entry.path  // withUTF8 is mutating: it may make the string contiguous first
-        return path.withUTF8 { verified.matches(path: $0, size: entry.size, digests: entry.digests, status: status) }
+        return entry.pathBytes.withBytes { verified.matches(path: $0, size: entry.size, digests: entry.digests, status: status) }
     }
 
     private func verifiedRecord(for path: String) -> VerifiedRecord? {

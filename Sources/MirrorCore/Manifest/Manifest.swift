@@ -58,11 +58,12 @@ public struct ManifestEntry: Sendable, Hashable {
 
     // The stored properties are in the order that packs them (Swift lays a struct out in
     // declaration order): 104 bytes an entry where the plain optionals took 128, 24 MB less for
-    // 10^6 entries (docs/performance.md, "10^6 entries"). `mtime`, `mode` and `line` are
-    // computed over the packed fields.
+    // 10^6 entries (docs/performance.md, "10^6 entries"). `path`, `url`, `mtime`, `mode` and
+    // `line` are computed over the packed fields.
 
-    /// Relative POSIX path under the destination (validated: no `..`, no empty component, ...).
-    public var path: String
+    /// Relative POSIX path under the destination (validated: no `..`, no empty component, ...),
+    /// as bytes in the manifest's shared blocks (``ManifestPath``: no heap string per entry).
+    public var pathBytes: ManifestPath
     public var size: Int64
     /// Digests of the whole file, by algorithm: at least one is present, and every one present
     /// is checked.
@@ -74,11 +75,26 @@ public struct ManifestEntry: Sendable, Hashable {
     /// -1 when the entry has no `mtime` (the manifest's nanoseconds are 0...999,999,999).
     private var mtimeNanoseconds: Int32
     private var storedLine: Int32
-    public var url: Location
+    /// The entry's `url`; nil when it has none, and its url is its path, percent-encoded
+    /// (docs/manifest.md): made when asked for, so that such an entry holds no string of its own.
+    public private(set) var explicitURL: Location?
     /// ``noMode`` when the entry has no `mode` (the manifest's modes are 0...0o777).
     private var storedMode: UInt16
 
     private static let noMode = UInt16.max
+
+    /// The path as text (an allocation for a path over 15 bytes; hot paths use ``pathBytes``).
+    public var path: String {
+        get { pathBytes.string }
+        set { pathBytes = ManifestPath(newValue) }
+    }
+
+    /// Where the bytes come from: the `url` written, else the path percent-encoded, relative to
+    /// `base_url` and the mirrors.
+    public var url: Location {
+        get { explicitURL ?? .relative(URLReference.encodePath(path)) }
+        set { explicitURL = newValue }
+    }
 
     /// Modification time to set on the verified file.
     public var mtime: FileTime? {
@@ -103,18 +119,37 @@ public struct ManifestEntry: Sendable, Hashable {
 
     public init(path: String, url: Location, size: Int64, digests: DigestSet,
                 mtime: FileTime? = nil, mode: UInt32? = nil, line: Int = 0, chunks: ChunkIndexReference? = nil) {
-        self.path = path
+        self.init(pathBytes: ManifestPath(path), url: url, size: size, digests: digests, mtime: mtime, mode: mode,
+                  line: line, chunks: chunks)
+    }
+
+    /// `url` nil: the entry has none, and its path stands for it (``url``).
+    init(pathBytes: ManifestPath, url: Location?, size: Int64, digests: DigestSet,
+         mtime: FileTime? = nil, mode: UInt32? = nil, line: Int = 0, chunks: ChunkIndexReference? = nil) {
+        self.pathBytes = pathBytes
         self.size = size
         self.digests = digests
         self.chunks = chunks
         self.mtimeSeconds = 0
         self.mtimeNanoseconds = -1
         self.storedLine = 0
-        self.url = url
+        self.explicitURL = url
         self.storedMode = ManifestEntry.noMode
         self.mtime = mtime
         self.mode = mode
         self.line = line
+    }
+
+    /// Equal when every field is, the url as it resolves (written or made from the path).
+    public static func == (a: ManifestEntry, b: ManifestEntry) -> Bool {
+        a.pathBytes == b.pathBytes && a.size == b.size && a.digests == b.digests && a.chunks == b.chunks
+            && a.mtime == b.mtime && a.mode == b.mode && a.line == b.line && a.url == b.url
+    }
+
+    public func hash(into hasher: inout Swift.Hasher) {
+        hasher.combine(pathBytes)
+        hasher.combine(size)
+        hasher.combine(digests)
     }
 }
 

@@ -62,7 +62,7 @@ extension ManifestRules {
         guard tree.kind(node) == .mapping else {
             throw error(node, "each entry of files must be a mapping with path, size and sha256, got \(tree.describe(node))")
         }
-        var path: String?
+        var path: ManifestPath?
         var urlNode: YAMLTree.Ref?
         var location: ManifestEntry.Location?
         var size: Int64?
@@ -76,7 +76,7 @@ extension ManifestRules {
             let value = tree.value(node, i)
             switch EntryKey(tree.bytes(key)) {
             case .path:
-                let p = try pathValue(value)
+                let p = arena.path(try pathValue(value))
                 if let problem = paths.insert(p, line: value.line) { throw error(value, problem) }
                 path = p
             case .url:
@@ -105,19 +105,20 @@ extension ManifestRules {
             throw error(node, "entry has no path; every entry needs path, size and sha256")
         }
         guard let size else {
-            throw error(node, "entry \(quoted(path)) has no size; every entry needs path, size and sha256")
+            throw error(node, "entry \(quoted(path.string)) has no size; every entry needs path, size and sha256")
         }
         guard !digests.isEmpty else {
-            throw error(node, "entry \(quoted(path)) has no sha256; every entry needs path, size and sha256 (64 hex digits) or sha512 (128)")
+            throw error(node, "entry \(quoted(path.string)) has no sha256; every entry needs path, size and sha256 (64 hex digits) or sha512 (128)")
         }
         if let chunks, let chunksNode, chunks.size > ChunkIndex.largestText(forFileOf: size) {
             throw error(chunksNode, "chunks size \(chunks.size) is more than the index of a \(size)-byte file can be "
                         + "(at most \(ChunkIndex.largestText(forFileOf: size)) bytes)")
         }
-        let url = location ?? .relative(URLReference.encodePath(path))
+        // Without `url`, the entry's url is its path, made when asked for (``ManifestEntry/url``).
         var relativeURL: RelativeURL?
-        if case .relative = url { relativeURL = RelativeURL(at: urlNode ?? node, hasURLKey: urlNode != nil) }
-        return (ManifestEntry(path: path, url: url, size: size, digests: digests,
+        if location == nil { relativeURL = RelativeURL(at: node, hasURLKey: false) }
+        if case .relative = location, let urlNode { relativeURL = RelativeURL(at: urlNode, hasURLKey: true) }
+        return (ManifestEntry(pathBytes: path, url: location, size: size, digests: digests,
                               mtime: mtime, mode: mode, line: node.line, chunks: chunks), relativeURL)
     }
 

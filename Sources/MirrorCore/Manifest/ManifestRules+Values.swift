@@ -50,7 +50,7 @@ extension ManifestRules {
         // Decode straight into the manifest's digest blocks; on the first non-hex byte, note
         // where and stop.
         var badPosition: Int?
-        let digest = digestArena.make(count: byteCount) { out in
+        let digest = arena.digest(count: byteCount) { out in
             var i = bytes.startIndex
             for k in 0 ..< byteCount {
                 let high = ManifestRules.nibble(bytes[i]), low = ManifestRules.nibble(bytes[i + 1])

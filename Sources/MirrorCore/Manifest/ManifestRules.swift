@@ -10,8 +10,8 @@ struct ManifestRules {
     let file: String
     var baseURL: String?
     var paths = PathIndex()
-    /// Where the entries' digests are made, side by side (``DigestArena``).
-    let digestArena = DigestArena()
+    /// Where the entries' digests and paths are made, side by side (``ByteArena``).
+    let arena = ByteArena()
     /// The `files` entries when the reader streamed them (``ManifestEntryStream``).
     var streamed: StreamedEntries?
 

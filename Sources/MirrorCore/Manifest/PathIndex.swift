@@ -8,27 +8,34 @@ import Darwin
 /// path is a folder of another's" with one hash lookup per new path and per new folder, so that
 /// 10^6 entries cost O(total path length).
 ///
-/// A small open-addressing table over one byte buffer rather than `[String: Int]`: keys are the
-/// bytes of paths and of their folders (prefixes), which would otherwise each need a String
+/// A small open-addressing table over the paths' own bytes rather than `[String: Int]`: keys are
+/// the bytes of paths and of their folders (prefixes), which would otherwise each need a String
 /// allocation, and Swift's String hashing normalises Unicode first. Hashing still goes through
 /// `Hasher` (SipHash, randomly seeded per process), so a crafted manifest cannot force collisions.
 struct PathIndex {
     /// 16 bytes: 10^6 entries make 10^6 + (folders) keys. The hash is not kept (the slot holds
-    /// its high bits, and a rehash computes it again from the bytes). 32-bit fields: `storage`
-    /// holds each path once (and its folders' bytes once each), so it stays far under 4 GiB for
-    /// any manifest the reader accepts, and lines are counted in 32 bits as libyaml counts them.
+    /// its high bits, and a rehash computes it again from the bytes). A key's bytes are the first
+    /// `count` bytes of an inserted path, where that path's bytes are (a folder: of the first file
+    /// listed under it), so the index copies no path and keeps no list of them, only the blocks
+    /// they are in (docs/performance.md, "Paths in the arena").
     private struct Key {
-        var start: UInt32       // in `storage`
+        var block: UInt32       // in `blocks`
+        var offset: UInt32      // in that block
         var count: UInt32
-        var line: Int32
-        /// For a folder: the key of the first file listed under it; -1 for a file.
-        var firstFile: Int32
+        /// A file: its line (≥ 0). A folder: -1 - the key of the first file listed under it
+        /// (whose line the messages name).
+        var lineOrFirstFile: Int32
 
-        var isFile: Bool { firstFile < 0 }
-        var range: Range<Int> { Int(start) ..< Int(start) + Int(count) }
+        var isFile: Bool { lineOrFirstFile >= 0 }
+        var line: Int32 { lineOrFirstFile }
+        var firstFile: Int { Int(-1 - lineOrFirstFile) }
     }
 
-    private var storage: [UInt8] = []
+    /// The blocks that hold the inserted paths, each once (a manifest's paths come from one
+    /// ``ByteArena``, block after block).
+    private var blocks: [ByteBlock] = []
+    /// Where the path being inserted is: its block in `blocks` and its offset there.
+    private var current: (block: UInt32, offset: UInt32) = (0, 0)
     private var keys: [Key] = []
     /// 0 for an empty slot, else (high 32 bits of the key's hash) << 32 | (key index + 1): probing
     /// compares hashes in the table itself and touches `keys` only on a probable match.
@@ -40,7 +47,6 @@ struct PathIndex {
     /// Room for `count` paths and as many folders. The table is written in full when made
     /// (resident at once), so `count` should not be a generous guess; the arrays are only reserved.
     mutating func reserve(_ count: Int) {
-        storage.reserveCapacity(count * 32)
         keys.reserveCapacity(count * 2)
         var size = slots.count
         while !PathIndex.fits(count, in: size) { size *= 2 }
@@ -51,24 +57,31 @@ struct PathIndex {
 
     /// Records `path`; returns a message when it repeats or clashes with an earlier path.
     mutating func insert(_ path: String, line: Int) -> String? {
-        var contiguous = path  // withUTF8 is mutating: it may make the string contiguous first
-        return contiguous.withUTF8 { insert(bytes: $0, path: path, line: line) }
+        insert(ManifestPath(path), line: line)
     }
 
-    private mutating func insert(bytes: UnsafeBufferPointer<UInt8>, path: String, line: Int) -> String? {
-        // The path and each of its folders (one per slash) add at most the path's length each.
-        let components = 1 + bytes.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) }
-        guard storage.count + components * bytes.count < Int(UInt32.max), keys.count + components < Int(Int32.max) else {
-            return "too many paths: their bytes exceed 4 GiB (line \(line)); split the manifest"
+    /// Records `path` (kept, not copied); returns a message when it repeats or clashes with an
+    /// earlier path.
+    mutating func insert(_ path: ManifestPath, line: Int) -> String? {
+        path.withBytes { insert(bytes: $0, path: path, line: line) }
+    }
+
+    private mutating func insert(bytes: UnsafeBufferPointer<UInt8>, path: ManifestPath, line: Int) -> String? {
+        // Keys and paths are counted in 32 bits; each path adds itself and at most one key per folder.
+        guard keys.count < Int(Int32.max) - bytes.count - 1 else {
+            return "too many paths and folders (line \(line)); split the manifest"
         }
         let h = PathIndex.hash(bytes)
         if let k = find(bytes, hash: h) {
             let key = keys[k]
-            if key.isFile { return "duplicate path \(quoted(path)): first listed on line \(key.line)" }
-            let file = keys[Int(key.firstFile)]
-            return "path \(quoted(path)) (line \(line)) is a folder of \(quoted(text(file))) (line \(file.line)); a path cannot be both a file and a folder"
+            if key.isFile { return "duplicate path \(quoted(path.string)): first listed on line \(key.line)" }
+            let file = keys[key.firstFile]
+            return "path \(quoted(path.string)) (line \(line)) is a folder of \(quoted(text(file))) (line \(file.line)); a path cannot be both a file and a folder"
         }
-        let fileKey = add(bytes, hash: h, line: line, firstFile: -1)
+        let place = path.place
+        if blocks.last !== place.block { blocks.append(place.block) }
+        current = (UInt32(truncatingIfNeeded: blocks.count - 1), place.offset)
+        let fileKey = add(bytes, hash: h, lineOrFirstFile: Int32(clamping: max(0, line)))
         // Folders from the longest prefix down. Once a prefix is already known, so are all shorter
         // ones, and they were checked against the files when they were added.
         var end = bytes.count
@@ -83,9 +96,9 @@ struct PathIndex {
                     if isParent { lastParent = k }
                     break
                 }
-                return "path \(quoted(path)) (line \(line)) is inside \(quoted(text(key))), which is listed as a file on line \(key.line); a path cannot be both a file and a folder"
+                return "path \(quoted(path.string)) (line \(line)) is inside \(quoted(text(key))), which is listed as a file on line \(key.line); a path cannot be both a file and a folder"
             }
-            let k = add(folder, hash: hf, line: line, firstFile: fileKey)
+            let k = add(folder, hash: hf, lineOrFirstFile: Int32(truncatingIfNeeded: -1 - fileKey))
             if isParent { lastParent = k }
             end = slash
         }
@@ -98,17 +111,25 @@ struct PathIndex {
     private var lastParent = -1
 
     private func isLastParent(_ folder: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard lastParent >= 0, let b = folder.baseAddress else { return false }
-        let key = keys[lastParent]
-        guard Int(key.count) == folder.count else { return false }
-        return storage.withUnsafeBufferPointer { store in
-            guard let a = store.baseAddress else { return false }
-            return memcmp(a + Int(key.start), b, folder.count) == 0
-        }
+        guard lastParent >= 0 else { return false }
+        return matches(keys[lastParent], folder)
+    }
+
+    /// Whether `key`'s bytes are `bytes`.
+    @inline(__always)
+    private func matches(_ key: Key, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard Int(key.count) == bytes.count else { return false }
+        guard let b = bytes.baseAddress, key.count > 0 else { return true }
+        return withBytes(key) { a in a.baseAddress.map { memcmp($0, b, bytes.count) == 0 } ?? false }
+    }
+
+    @inline(__always)
+    private func withBytes<R>(_ key: Key, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        blocks[Int(key.block)].withBytes(at: key.offset, count: key.count, body)
     }
 
     private func text(_ key: Key) -> String {
-        String(decoding: storage[key.range], as: UTF8.self)
+        withBytes(key) { String(decoding: $0, as: UTF8.self) }
     }
 
     private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
@@ -121,29 +142,23 @@ struct PathIndex {
         let mask = slots.count - 1
         var i = h & mask
         let tag = PathIndex.tag(h)
-        return storage.withUnsafeBufferPointer { store -> Int? in
-            while true {
-                let slot = slots[i]
-                if slot == 0 { return nil }
-                if slot >> 32 == tag {
-                    let k = Int(slot & 0xffff_ffff) - 1
-                    let key = keys[k]
-                    if Int(key.count) == bytes.count {
-                        guard key.count > 0, let a = store.baseAddress, let b = bytes.baseAddress else { return k }
-                        if memcmp(a + Int(key.start), b, bytes.count) == 0 { return k }
-                    }
-                }
-                i = (i + 1) & mask
+        while true {
+            let slot = slots[i]
+            if slot == 0 { return nil }
+            if slot >> 32 == tag {
+                let k = Int(slot & 0xffff_ffff) - 1
+                if matches(keys[k], bytes) { return k }
             }
+            i = (i + 1) & mask
         }
     }
 
-    /// Adds a key known to be absent; returns its index.
-    private mutating func add(_ bytes: UnsafeBufferPointer<UInt8>, hash h: Int, line: Int, firstFile: Int) -> Int {
+    /// Adds a key known to be absent, for the first `bytes.count` bytes of the path being
+    /// inserted; returns its index.
+    private mutating func add(_ bytes: UnsafeBufferPointer<UInt8>, hash h: Int, lineOrFirstFile: Int32) -> Int {
         if !PathIndex.fits(keys.count + 1, in: slots.count) { rehash(slots.count * 2) }
-        keys.append(Key(start: UInt32(truncatingIfNeeded: storage.count), count: UInt32(truncatingIfNeeded: bytes.count),
-                        line: Int32(clamping: line), firstFile: Int32(truncatingIfNeeded: firstFile)))
-        storage.append(contentsOf: bytes)
+        keys.append(Key(block: current.block, offset: current.offset, count: UInt32(truncatingIfNeeded: bytes.count),
+                        lineOrFirstFile: lineOrFirstFile))
         place(keys.count - 1, hash: h)
         return keys.count - 1
     }
@@ -159,12 +174,9 @@ struct PathIndex {
 
     private mutating func rehash(_ size: Int) {
         slots = Array(repeating: 0, count: size)
-        let bytes = storage  // a second reference, so that `place` may change `self` meanwhile
-        bytes.withUnsafeBufferPointer { store in
-            for k in keys.indices {
-                let key = keys[k]
-                place(k, hash: PathIndex.hash(UnsafeBufferPointer(rebasing: store[key.range])))
-            }
+        for k in keys.indices {
+            let h = withBytes(keys[k]) { PathIndex.hash($0) }
+            place(k, hash: h)
         }
     }
 }

@@ -241,8 +241,10 @@ public enum RemoteManifest {
 
     private static func firstURL(in manifest: Manifest, where matches: (String) -> Bool) -> String? {
         for base in [manifest.baseURL].compactMap({ $0 }) + manifest.mirrors where matches(base) { return base }
+        // An entry without `url` has only its path, which holds no scheme or authority.
         for entry in manifest.entries {
-            switch entry.url {
+            switch entry.explicitURL {
+            case nil: continue
             case .absolute(let url): if matches(url) { return url }
             // A network-path reference (`//user:pass@host/x`, RFC 3986 §4.2) has an authority too.
             case .relative(let reference): if reference.hasPrefix("//"), matches("x:" + reference) { return reference }

@@ -51,13 +51,7 @@ extension DestinationStatus {
     }
 
     /// ``writeText(to:)`` as one string, without the last newline (for tests and small reports).
-    public var text: String {
-        var pieces: [String] = []
-        writeText { pieces.append($0) }
-        var whole = pieces.joined()
-        if whole.hasSuffix("\n") { whole.removeLast() }
-        return whole
-    }
+    public var text: String { DestinationStatus.collected { writeText(to: $0) } }
 
     /// One JSON object (``StatusDocument``) and its newline; `entries` lists every entry that is
     /// not done, in manifest order, encoded ``JSONOutput/streamingBatch`` entries at a time.
@@ -68,9 +62,12 @@ extension DestinationStatus {
     }
 
     /// ``writeJSON(to:)`` as one string, without the newline.
-    public var json: String {
+    public var json: String { DestinationStatus.collected { writeJSON(to: $0) } }
+
+    /// What `write` writes, as one string without its last newline.
+    private static func collected(_ write: ((String) -> Void) -> Void) -> String {
         var pieces: [String] = []
-        writeJSON { pieces.append($0) }
+        write { pieces.append($0) }
         var whole = pieces.joined()
         if whole.hasSuffix("\n") { whole.removeLast() }
         return whole

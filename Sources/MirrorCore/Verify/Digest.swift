@@ -1,21 +1,21 @@
 /// A checksum value (SHA-256 or SHA-512), compared byte for byte and printed as lowercase hex.
 ///
-/// The bytes live in a ``DigestBlock``: a digest of its own in one allocation, or the manifest's
-/// digests side by side in blocks of 64 KiB (``DigestArena``). Why: a manifest of 10^6 entries
+/// The bytes live in a ``ByteBlock``: a digest of its own in one allocation, or the manifest's
+/// digests side by side in blocks of 64 KiB (``ByteArena``). Why: a manifest of 10^6 entries
 /// made 10^6 arrays of 32 bytes, each an 80-byte allocation (80 MB); packed, they take 32 MB.
 /// `@unchecked Sendable`: its block's bytes are never written once the digest is made.
 public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
-    private let block: DigestBlock
+    private let block: ByteBlock
     private let offset: UInt32
     private let count: UInt32
 
     public init(bytes: [UInt8]) {
-        block = DigestBlock.make(capacity: bytes.count)
+        block = ByteBlock.make(capacity: bytes.count)
         offset = UInt32(block.take(bytes.count) { $0.initialize(from: bytes, count: bytes.count) })
         count = UInt32(bytes.count)
     }
 
-    fileprivate init(block: DigestBlock, offset: Int, count: Int) {
+    init(block: ByteBlock, offset: Int, count: Int) {
         self.block = block
         self.offset = UInt32(offset)
         self.count = UInt32(count)
@@ -76,48 +76,5 @@ public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
         default: return nil
         }
-    }
-}
-
-/// Bytes of digests, written once each and then only read (so a block may be shared between
-/// threads). The header is how many bytes are taken.
-final class DigestBlock: ManagedBuffer<Int, UInt8> {
-    static func make(capacity: Int) -> DigestBlock {
-        // ManagedBuffer.create returns the class it is called on.
-        unsafeDowncast(DigestBlock.create(minimumCapacity: capacity) { _ in 0 }, to: DigestBlock.self)
-    }
-
-    /// Whether `count` more bytes fit.
-    func fits(_ count: Int) -> Bool { header + count <= capacity }
-
-    /// Takes the next `count` bytes, has `fill` write them, returns their offset.
-    func take(_ count: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Void) -> Int {
-        withUnsafeMutablePointers { used, elements in
-            let offset = used.pointee
-            fill(elements + offset)
-            used.pointee += count
-            return offset
-        }
-    }
-}
-
-/// Digests made side by side in shared blocks: for the manifest's entries, which are made together
-/// and dropped together. One reader's, on one thread (not `Sendable`); the digests it makes are
-/// ordinary `Digest`s. Not for digests that outlive most of their neighbours (one kept digest
-/// keeps its whole block).
-final class DigestArena {
-    private static let blockSize = 64 * 1024
-    private var current: DigestBlock?
-
-    /// A digest of `count` bytes written by `fill`, which returns false to give up (the bytes are
-    /// then left unused).
-    func make(count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Bool) -> Digest? {
-        if current.map({ !$0.fits(count) }) ?? true {
-            current = DigestBlock.make(capacity: max(count, DigestArena.blockSize))
-        }
-        guard let block = current else { return nil }
-        var ok = false
-        let offset = block.take(count) { ok = fill(UnsafeMutableBufferPointer(start: $0, count: count)) }
-        return ok ? Digest(block: block, offset: offset, count: count) : nil
     }
 }
