@@ -11,12 +11,15 @@ import Glibc
 /// (``coreCount``), each taking the next index from a shared counter, so one
 /// large file never leaves the other cores idle while small files wait behind it.
 public enum WorkerPool {
-    /// The cores this process may use (its CPU affinity: `taskset`, a container's CPU set; else
-    /// the online cores), at least 1. CPU quotas (cgroup `cpu.max`) are not counted.
-    public static var coreCount: Int {
+    /// The cores this process may use: its CPU affinity (`taskset`, a container's CPU set; else
+    /// the online cores), and no more than a cgroup CPU quota allows, rounded up (``CPUQuota``:
+    /// a container given 1.5 CPUs gets 2 threads), at least 1. Read once.
+    public static let coreCount: Int = {
         let allowed = Int(mirror_allowed_cpus())
-        return max(1, allowed > 0 ? allowed : Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-    }
+        let cores = max(1, allowed > 0 ? allowed : Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        guard let quota = CPUQuota.current() else { return cores }
+        return max(1, min(cores, Int(quota.rounded(.up))))
+    }()
 
     /// Calls `body(index)` for every index in `0..<count`, on `threads` threads (capped at `count`),
     /// and returns once every call has returned. `body` must be thread-safe; `onIdle` runs on the
