@@ -68,16 +68,30 @@ public enum JSONOutput {
         let bytes = Array(whole.utf8)
         try out(String(decoding: bytes[...open], as: UTF8.self))
         let encoder = makeEncoder()
+        var wroteAny = false
+        func piece(_ data: Data) throws {
+            // "[a,b]" without its brackets; a comma before every piece but the first.
+            let inside = String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
+            try out((wroteAny ? "," : "") + escapingTerminalControls(inside))
+            wroteAny = true
+        }
         var start = 0
         while start < count {
             let end = min(count, start + streamingBatch)
             let batch = (start..<end).map(element)
-            // The element types are those ``render(_:)`` relies on never failing (strings,
-            // integers, finite-or-stringified doubles).
-            if let data = try? encoder.encode(batch), data.count >= 2 {
-                // "[a,b]" without its brackets; a comma before every batch but the first.
-                let inside = String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
-                try out((start > 0 ? "," : "") + escapingTerminalControls(inside))
+            if let data = try? encoder.encode(batch), data.count > 2 {
+                try piece(data)
+            } else {
+                // Never with the element types used (strings, integers, finite-or-stringified
+                // doubles); should a future one fail, each element of the batch goes alone and one
+                // that still fails becomes an object naming the failure, so the line stays JSON.
+                for value in batch {
+                    do {
+                        try piece(try encoder.encode([value]))
+                    } catch {
+                        try piece(Data("[{\"error\":\"cannot encode this element: \(jsonStringBody(String(describing: error)))\"}]".utf8))
+                    }
+                }
             }
             start = end
         }

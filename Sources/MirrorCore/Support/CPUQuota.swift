@@ -70,7 +70,8 @@ public enum CPUQuota {
     static func ancestors(of path: String, below root: String) -> [String] {
         var inside = path
         if root != "/" {
-            guard inside == root || inside.hasPrefix(root + "/") else { return [""] }
+            // Not under the mount: the files there belong to another cgroup.
+            guard inside == root || inside.hasPrefix(root + "/") else { return [] }
             inside = String(inside.dropFirst(root.count))
         }
         var components = inside.split(separator: "/").map(String.init)
@@ -87,7 +88,7 @@ public enum CPUQuota {
     static func mountPoint(in mountinfo: String, where matches: (Substring, Substring) -> Bool) -> (point: String, root: String)? {
         for line in mountinfo.split(separator: "\n") {
             let fields = line.split(separator: " ")
-            guard let dash = fields.firstIndex(of: "-"), dash >= 5, fields.count >= dash + 4 else { continue }
+            guard let dash = fields.firstIndex(of: "-"), dash >= 6, fields.count >= dash + 4 else { continue }
             if matches(fields[dash + 1], fields[dash + 3]) {
                 return (unescape(fields[4]), unescape(fields[3]))
             }

@@ -91,3 +91,31 @@ import MirrorTestSupport
         #expect(provenance.sha256 == expected)
     }
 }
+
+/// An element that cannot be encoded (none of the report types can fail today): the line stays
+/// one JSON document, with every other element in place and that one naming the failure.
+@Suite struct StreamedReportFailureTests {
+    struct Picky: Encodable {
+        let value: Int
+        struct Refused: Error {}
+        func encode(to encoder: any Encoder) throws {
+            if value == 1 { throw Refused() }
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        }
+    }
+
+    struct Document: Encodable { let items: [Int]; let z: Int }
+
+    @Test func aFailingElementLeavesValidJSON() throws {
+        let count = JSONOutput.streamingBatch + 3
+        var pieces: [String] = []
+        JSONOutput.write(Document(items: [], z: 7), array: "items", count: count, element: { Picky(value: $0) }) { pieces.append($0) }
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(pieces.joined().utf8)) as? [String: Any])
+        let items = try #require(object["items"] as? [Any])
+        #expect(items.count == count)
+        #expect(items[0] as? Int == 0 && items[2] as? Int == 2 && items[count - 1] as? Int == count - 1)
+        #expect(((items[1] as? [String: Any])?["error"] as? String)?.hasPrefix("cannot encode this element") == true)
+        #expect(object["z"] as? Int == 7)
+    }
+}

@@ -38,6 +38,8 @@ struct CPUQuotaTests {
         #expect(CPUQuota.limit(cgroups: "0::/docker/abc\n", mountinfo: mounts) { files[$0] } == 1.5)
         #expect(CPUQuota.ancestors(of: "/docker/abc/x", below: "/docker/abc") == ["/x", ""])
         #expect(CPUQuota.ancestors(of: "/", below: "/") == [""])
+        // A cgroup outside the mount's root (another namespace's) has no files there to read.
+        #expect(CPUQuota.ancestors(of: "/elsewhere", below: "/docker/abc") == [])
     }
 
     /// cgroup v1, with `cpu` and `cpuacct` mounted together and a space in the mount point.
