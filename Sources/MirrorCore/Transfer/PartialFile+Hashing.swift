@@ -1,4 +1,3 @@
-import CLinux
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,24 +16,6 @@ extension PartialFile {
         } else {
             performHashFromFile(from: range.lowerBound, to: range.upperBound)
         }
-    }
-
-    /// Writes bytes accepted from the network at `offset` (``PartialWriter``), starts writeback of
-    /// each MiB they complete (so that a checkpoint's `fdatasync` finds little left to write),
-    /// then hashes them when `hash`. After a failure nothing more is written or hashed: the
-    /// attempt stops at its next byte and ``finishDigests()`` throws.
-    func performWrite(_ bytes: UnsafeRawBufferPointer, at offset: Int64, hash: Bool) {
-        guard failure == nil else { return }
-        do {
-            try file.write(bytes, at: offset)
-        } catch let error as SystemError {
-            return fail(error)
-        } catch {
-            return fail(SystemError("write", displayPath, code: EIO))
-        }
-        let end = offset + Int64(bytes.count), step: Int64 = 1 << 20
-        if end / step != offset / step { _ = mirror_start_writeback(file.fd, (end / step - 1) * step, step) }
-        if hash { performHash(bytes) }
     }
 
     func performHash(_ bytes: UnsafeRawBufferPointer) {

@@ -8,13 +8,12 @@ import Glibc
 /// One mode: the file is a list of segments that together cover `[0, size)`; a download in one
 /// stream is a file with one segment, a segmented one (``beginSegments(length:)``) has several.
 /// Two sides. The thread running an attempt (the transfer thread inside a libcurl callback, the
-/// sync thread between attempts) accepts the bytes (``append(_:segment:)``) and queues them on
-/// the ``PartialWriter`` thread, which writes them (a `pwrite` into the page cache), hashes them
-/// in file order as ``HashFeed`` decides, and at a checkpoint `fdatasync`s the file and then
-/// journals its length and hash state (``PartialJournal``; docs/journal.md, rule 1): every byte up
-/// to a checkpoint was queued, and so written, before the checkpoint. Receiving and writing with
-/// hashing thus run on two cores at once. A small new file is written and hashed by the thread
-/// that accepts it (``hashesInline``). ``finishDigests()`` waits for the queue before reading the digests. Without a
+/// sync thread between attempts) writes the bytes (``append(_:segment:)``, a `pwrite` into the
+/// page cache) and queues them for hashing as ``HashFeed`` decides. The ``PartialWriter`` thread
+/// hashes them in file order, and at a checkpoint `fdatasync`s the file and then journals its
+/// length and hash state (``PartialJournal``; docs/journal.md, rule 1): every byte up to a
+/// checkpoint was written before the checkpoint was queued. Writing and hashing thus run on the two
+/// cores at once. ``finishDigests()`` waits for the queue before reading the digests. Without a
 /// writer (tests), hashing is done at once on the calling thread.
 public final class PartialFile {
     /// Bytes between durable checkpoints: a kill loses at most this much progress.
@@ -225,22 +224,17 @@ public final class PartialFile {
             throw SystemError("write segment of", displayPath, code: EINVAL)
         }
         let offset = segment.next
-        let hash = feed.takesFromMemory(at: offset, count: n)
-        if let writer, !hashesInline {
-            // Written (and hashed) on the writer thread, in order with everything queued there;
-            // a write that fails there stops this attempt at its next byte (``failure``).
-            writer.write(self, bytes, at: offset, hash: hash)
-        } else {
-            try file.write(bytes, at: offset)
-            if hash { performHash(bytes) }
-            if offset + n - segment.writebackStarted >= 1 << 20 {
-                // Start writing back now, without waiting (best effort), so that the checkpoint's
-                // fdatasync finds little left to write instead of stalling on the whole interval.
-                _ = mirror_start_writeback(file.fd, segment.writebackStarted, offset + n - segment.writebackStarted)
-                segment.writebackStarted = offset + n
-            }
+        try file.write(bytes, at: offset)
+        if feed.takesFromMemory(at: offset, count: n) {
+            if let writer, !hashesInline { writer.hash(self, bytes) } else { performHash(bytes) }
         }
         segment.written += n
+        if segment.next - segment.writebackStarted >= 1 << 20 {
+            // Start writing back now, without waiting (best effort), so that the checkpoint's
+            // fdatasync finds little left to write instead of stalling on the whole interval.
+            _ = mirror_start_writeback(file.fd, segment.writebackStarted, segment.next - segment.writebackStarted)
+            segment.writebackStarted = segment.next
+        }
         segments[index] = segment
         acceptedLength += n
         receivedThisRun += n

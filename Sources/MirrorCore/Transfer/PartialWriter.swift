@@ -3,14 +3,14 @@ import CLinux
 import Glibc
 #endif
 
-/// The thread that writes partial files, hashes them and makes them durable.
+/// The one thread that hashes partial files and makes them durable.
 ///
-/// The transfer thread must wait neither on SHA-256 (the slowest stage on machines without
-/// SHA-NI) nor on the page cache: it copies each piece of a body into a buffer from a bounded pool
-/// and queues it here. This thread takes the queue in order: `pwrite` into the page cache (and
-/// writeback started every MiB), hash update, and at a checkpoint `fdatasync`, then the journal
-/// record with the hash state at exactly that length. Writing and hashing thus overlap the
-/// transfer, follow file order, and never read the file back (the exceptions, decided by ``HashFeed``: a segmented download's later segments, whose bytes
+/// The transfer thread must not wait on SHA-256 (the slowest stage on machines without SHA-NI):
+/// after writing each piece of a body into the page cache it copies it into a buffer from a
+/// bounded pool and queues it here. This thread takes the queue in order: hash update, and at a
+/// checkpoint `fdatasync`, then the journal record with the hash state at exactly that length.
+/// Hashing thus overlaps the transfer and the writes, follows file order, and never reads the file
+/// back (the exceptions, decided by ``HashFeed``: a segmented download's later segments, whose bytes
 /// wait in the page cache until the hashed prefix reaches them, and a resumed prefix whose saved
 /// hash state is not trusted; both are read back once). Memory is bounded by the pool: when
 /// hashing falls behind, the transfer thread waits for a free buffer, which is the back-pressure a
@@ -18,8 +18,7 @@ import Glibc
 /// it instead (``PartialFile/hashesInline``): for 16 KiB the hand-off cost more than the hash.
 final class PartialWriter {
     enum Job {
-        /// Bytes from the network: written at `offset`, then hashed when `hash` (``HashFeed``).
-        case write(PartialFile, buffer: UnsafeMutableRawBufferPointer, count: Int, offset: Int64, hash: Bool)
+        case hash(PartialFile, buffer: UnsafeMutableRawBufferPointer, count: Int)
         /// Bytes already in the file, read back and hashed (``HashFeed``): a later segment's bytes
         /// once the hashed prefix reaches them, or a kept prefix hashed again on resume.
         case hashFile(PartialFile, from: Int64, to: Int64)
@@ -52,15 +51,14 @@ final class PartialWriter {
         for buffer in freeBuffers { buffer.deallocate() }
     }
 
-    /// Copies `bytes` into pooled buffers and queues them to be written at `offset` (and hashed,
-    /// with `hash`). Any later job for the file comes after these writes.
-    func write(_ file: PartialFile, _ bytes: UnsafeRawBufferPointer, at offset: Int64, hash: Bool) {
+    /// Copies `bytes` into pooled buffers and queues them to be hashed.
+    func hash(_ file: PartialFile, _ bytes: UnsafeRawBufferPointer) {
         var done = 0
         while done < bytes.count {
             let buffer = takeBuffer()
             let n = min(buffer.count, bytes.count - done)
             if let src = bytes.baseAddress, let dst = buffer.baseAddress { dst.copyMemory(from: src + done, byteCount: n) }
-            enqueue(.write(file, buffer: buffer, count: n, offset: offset + Int64(done), hash: hash), for: file)
+            enqueue(.hash(file, buffer: buffer, count: n), for: file)
             done += n
         }
     }
@@ -150,10 +148,10 @@ final class PartialWriter {
             let file: PartialFile
             var buffer: UnsafeMutableRawBufferPointer?
             switch job {
-            case .write(let f, let b, let count, let offset, let hash):
+            case .hash(let f, let b, let count):
                 file = f
                 buffer = b
-                f.performWrite(UnsafeRawBufferPointer(rebasing: b[0..<count]), at: offset, hash: hash)
+                f.performHash(UnsafeRawBufferPointer(rebasing: b[0..<count]))
             case .hashFile(let f, let from, let to):
                 file = f
                 f.performHashFromFile(from: from, to: to)
