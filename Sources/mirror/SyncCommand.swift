@@ -69,7 +69,7 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: "Files transferred at once; connections at once, in all and to one host, are at most this or --segments, whichever is larger.")
     var jobs: Int = 8
 
-    @Option(name: .long, help: "Connections for one large file, at most: it starts on one and adds more while the hash waits for bytes (1: never split).")
+    @Option(name: .long, help: "Connections for one large file, at most: it starts on one and adds more while the hash waits for bytes and the transfer thread waits for the network (1: never split).")
     var segments: Int = 4
 
     @Option(name: .long, help: "Threads that drive transfers, each with its own connections and a share of the files (default: one per two cores, at most --jobs; always 1 with --limit-rate).")

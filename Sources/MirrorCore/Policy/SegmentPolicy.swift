@@ -40,22 +40,34 @@ public struct SegmentPolicy: Sendable, Equatable {
     }
 
     /// A segmented file starts with one connection and takes more (up to `--segments`) after each
-    /// quarter second in which the hash thread waited for bytes at least half the time: one more,
-    /// or twice as many when it waited three quarters of the time. Then the connection, not the
-    /// SHA-256, is what limits the file, and parallel ranges help. When the hash is busy (one stream
-    /// already outruns it, as on a LAN or loopback), more connections would only take CPU from it
-    /// and make it read out-of-order bytes back from the page cache: measured on loopback with 2
-    /// cores, four streams from the start took 4.0 s for 2 GiB where one took 3.1 s.
+    /// quarter second in which the hash thread waited for bytes at least half the time and the
+    /// transfer thread slept waiting for its sockets at least ``transferIdleFloor`` of it: one
+    /// more, or twice as many when the hash waited three quarters of the time. Then the
+    /// connection, not the SHA-256 nor the transfer thread, is what limits the file, and parallel
+    /// ranges help. When the hash is busy (one stream already outruns it, as on a LAN or
+    /// loopback), more connections would only take CPU from it and make it read out-of-order bytes
+    /// back from the page cache: measured on loopback with 2 cores, four streams from the start
+    /// took 4.0 s for 2 GiB where one took 3.1 s. When the transfer thread is busy, the hash waits
+    /// for that thread, not for the network, and more connections on it only add work: on
+    /// loopback with 2 cores the transfer thread slept 0.3–4 % of each span while the hash waited
+    /// 33–87 % (and the file widened to four), against 90–94 % behind a 20 MB/s limit per
+    /// connection.
     ///
     /// - Parameters:
     ///   - waited: the share of the last span in which the hash thread waited for bytes (0...1).
+    ///   - transferWaited: the share in which the file's transfer thread slept in
+    ///     `curl_multi_poll` (0...1).
     ///   - running: requests running for this file; only a file at its full width can use more.
     ///   - width: the file's current width.
     /// - Returns: the new width, or nil to keep it.
-    public func widen(waited: Double, running: Int, width: Int) -> Int? {
-        guard running >= width, waited >= 0.5, width < maxConnections else { return nil }
+    public func widen(waited: Double, transferWaited: Double, running: Int, width: Int) -> Int? {
+        guard running >= width, waited >= 0.5, transferWaited >= SegmentPolicy.transferIdleFloor, width < maxConnections else { return nil }
         return min(maxConnections, waited >= 0.75 ? width * 2 : width + 1)
     }
+
+    /// The share of a span the transfer thread must sleep in `curl_multi_poll` for a file on it
+    /// to widen.
+    public static let transferIdleFloor = 0.25
 
     /// What follows one segment request's failure.
     public enum SegmentAction: Equatable, Sendable {

@@ -134,7 +134,7 @@ struct SegmentState {
     /// while the hash waits for bytes (see ``SyncRunner``'s `widenSegments`).
     var width = 1
     /// When the width was last decided, and the hash thread's idle seconds then.
-    var widthDecidedAt: (time: Double, idle: Double)?
+    var widthDecidedAt: (time: Double, idle: Double, transferIdle: Double)?
 
     /// The first failure of a segment stands; later ones are its consequences.
     mutating func fail(_ failure: TransferFailure) {

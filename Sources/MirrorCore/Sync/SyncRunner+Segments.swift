@@ -8,7 +8,9 @@ extension SyncRunner {
         guard let partial = task.partial else { return }
         // The first quarter second of the width is counted from the first request, not from the
         // loop turn that prepared the file (preallocation can take a while).
-        if task.segments.widthDecidedAt == nil, let writer = partial.writer { task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds) }
+        if task.segments.widthDecidedAt == nil, let writer = partial.writer {
+            task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds, transferIdleSeconds(task))
+        }
         let running = Set(task.downloads.compactMap(\.segment))
         // At most --segments requests for this file, and (beyond its first) within the connection limit.
         var room = min(min(task.segments.width, options.segments) - task.downloads.count, max(1, scheduler.freeConnections))
@@ -20,7 +22,8 @@ extension SyncRunner {
         }
     }
 
-    /// Widens the segmented files whose hash waited for bytes (``SegmentPolicy/widen(waited:running:width:)``).
+    /// Widens the segmented files whose hash waited for bytes while their transfer thread waited
+    /// for the network (``SegmentPolicy/widen(waited:transferWaited:running:width:)``).
     ///
     /// - Returns: seconds until the next decision is due, or nil when no file can widen.
     func widenSegments(_ now: Double) -> Double? {
@@ -38,13 +41,20 @@ extension SyncRunner {
             let span = now - last.time
             // The sync loop wakes on time, give or take a millisecond.
             guard span >= SegmentPolicy.widenInterval * 0.95 else { continue }
-            task.segments.widthDecidedAt = (now, idleNow)
-            guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span, running: task.downloads.count,
-                                                  width: task.segments.width) else { continue }
+            let transferIdleNow = transferIdleSeconds(task)
+            task.segments.widthDecidedAt = (now, idleNow, transferIdleNow)
+            guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span,
+                                                  transferWaited: (transferIdleNow - last.transferIdle) / span,
+                                                  running: task.downloads.count, width: task.segments.width) else { continue }
             task.segments.width = width
             continueSegments(task)
         }
         return nextDue.map { max(0.001, $0) }
+    }
+
+    /// The idle seconds of the transfer thread that runs `task`'s requests.
+    private func transferIdleSeconds(_ task: EntryTask) -> Double {
+        engine?.idleSeconds(shard: task.shard ?? 0) ?? 0
     }
 
     /// One segment's request ended. A segment that dropped after real progress is asked for again

@@ -34,6 +34,11 @@ public final class TransferPool {
         engines[abs(shard) % engines.count].submit(download)
     }
 
+    /// ``TransferEngine/idleSeconds`` of the thread that runs `shard`'s requests.
+    public func idleSeconds(shard: Int) -> Double {
+        engines[abs(shard) % engines.count].idleSeconds
+    }
+
     /// Each engine stops those of `downloads` it runs (it ignores the others).
     public func cancel(_ downloads: [Download]) {
         for engine in engines { engine.cancel(downloads) }

@@ -37,12 +37,16 @@ struct SegmentPolicyTests {
     }
 
     @Test func aFileWidensOnlyWhileTheHashWaitsAndItRunsAtFullWidth() {
-        #expect(policy.widen(waited: 0.4, running: 1, width: 1) == nil, "the hash is busy: more connections would not help")
-        #expect(policy.widen(waited: 0.6, running: 1, width: 1) == 2)
-        #expect(policy.widen(waited: 0.8, running: 2, width: 2) == 4, "waiting three quarters of the time doubles")
-        #expect(policy.widen(waited: 0.8, running: 3, width: 3) == 4, "never past --segments")
-        #expect(policy.widen(waited: 0.9, running: 1, width: 2) == nil, "held back by the connection limit")
-        #expect(policy.widen(waited: 0.9, running: 4, width: 4) == nil)
+        #expect(policy.widen(waited: 0.4, transferWaited: 1, running: 1, width: 1) == nil, "the hash is busy: more connections would not help")
+        #expect(policy.widen(waited: 0.6, transferWaited: 1, running: 1, width: 1) == 2)
+        #expect(policy.widen(waited: 0.8, transferWaited: 1, running: 2, width: 2) == 4, "waiting three quarters of the time doubles")
+        #expect(policy.widen(waited: 0.8, transferWaited: 1, running: 3, width: 3) == 4, "never past --segments")
+        #expect(policy.widen(waited: 0.9, transferWaited: 1, running: 1, width: 2) == nil, "held back by the connection limit")
+        #expect(policy.widen(waited: 0.9, transferWaited: 1, running: 4, width: 4) == nil)
+        // The hash waits because the transfer thread is busy (loopback, few cores): not the network.
+        #expect(policy.widen(waited: 0.87, transferWaited: 0.01, running: 1, width: 1) == nil, "the transfer thread is the limit")
+        #expect(policy.widen(waited: 0.87, transferWaited: 0.24, running: 1, width: 1) == nil)
+        #expect(policy.widen(waited: 0.97, transferWaited: 0.9, running: 1, width: 1) == 2, "behind a per-connection limit")
     }
 
     @Test func aSegmentThatProgressedIsRetriedAloneUnlessItsRangesAreDistrusted() {
