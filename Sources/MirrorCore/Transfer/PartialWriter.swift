@@ -35,9 +35,8 @@ final class PartialWriter {
     private var pendingPerFile: [ObjectIdentifier: Int] = [:]
     private var stopping = false
     private var exited = false
-    /// Seconds this thread spent waiting for work, and since when it waits (0: busy).
-    private var idleTotal = 0.0
-    private var idleSince = 0.0
+    /// Seconds this thread spent waiting for work.
+    private let idle = IdleClock()
 
     init() {
         for _ in 0..<PartialWriter.bufferCount {
@@ -75,11 +74,7 @@ final class PartialWriter {
     /// A segmented download widens only while this grows: when the hash waits for bytes, the
     /// connection is the limit and another one helps; when it does not, a second connection would
     /// only compete with it for the cores (and add a read-back of out-of-order bytes).
-    var idleSeconds: Double {
-        condition.lock()
-        defer { condition.unlock() }
-        return idleTotal + (idleSince > 0 ? monotonicSeconds() - idleSince : 0)
-    }
+    var idleSeconds: Double { idle.seconds }
 
     /// Waits until every job queued for `file` is done.
     func drain(_ file: PartialFile) {
@@ -126,10 +121,9 @@ final class PartialWriter {
         while true {
             condition.lock()
             if queueHead == queue.count && !stopping {
-                idleSince = monotonicSeconds()
+                idle.beginWait()
                 while queueHead == queue.count && !stopping { condition.wait() }
-                idleTotal += monotonicSeconds() - idleSince
-                idleSince = 0
+                idle.endWait()
             }
             if queueHead == queue.count && stopping {
                 exited = true

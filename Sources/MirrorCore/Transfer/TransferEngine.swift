@@ -27,11 +27,8 @@ public final class TransferEngine {
     private var cancelOne: [Download] = []
     private var stopRequested = false
     private var threadExited = false
-    /// Seconds the transfer thread spent asleep in `curl_multi_poll`, and since when it sleeps
-    /// (0: awake). Behind their own lock: read by the sync thread, written twice a loop turn.
-    private let idleLock = Lock()
-    private var idleTotal = 0.0
-    private var idleSince = 0.0
+    /// Seconds the transfer thread spent asleep in `curl_multi_poll`.
+    private let idle = IdleClock()
     /// Downloads in the multi handle, keyed by easy handle. Transfer thread only.
     private var active: [UnsafeMutableRawPointer: Download] = [:]
     /// Submitted downloads waiting for a place among ``maxActive``, oldest first. Transfer thread only.
@@ -107,11 +104,7 @@ public final class TransferEngine {
     /// Seconds the transfer thread has slept waiting for its sockets (including a sleep in
     /// progress): when it hardly sleeps, the thread, not the network, limits its files, and one
     /// more connection on it cannot help (``SegmentPolicy/widen(waited:transferWaited:running:width:)``).
-    public var idleSeconds: Double {
-        idleLock.lock()
-        defer { idleLock.unlock() }
-        return idleTotal + (idleSince > 0 ? monotonicSeconds() - idleSince : 0)
-    }
+    public var idleSeconds: Double { idle.seconds }
 
     /// Ends the current (or the next) ``waitForFinished(timeout:)`` at once, from any thread: the
     /// commit thread calls it when a commit is done, so the sync thread reports it and starts the
@@ -194,14 +187,9 @@ public final class TransferEngine {
             if !done.isEmpty && backlogHead < backlog.count { continue }
             var timeout: Int32 = active.isEmpty ? 1000 : 200
             if let limiter, limiter.hasPaused { timeout = min(timeout, Int32(max(1, (limiter.wait() * 1000).rounded(.up)))) }
-            idleLock.lock()
-            idleSince = monotonicSeconds()
-            idleLock.unlock()
+            idle.beginWait()
             multi.poll(timeoutMilliseconds: timeout)
-            idleLock.lock()
-            idleTotal += monotonicSeconds() - idleSince
-            idleSince = 0
-            idleLock.unlock()
+            idle.endWait()
         }
         condition.lock()
         threadExited = true
