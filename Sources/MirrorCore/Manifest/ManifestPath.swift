@@ -15,9 +15,7 @@ public struct ManifestPath: Hashable, Comparable, @unchecked Sendable, CustomStr
     /// A path of its own (tests, paths that do not come from a manifest).
     public init(_ path: String) {
         let bytes = Array(path.utf8)
-        block = ByteBlock.make(capacity: bytes.count)
-        offset = UInt32(block.take(bytes.count) { $0.initialize(from: bytes, count: bytes.count) })
-        count = UInt32(bytes.count)
+        self.init(block: ByteBlock.holding(bytes), offset: 0, count: bytes.count)
     }
 
     /// `count` bytes at `offset` of a block: ``ByteArena/path(_:)``. A block is at most 64 KiB

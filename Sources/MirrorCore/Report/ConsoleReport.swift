@@ -79,8 +79,7 @@ public final class ConsoleReport {
     func plan(_ line: String, into summary: inout SyncSummary) {
         switch mode {
         case .text:
-            progress?.erase()
-            fputs(Formatting.forPeople(line) + "\n", stdout)
+            printOut(line, flush: false)
         case .json:
             summary.plan.append(line)
         case .quiet, .summary:
@@ -129,11 +128,12 @@ public final class ConsoleReport {
     }
 
     /// Standard output. Every line printed goes through ``Formatting/forPeople(_:)`` (credentials
-    /// masked, terminal controls escaped), whatever built it.
-    func printOut(_ line: String) {
+    /// masked, terminal controls escaped), whatever built it; flushed at once unless `flush` is
+    /// false (a dry run's plan lines, ``plan(_:into:)``).
+    func printOut(_ line: String, flush: Bool = true) {
         progress?.erase()
         fputs(Formatting.forPeople(line) + "\n", stdout)
-        fflush(stdout)
+        if flush { fflush(stdout) }
     }
 
     /// Standard error, as `mirror: line`, masked like ``printOut(_:)``.

@@ -59,23 +59,6 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         enum CodingKeys: String, CodingKey {
             case path, state, size, partialBytes = "partial_bytes", percent, error, failedAt = "failed_at"
         }
-
-        init(_ e: EntryStatus) {
-            self.init(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
-                      percent: e.percent, error: e.error.map { redactingURLs(in: $0) },
-                      failedAt: e.failedAt.map(Formatting.utcTimestamp))
-        }
-
-        public init(path: String, state: String, size: Int64, partialBytes: Int64? = nil, percent: Double? = nil,
-                    error: String? = nil, failedAt: String? = nil) {
-            self.path = path
-            self.state = state
-            self.size = size
-            self.partialBytes = partialBytes
-            self.percent = percent
-            self.error = error
-            self.failedAt = failedAt
-        }
     }
 
     public var destination: String
@@ -132,5 +115,14 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         manifest = OrNull(status.manifest.map { ManifestDocument($0, now: currentUnixTime()) })
         self.entries = entries
         generations = status.generations.map { Generations(kept: $0.kept, current: $0.current, building: $0.building) }
+    }
+}
+
+extension StatusDocument.Entry {
+    /// In an extension, so that the memberwise initializer stays.
+    init(_ e: EntryStatus) {
+        self.init(path: e.path, state: e.state.rawValue, size: e.size, partialBytes: e.partialBytes,
+                  percent: e.percent, error: e.error.map { redactingURLs(in: $0) },
+                  failedAt: e.failedAt.map(Formatting.utcTimestamp))
     }
 }

@@ -7,6 +7,13 @@ final class ByteBlock: ManagedBuffer<Int, UInt8> {
         unsafeDowncast(ByteBlock.create(minimumCapacity: capacity) { _ in 0 }, to: ByteBlock.self)
     }
 
+    /// A block of its own holding exactly `bytes`, at offset 0 (a digest or a path made alone).
+    static func holding(_ bytes: [UInt8]) -> ByteBlock {
+        let block = make(capacity: bytes.count)
+        _ = block.take(bytes.count) { $0.initialize(from: bytes, count: bytes.count) }
+        return block
+    }
+
     /// Whether `count` more bytes fit.
     func fits(_ count: Int) -> Bool { header + count <= capacity }
 

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The CPU time a cgroup quota allows this process, in cores (`cpu.max` of cgroup v2, or
 /// `cpu.cfs_quota_us` / `cpu.cfs_period_us` of cgroup v1), so that a sync in a container limited
 /// to 2 CPUs on a 64-core host, or under a systemd timer with `CPUQuota=200%`, starts threads for
@@ -114,20 +110,9 @@ public enum CPUQuota {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// A file of /proc or /sys, read whole (they are small and report a size of 0 or 4096).
+    /// A file of /proc or /sys, read whole (``ManifestLoader/readWholeFile(_:limit:)`` reads on
+    /// to the end, whatever size `fstat` reports: 0 or 4096 here).
     private static func readSmallFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            // read(2), not pread: /proc files are read in sequence.
-            let n = buffer.withUnsafeMutableBytes { raw in retryingOnEINTR { read(fd, raw.baseAddress, raw.count) } }
-            if n < 0 { return nil }
-            if n == 0 { break }
-            bytes += buffer[..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        (try? ManifestLoader.readWholeFile(path)).map { String(decoding: $0, as: UTF8.self) }
     }
 }

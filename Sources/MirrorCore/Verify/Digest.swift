@@ -10,9 +10,7 @@ public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
     private let count: UInt32
 
     public init(bytes: [UInt8]) {
-        block = ByteBlock.make(capacity: bytes.count)
-        offset = UInt32(block.take(bytes.count) { $0.initialize(from: bytes, count: bytes.count) })
-        count = UInt32(bytes.count)
+        self.init(block: ByteBlock.holding(bytes), offset: 0, count: bytes.count)
     }
 
     init(block: ByteBlock, offset: Int, count: Int) {
@@ -41,9 +39,7 @@ public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
     public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try block.withUnsafeMutablePointerToElements { elements in
-            try body(UnsafeRawBufferPointer(start: elements + Int(offset), count: Int(count)))
-        }
+        try block.withBytes(at: offset, count: count) { try body(UnsafeRawBufferPointer($0)) }
     }
 
     public static func == (a: Digest, b: Digest) -> Bool {
