@@ -2,6 +2,8 @@
 #define MIRROR_CLINUX_SHIM_H
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <stdio.h>
+#include <errno.h>
 
 /* Linux system calls that Swift's Glibc module does not expose (they need _GNU_SOURCE or are
    newer than its headers). Calling them through syscall(2) avoids depending on how the C
@@ -69,6 +71,24 @@ static inline int mirror_rename_noreplace(int olddirfd, const char *oldpath, int
 #endif
 static inline long long mirror_copy_file_range(int infd, long long *inoff, int outfd, long long *outoff, unsigned long len) {
     return (long long)syscall(SYS_copy_file_range, infd, inoff, outfd, outoff, len, 0u);
+}
+
+/* O_TMPFILE (Linux 3.11; __O_TMPFILE | O_DIRECTORY, only declared with _GNU_SOURCE): opening a
+   folder with it makes a regular file there with no name, which disappears when its last
+   descriptor closes, after a crash included (open(2)). A small download is written into one
+   (docs/performance.md, "Small files without a name until verified"). Filesystems without it
+   fail with EOPNOTSUPP (EISDIR or EINVAL on kernels or C libraries that predate it). */
+static const int mirror_O_TMPFILE = 020000000 | 0200000;
+
+/* linkat(2) of an open file by its /proc/self/fd magic link, with AT_SYMLINK_FOLLOW (0x400): the
+   way open(2) documents for an unprivileged process to give an O_TMPFILE file a name (linkat with
+   AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH). Like link(2), it never replaces: EEXIST when the name
+   is taken; ENOENT also when /proc is not mounted. */
+static inline int mirror_link_open_file(int fd, int newdirfd, const char *newname) {
+    char path[40];
+    int n = snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (n < 0 || n >= (int)sizeof path) { errno = EBADF; return -1; }
+    return linkat(-100 /* AT_FDCWD */, path, newdirfd, newname, 0x400 /* AT_SYMLINK_FOLLOW */);
 }
 
 /* O_PATH (Linux 2.6.39) is only declared by <fcntl.h> with _GNU_SOURCE: a descriptor that names a

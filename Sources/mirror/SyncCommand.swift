@@ -10,10 +10,12 @@ struct Sync: ParsableCommand {
         discussion: """
             Compares the manifest with the destination and the journal in DEST/.mirror, resumes \
             partial downloads with HTTP range requests, checks every byte against the manifest's \
-            checksums and renames each verified file into place. Files the manifest does not name \
-            are left alone, unless --delete is given: then, once every listed file is verified, the \
-            files an earlier run installed that the manifest no longer lists are deleted, with the \
-            folders this empties; a file changed since mirror installed it is kept, with a warning. \
+            checksums and renames each verified file into place (a new file of at most 1 MiB \
+            has no name until then and is linked, so a kill leaves nothing of it). Files the \
+            manifest does not name are left alone, unless --delete is given: then, once every \
+            listed file is verified, the files an earlier run installed that the manifest no \
+            longer lists are deleted, with the folders this empties; a file changed since \
+            mirror installed it is kept, with a warning. \
             --delete-unlisted deletes everything else in DEST too (not .mirror), for a folder only \
             mirror writes. Nothing is deleted for a manifest with no files, or when more files \
             would go than --max-delete allows (default 50% of the files mirror knows): then the \

@@ -238,4 +238,38 @@ import MirrorTestSupport
         let third = try fx.sync()
         #expect(third.exitCode == 0 && third.stdout.isEmpty, "\(third)")
     }
+
+    /// A small download has no name while it downloads (PartialNaming): a SIGKILL in the middle
+    /// leaves nothing in `.mirror/partial` and nothing at the path; the rerun fetches it whole.
+    @Test func aKilledSmallDownloadLeavesNothingBehind() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "128k"))
+        let sha = try fx.addFile("notes/small.bin", size: 512 << 10, seed: 41)
+        try fx.writeManifest()
+        let partialFolder = fx.destPath(".mirror/partial")
+
+        let victim = try fx.startSync()
+        // The file the run writes, seen through /proc/PID/fd: with no name it reads
+        // "<partial folder>/#<inode> (deleted)".
+        func partialBeingWritten() -> String? {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(victim.pid)/fd")) ?? []
+            return fds.lazy.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(victim.pid)/fd/\($0)") }
+                .first { $0.hasPrefix(partialFolder + "/") }
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && victim.isRunning && partialBeingWritten() == nil { usleep(20_000) }
+        usleep(500_000)
+        let open = try #require(partialBeingWritten(), "the download is under way")
+        #expect(open.hasSuffix(" (deleted)"), "the download is an open file with no name: \(open)")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: partialFolder)) ?? []
+        #expect(names.isEmpty, "no partial file has a name while it downloads: \(names)")
+        victim.signal(SIGKILL)
+        _ = try victim.wait(timeout: 30)
+
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: partialFolder)) ?? []).isEmpty)
+        #expect(!fx.exists(fx.destPath("notes/small.bin")))
+        let rerun = try fx.sync()
+        #expect(rerun.exitCode == 0, "\(rerun)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("notes/small.bin")) == sha)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: partialFolder)) ?? []).isEmpty)
+    }
 }

@@ -60,6 +60,49 @@ extension Destination {
                 throw SystemError("move into place", display(relative))
             }
         }
+        return try placed(final, in: parent, relative: relative, ours: ours, syncFolder: syncFolder)
+    }
+
+    /// Installs a verified file that has no name (``PartialNaming``): `linkat(2)` of the open
+    /// file to `relative` (``mirror_link_open_file``), one new name in its folder, and nothing
+    /// for anyone to swap, since nobody else can reach the file before it has a name. A link
+    /// never replaces: when the name is taken (a file to replace, a folder in the way), or the
+    /// file cannot be linked there (another filesystem: `EXDEV`), it is given its partial name
+    /// (`name` in `partialFolder`) and installed as a named partial is, by a rename.
+    /// `syncFolder` as for ``install(partial:from:to:syncFolder:expected:)``.
+    public func install(unnamed file: FileDescriptor, name: String, partialFolder: FileDescriptor, to relative: String,
+                        syncFolder: Bool = true) throws -> FileStatus {
+        let ours = try file.stat()
+        do {
+            installFolderLock.lock()
+            defer { installFolderLock.unlock() }
+            var (parent, final, cached) = try installParent(of: relative)
+            var linked = mirror_link_open_file(file.fd, parent.fd, final) == 0
+            if !linked && errno == ENOENT && cached {
+                installFolder = nil
+                (parent, final, cached) = try installParent(of: relative)
+                linked = mirror_link_open_file(file.fd, parent.fd, final) == 0
+            }
+            if linked { return try placed(final, in: parent, relative: relative, ours: ours, syncFolder: syncFolder) }
+        }
+        var named = mirror_link_open_file(file.fd, partialFolder.fd, name) == 0
+        if !named && errno == EEXIST {
+            // A file an earlier run left under this name; its journal record is gone already.
+            if unlinkat(partialFolder.fd, name, 0) != 0 && errno != ENOENT { throw SystemError("remove the old partial file of", display(relative)) }
+            named = mirror_link_open_file(file.fd, partialFolder.fd, name) == 0
+        }
+        guard named else { throw SystemError("name the verified download of", display(relative)) }
+        return try install(partial: name, from: partialFolder, to: relative, syncFolder: syncFolder, expected: file)
+    }
+
+    /// After the rename or link that put a verified file at `final` in `parent`: its status, and,
+    /// with `ours` (the file written, verified and sealed), proof that `final` is that very inode.
+    /// Whatever else is there (swapped in between two calls on the name) is removed (`unlinkat`,
+    /// which removes a link itself and never follows it) before the entry fails, so no link stays
+    /// at a manifest path. Then the folder is synced when `syncFolder`.
+    private func placed(_ final: String, in parent: FileDescriptor, relative: String, ours: FileStatus?,
+                        syncFolder: Bool) throws -> FileStatus {
+        var st = stat()
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
             let code = errno
             if ours != nil { _ = unlinkat(parent.fd, final, 0) }
@@ -69,7 +112,7 @@ extension Destination {
             let removed = unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
             if syncFolder { try? parent.sync() }
             let what = FileStatus(st).isSymlink ? "a symbolic link" : "another file"
-            throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download during the rename; "
+            throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download while it was moved into place; "
                               + (removed ? "it was removed" : "remove it; it is not the manifest's file") + ")", code: ELOOP)
         }
         if syncFolder { try parent.sync() }

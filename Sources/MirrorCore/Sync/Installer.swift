@@ -103,9 +103,12 @@ final class Installer {
         for item in items {
             defer { item.partial.close() }
             do {
-                let status = try destination.install(partial: item.partial.name, from: partialFolder,
-                                                     to: item.task.entry.path, syncFolder: single,
-                                                     expected: item.partial.file)
+                let partial = item.partial
+                let status = partial.isUnnamed
+                    ? try destination.install(unnamed: partial.file, name: partial.name, partialFolder: partialFolder,
+                                              to: item.task.entry.path, syncFolder: single)
+                    : try destination.install(partial: partial.name, from: partialFolder,
+                                              to: item.task.entry.path, syncFolder: single, expected: partial.file)
                 installed.append((item, status))
             } catch {
                 out.failed.append((item.task, error))

@@ -266,8 +266,11 @@ public final class SyncRunner {
         if let error = fatal { fatal = explainedFatal(error) }
         if let partialFolder {
             // A partial that no task of this run owns belongs to no entry of the manifest (an
-            // up-to-date entry needs none): nothing will ever resume it.
-            PartialSweep.removeOrphans(in: partialFolder) { Set(allTasks.map(\.partialName)) }
+            // up-to-date entry needs none): nothing will ever resume it. Nor does a task whose
+            // download had no name (PartialNaming) own the name: its journal record was forgotten.
+            PartialSweep.removeOrphans(in: partialFolder) {
+                Set(allTasks.lazy.filter { $0.partial?.isUnnamed != true }.map(\.partialName))
+            }
         }
         if let generations {
             if buildsGeneration { publishGeneration(generations) }

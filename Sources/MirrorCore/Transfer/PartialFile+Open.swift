@@ -1,3 +1,4 @@
+import CLinux
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,16 +17,21 @@ extension PartialFile {
     ///   effective uid, mode 0600: a file anyone else could have written, or linked elsewhere, is
     ///   replaced by a new one (the download starts from zero), never written in place or trusted.
     ///
-    /// - Returns: the file, and whether it is the existing one (`resumed`) or a new, empty one.
-    static func open(_ name: String, in folder: FileDescriptor, displayPath: String, resuming: Bool,
-                     records: PartialJournal?) throws -> (file: FileDescriptor, resumed: Bool) {
+    /// - A new download with `unnamed` is a file with no name in the partial folder (`O_TMPFILE`,
+    ///   mode 0600, ``PartialNaming``): nothing anyone else could open, swap or link. Where the
+    ///   filesystem has no `O_TMPFILE`, it is a named file as above.
+    ///
+    /// - Returns: the file, whether it is the existing one (`resumed`) or a new, empty one, and
+    ///   whether it has no name.
+    static func open(_ name: String, in folder: FileDescriptor, displayPath: String, resuming: Bool, unnamed: Bool = false,
+                     records: PartialJournal?) throws -> (file: FileDescriptor, resumed: Bool, unnamed: Bool) {
         if resuming {
             let fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR)
             if fd >= 0 {
                 let file = FileDescriptor(fd: fd, displayPath: displayPath)
                 let st = try file.stat()
                 if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions == 0o600 {
-                    return (file, true)
+                    return (file, true, false)
                 }
                 file.close()
             } else if errno != ENOENT && errno != ELOOP {
@@ -33,6 +39,17 @@ extension PartialFile {
             }
             // Not ours to resume: the journal forgets it before a new file takes the name.
             try records?.forgetIfRecorded()
+        }
+        if unnamed && !resuming {
+            let fd = openat(folder.fd, ".", mirror_O_TMPFILE | O_RDWR | O_CLOEXEC, mode_t(0o600))
+            if fd >= 0 {
+                if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
+                return (FileDescriptor(fd: fd, displayPath: displayPath), false, true)
+            }
+            // No O_TMPFILE here (EOPNOTSUPP; EISDIR or EINVAL before Linux 3.11): a named file.
+            guard errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL else {
+                throw SystemError("create partial file", displayPath)
+            }
         }
         // Usually nothing has the name: create at once, and remove an old file only when one is
         // there (EEXIST), then create again. Each try is O_EXCL, so the file is always new.
@@ -47,6 +64,6 @@ extension PartialFile {
         let file = FileDescriptor(fd: fd, displayPath: displayPath)
         // The umask may have narrowed 0600 (to 0400, say); the mode is what resuming checks.
         if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
-        return (file, false)
+        return (file, false, false)
     }
 }

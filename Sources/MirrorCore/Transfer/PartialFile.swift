@@ -22,11 +22,16 @@ public final class PartialFile {
     static let inlineHashLimit: Int64 = 64 << 10
 
     public let identity: EntryIdentity
-    /// File name inside the partial folder.
+    /// File name inside the partial folder (``PartialNaming``: a file with no name takes it only
+    /// if it must be renamed over an existing file).
     public let name: String
     public let displayPath: String
     let file: FileDescriptor
     let folder: FileDescriptor
+    /// The file has no name (`O_TMPFILE`, ``PartialNaming``): it is linked to its final path once
+    /// verified, and nothing is journaled for it, since no later run can resume it.
+    public let isUnnamed: Bool
+    /// nil when there is no journal, and for a file with no name.
     let records: PartialJournal?
     let writer: PartialWriter?
     /// One hasher per digest the manifest lists: each costs a full pass over the bytes.
@@ -126,12 +131,12 @@ public final class PartialFile {
     ///   - saved: the journal's record for those bytes; when it covers exactly `resumeFrom` bytes
     ///     and carries hash states this libcrypto can restore, the prefix is not read again.
     ///   - name: ``name(for:)`` of the path, when the caller has it already.
+    ///   - naming: whether a new download may go without a name (``PartialNaming``); nil: never.
     init(identity: EntryIdentity, name knownName: String? = nil, folder: FileDescriptor, folderDisplay: String, journal: Journal?,
-         writer: PartialWriter? = nil, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws {
+         writer: PartialWriter? = nil, resumeFrom: Int64 = 0, saved: PartialRecord? = nil, naming: PartialNaming? = nil) throws {
         self.identity = identity
         self.folder = folder
         let records = journal.map { PartialJournal(journal: $0, identity: identity) }
-        self.records = records
         self.writer = writer
         name = knownName ?? PartialFile.name(for: identity.path)
         displayPath = folderDisplay + "/" + name
@@ -140,9 +145,15 @@ public final class PartialFile {
         let resuming = resumeFrom > 0 || saved != nil
         // A fresh file is about to take this name: the journal must stop vouching for the old
         // one first, durably, or a later run would restore its hash state over these bytes.
+        // A file with no name too: the old named file stays until the sweep at the end of the
+        // run, and no later run may resume it.
         if !resuming { try records?.forgetIfRecorded() }
-        let opened = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resuming, records: records)
+        let unnamed = naming?.unnamed(size: identity.size, resuming: resuming) ?? false
+        let opened = try PartialFile.open(name, in: folder, displayPath: displayPath, resuming: resuming,
+                                          unnamed: unnamed, records: records)
         file = opened.file
+        isUnnamed = opened.unnamed
+        self.records = opened.unnamed ? nil : records
         hashesInline = writer != nil && !opened.resumed && identity.size <= PartialFile.inlineHashLimit
         guard opened.resumed else { return }
         let st = try file.stat()
@@ -315,9 +326,10 @@ public final class PartialFile {
     /// Waits until everything queued for this file is done.
     public func settle() { writer?.drain(self) }
 
-    /// Deletes the partial file (after a checksum mismatch; once renamed it is gone anyway).
+    /// Deletes the partial file (after a checksum mismatch; once renamed it is gone anyway). A
+    /// file with no name goes when its descriptor closes.
     public func remove() {
-        _ = unlinkat(folder.fd, name, 0)
+        if !isUnnamed { _ = unlinkat(folder.fd, name, 0) }
         file.close()
     }
 

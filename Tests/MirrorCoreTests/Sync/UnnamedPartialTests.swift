@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small new download has no name until it is verified (``PartialNaming``): on a real folder,
+/// through the installer, without a server.
+@Suite struct UnnamedPartialTests {
+    let fx: DestinationState
+    let installer: Installer
+    var dir: TemporaryDirectory { fx.dir }
+
+    init() throws {
+        fx = try DestinationState()
+        installer = Installer(destination: fx.destination, partialFolder: fx.partials, journal: fx.journal)
+    }
+
+    static let bytes = TestData.bytes(count: 50_000, seed: 11)
+    static let naming = PartialNaming(canLinkOpenFiles: true)
+
+    func download(_ path: String, bytes: [UInt8] = bytes) throws -> (EntryTask, PartialFile) {
+        let entry = ManifestEntry(path: path, url: .relative(path), size: Int64(bytes.count),
+                                  digests: [.sha256: try #require(Digest(hex: TestData.sha256(of: bytes), byteCount: 32))])
+        let task = EntryTask(entry: entry, sources: ["http://127.0.0.1/" + path], replacing: false)
+        let partial = try PartialFile(identity: EntryIdentity(entry), folder: fx.partials, folderDisplay: "partial",
+                                      journal: fx.journal, naming: Self.naming)
+        partial.sourceURL = "http://127.0.0.1/" + path
+        try bytes.withUnsafeBytes { try partial.append($0) }
+        task.partial = partial
+        return (task, partial)
+    }
+
+    func write(_ bytes: [UInt8], to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { throw HarnessError("cannot write \(path)") }
+    }
+
+    func partialFolderNames() throws -> [[UInt8]] { try fx.partials.entryNames() }
+
+    func install(_ task: EntryTask, _ partial: PartialFile) throws -> Installer.Committed {
+        guard case .queued = installer.verify(partial, for: task) else {
+            throw HarnessError("the digests of \(task.entry.path) match")
+        }
+        return installer.commit()
+    }
+
+    @Test func aSmallNewDownloadHasNoNameUntilItIsLinkedIntoPlace() throws {
+        let (task, partial) = try download("a/b.bin")
+        #expect(partial.isUnnamed)
+        #expect(try partialFolderNames().isEmpty, "nothing in .mirror/partial while it downloads")
+        // A checkpoint (a failed attempt, a stop) journals nothing: no later run can resume it.
+        partial.checkpoint()
+        partial.settle()
+        #expect(fx.journal.records(for: "a/b.bin")?.partial == nil)
+
+        let done = try install(task, partial)
+        #expect(done.installed.count == 1 && done.failed.isEmpty && done.fatal == nil)
+        #expect(try TestData.sha256(ofFileAt: dir.path("a/b.bin")) == TestData.sha256(of: Self.bytes))
+        let status = try #require(try fx.destination.status(of: "a/b.bin"))
+        #expect(status.permissions == 0o644 && status.links == 1)
+        #expect(fx.journal.isVerified(task.entry, status: status))
+        #expect(try partialFolderNames().isEmpty)
+    }
+
+    @Test func aFileAlreadyAtThePathIsReplacedByRename() throws {
+        try write([UInt8](repeating: 7, count: 10), to: dir.path("r.bin"))
+        // An earlier run's partial file under the same name is no obstacle.
+        try write([1, 2, 3], to: dir.path(".mirror/partial/" + PartialFile.name(for: "r.bin")))
+        let (task, partial) = try download("r.bin")
+        let done = try install(task, partial)
+        #expect(done.installed.count == 1 && done.failed.isEmpty)
+        #expect(try TestData.sha256(ofFileAt: dir.path("r.bin")) == TestData.sha256(of: Self.bytes))
+        #expect(try partialFolderNames().isEmpty, "the name it took for the rename went with the rename")
+    }
+
+    @Test func aFolderInTheWayFailsTheEntryAndKeepsTheFolder() throws {
+        #expect(mkdir(dir.path("taken"), 0o755) == 0)
+        let (task, partial) = try download("taken")
+        let done = try install(task, partial)
+        #expect(done.installed.isEmpty)
+        let error = try #require(done.failed.first?.error as? SystemError)
+        #expect(error.code == EISDIR, "\(error)")
+        var st = stat()
+        #expect(lstat(dir.path("taken"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR)
+    }
+
+    @Test func largerAndResumedDownloadsKeepTheirName() throws {
+        let big = [UInt8](repeating: 5, count: Int(PartialNaming.limit) + 1)
+        let (_, partial) = try download("big.bin", bytes: big)
+        #expect(!partial.isUnnamed)
+        #expect(try partialFolderNames().count == 1)
+    }
+}
