@@ -41,6 +41,36 @@ import MirrorTestSupport
         #expect(!fx.exists(fx.dest))
     }
 
+    /// A dry run plans while the manifest is read (PlanLookAhead, batches of 4096 entries): over
+    /// 5000 synced files, the ones changed since, each right after an unchanged one, are listed,
+    /// in manifest order, and nothing else is.
+    @Test func aDryRunOverThousandsOfFilesListsExactlyTheChangedOnes() throws {
+        let fx = try SyncFixture()
+        for i in 0 ..< 5000 {
+            let path = "d\(i / 500)/f\(i).bin"
+            try TestData.bytes(count: 8, seed: UInt64(i + 1)).withUnsafeBytes { raw in
+                try FileManager.default.createDirectory(atPath: fx.www + "/d\(i / 500)", withIntermediateDirectories: true)
+                guard FileManager.default.createFile(atPath: fx.www + "/" + path, contents: Data(raw)) else { throw HarnessError("cannot write \(path)") }
+            }
+            fx.manifest.add(path: path, size: 8, sha256: TestData.sha256(of: TestData.bytes(count: 8, seed: UInt64(i + 1))))
+        }
+        try fx.writeManifest()
+        let first = try fx.sync(["--quiet"])
+        try #require(first.exitCode == 0, "\(first)")
+        let changed = [1, 7, 4095, 4096, 4999]
+        for i in changed { _ = try TestData.writeFile(at: fx.destPath("d\(i / 500)/f\(i).bin"), size: 8, seed: 77) }
+        try FileManager.default.removeItem(atPath: fx.destPath("d2/f1001.bin"))
+
+        let dry = try fx.sync(["--dry-run"])
+        #expect(dry.exitCode == 0, "\(dry)")
+        let listed = dry.stdout.split(separator: "\n").filter { !$0.hasPrefix("mirror:") }.map(String.init)
+        let expected = [1, 7, 1001, 4095, 4096, 4999].map { i in
+            i == 1001 ? "download d2/f1001.bin (8 B)" : "check d\(i / 500)/f\(i).bin (present, not yet verified)"
+        }
+        #expect(listed == expected, "\(dry.stdout)")
+        #expect(dry.stdout.contains("mirror: dry run: 1 file to download (8 B), 5 to check, 0 to delete; nothing was changed"), "\(dry.stdout)")
+    }
+
     /// Item 11: `--summary` prints one line for a first sync of 20 files, and the failures (before:
     /// 21 lines, or nothing with --quiet); nothing when nothing changed.
     @Test func summaryPrintsOneLinePerRunAndTheFailures() throws {

@@ -190,7 +190,7 @@ public final class Destination {
     }
 
     /// The same DEST (the same descriptors) with a folder cache of its own, for a second thread
-    /// planning other entries (``Reconciler/forEachAction(in:_:)``): sharing one cache, two
+    /// planning other entries (``Reconciler/forEachAction(in:window:known:_:)``): sharing one cache, two
     /// threads walking different folders would open a folder for nearly every entry.
     func sibling() -> Destination {
         Destination(path: path, root: root, stateRoot: stateRoot, generations: generations)

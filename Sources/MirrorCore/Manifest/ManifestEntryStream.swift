@@ -19,12 +19,15 @@ struct ManifestEntryStream {
     /// table is written when made, so it is sized for the usual ~100 bytes an entry and grows
     /// past that. Reserved at the first item, when this value is the builder's own copy: reserved
     /// sooner, the arrays would be shared with the caller's copy and copied at the first append.
-    init(file: String, inputSize: Int = 0) {
+    init(file: String, inputSize: Int = 0, observer: ManifestLoader.EntryObserver? = nil) {
         rules = ManifestRules(tree: YAMLTree(), file: file)
         self.inputSize = inputSize
+        self.observer = observer
     }
 
     private var inputSize: Int
+    /// Told of each entry kept, with its index (``ManifestLoader/load(path:observer:)``).
+    private let observer: ManifestLoader.EntryObserver?
 
     /// Checks one item of `files` (a node of `tree`) and keeps its entry.
     mutating func take(_ item: YAMLTree.Ref, in tree: YAMLTree) {
@@ -44,6 +47,7 @@ struct ManifestEntryStream {
                 output.firstRelative = rules.missingBaseError(entry, at: relativeURL)
             }
             output.entries.append(entry)
+            observer?(output.entries.count - 1, entry)
         } catch let error as ManifestError {
             output.firstError = error
         } catch {

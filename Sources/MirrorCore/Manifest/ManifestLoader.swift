@@ -14,6 +14,19 @@ public enum ManifestLoader {
         try load(path: path, displayName: displayName, reader: Reader())
     }
 
+    /// The same, telling `observer` of each entry as soon as it has passed every rule that can
+    /// be checked before the end of the file, with its index (``ManifestEntryStream``): a dry run
+    /// plans them meanwhile (``PlanLookAhead``). Whether the manifest as a whole is valid is
+    /// known only when this returns.
+    static func load(path: String, observer: @escaping EntryObserver) throws -> Manifest {
+        var reader = Reader()
+        reader.observer = observer
+        return try load(path: path, reader: reader)
+    }
+
+    /// Told of entry `index` of `files` while the manifest is read.
+    typealias EntryObserver = (_ index: Int, _ entry: ManifestEntry) -> Void
+
     static func load(path: String, displayName: String? = nil, reader: Reader) throws -> Manifest {
         let name = displayName ?? path
         func read() throws -> [UInt8] {
@@ -58,6 +71,8 @@ public enum ManifestLoader {
         /// give back the pages it has read, this many bytes at a time
         /// (``FastManifestScanner/read(_:entries:releaseStep:)``).
         var releaseStep: Int?
+        /// Told of each entry as it is read (streaming only).
+        var observer: EntryObserver?
     }
 
     static func manifest(from bytes: inout [UInt8], sourceName: String, reader: Reader = Reader()) throws -> Manifest {
@@ -87,7 +102,8 @@ public enum ManifestLoader {
         let parsed: YAMLTreeBuilder.Parsed?
         do {
             parsed = try YAMLParser.parse(bytes, fastPath: reader.fastPath,
-                                          entries: reader.streaming ? ManifestEntryStream(file: sourceName, inputSize: bytes.count) : nil,
+                                          entries: reader.streaming ? ManifestEntryStream(file: sourceName, inputSize: bytes.count,
+                                                                                          observer: reader.observer) : nil,
                                           releaseStep: reader.releaseStep)
         } catch let e as YAMLError {
             throw ManifestError(file: sourceName, line: e.line, column: e.column, message: e.message)

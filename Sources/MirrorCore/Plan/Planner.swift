@@ -37,6 +37,13 @@ public struct Planner {
         try manifest.entries.map { PlanItem(entry: $0, action: try action(for: $0)) }
     }
 
+    /// The no-op path of ``action(for:)`` alone: the file's `stat` is the one the journal verified.
+    /// true means ``action(for:)`` would say ``PlannedAction/upToDate``; false decides nothing.
+    func isUpToDate(_ entry: ManifestEntry) -> Bool {
+        guard let journal, let status = try? destination?.status(of: entry.path) else { return false }
+        return journal.isVerified(entry, status: status)
+    }
+
     public func action(for entry: ManifestEntry) throws -> PlannedAction {
         let status = try destination?.status(of: entry.path)
         // The no-op path: one stat and one journal line compared in place (docs/journal.md, rule 3).

@@ -31,8 +31,15 @@ public struct Reconciler {
     /// `window`: entries decided between two hand-overs (tests make it small).
     public func forEachAction(in entries: [ManifestEntry], window: Int = 8192,
                               _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
+        try forEachAction(in: entries, window: window, known: nil, body)
+    }
+
+    /// The same; `known`: entries already found up to date while the manifest was read
+    /// (``PlanLookAhead``), not asked again.
+    func forEachAction(in entries: [ManifestEntry], window: Int = 8192, known: PlanLookAhead.Decided?,
+                       _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
         guard window > 1, entries.count > window, WorkerPool.coreCount > 1 else {
-            for entry in entries { try body(entry, action(for: entry)) }
+            for i in entries.indices { try body(entries[i], known?.isUpToDate(i) == true ? .upToDate : action(for: entries[i])) }
             return
         }
         let helper = Reconciler(planner: Planner(destination: planner.destination?.sibling(), journal: planner.journal,
@@ -48,7 +55,9 @@ public struct Reconciler {
                 let base = out.baseAddress
                 DispatchQueue.concurrentPerform(iterations: 2) { part in
                     let (from, to, planner) = part == 0 ? (start, middle, self) : (middle, end, helper)
-                    for i in from ..< to { base?[i - start] = planner.action(for: entries[i]) }
+                    for i in from ..< to {
+                        base?[i - start] = known?.isUpToDate(i) == true ? .upToDate : planner.action(for: entries[i])
+                    }
                 }
             }
             for i in start ..< end { try body(entries[i], actions[i - start]) }

@@ -6,6 +6,8 @@ struct DryRun {
     /// `--delete`/`--delete-unlisted` and `--max-delete`: the deletions are listed too.
     var deletion: DeletionMode?
     var deletionPolicy = DeletionPolicy()
+    /// Entries found up to date while the manifest was read (``PlanLookAhead``), against the same `Disk`.
+    var known: PlanLookAhead.Decided?
 
     /// What a dry run reads of DEST, read-only: the folder (nil when it does not exist yet), its
     /// journal and its partial-download folder (nil when there are none).
@@ -40,7 +42,7 @@ struct DryRun {
                                     journal: journal)
         // One entry at a time, as the run plans: no array of a plan item per entry (10^6 entries
         // held ~280 MB more that way).
-        reconciler.forEachAction(in: manifest.entries) { entry, action in
+        reconciler.forEachAction(in: manifest.entries, known: known) { entry, action in
             let line: String
             switch action {
             case .upToDate:

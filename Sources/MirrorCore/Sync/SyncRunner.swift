@@ -64,6 +64,8 @@ public final class SyncRunner {
     public var manifestSource: ManifestSource?
     /// `--dry-run`: DEST as read while the manifest was parsed (``SyncSession``), if it was.
     var dryRunDisk: Background<Result<DryRun.Disk, Error>>?
+    /// `--dry-run`: the plan begun against ``dryRunDisk`` while the manifest was read.
+    var dryRunLookAhead: PlanLookAhead?
 
     public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
         self.manifest = manifest
@@ -94,7 +96,8 @@ public final class SyncRunner {
             let disk = try dryRunDisk?.value().get() ?? DryRun.Disk.open(destPath)
             let atomic = options.atomic || disk.isAtomic
             return try DryRun(manifest: manifest, report: report, deletion: atomic ? .unlisted : options.deletion,
-                              deletionPolicy: options.deletionPolicy).run(disk: disk, summary: summary)
+                              deletionPolicy: options.deletionPolicy, known: dryRunLookAhead?.finish())
+                .run(disk: disk, summary: summary)
         }
 
         let lock: DestinationLock

@@ -68,10 +68,13 @@ public enum SyncSession {
             let dryRunDisk = options.dryRun ? options.destination.map { dest in
                 Background { Result { try DryRun.Disk.open(dest) } }
             } : nil
+            // ...and plans against it while the entries are read (PlanLookAhead).
+            let lookAhead = dryRunDisk.map { PlanLookAhead(disk: $0) }
+            defer { _ = lookAhead?.finish() }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
             let (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
-                                                    digest: request.json || request.metricsFile != nil)
+                                                    digest: request.json || request.metricsFile != nil, lookAhead: lookAhead)
             provenance = origin
             // --deadline counts from the start of the command, jitter and manifest fetch included,
             // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
@@ -79,7 +82,10 @@ public enum SyncSession {
             destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
             let runner = SyncRunner(manifest: loaded, options: options, report: report)
             runner.manifestSource = provenance?.source
-            if destination == options.destination { runner.dryRunDisk = dryRunDisk }
+            if destination == options.destination {
+                runner.dryRunDisk = dryRunDisk
+                runner.dryRunLookAhead = lookAhead
+            }
             var done = try runner.run()
             done.manifest = provenance
             report.finish(done)
@@ -150,9 +156,17 @@ public enum SyncSession {
     /// (``RequestSecurity/manifestIsLocal``): only one read now from the local disk, as the
     /// command line named it, has it.
     private static func loadManifest(_ manifest: String, options: inout SyncOptions, report: ConsoleReport,
-                                     trust: ManifestTrust?, digest: Bool) throws -> (Manifest, ManifestProvenance?) {
+                                     trust: ManifestTrust?, digest: Bool,
+                                     lookAhead: PlanLookAhead? = nil) throws -> (Manifest, ManifestProvenance?) {
         guard RemoteManifest.isURL(manifest), let dest = options.destination else {
-            let loaded = try trust.map { try ManifestLoader.load(path: manifest, trust: $0) } ?? ManifestLoader.load(path: manifest)
+            let loaded: Manifest
+            if let trust {
+                loaded = try ManifestLoader.load(path: manifest, trust: trust)
+            } else if let lookAhead {
+                loaded = try ManifestLoader.load(path: manifest) { lookAhead.offer($0, $1) }
+            } else {
+                loaded = try ManifestLoader.load(path: manifest)
+            }
             return (loaded, ManifestProvenance.ofFile(manifest, digest: digest))
         }
         // The kept copy lives in DEST: a file there is the first thing to say, not a failure to
