@@ -11,7 +11,7 @@ struct Sync: ParsableCommand {
             Compares the manifest with the destination and the journal in DEST/.mirror, resumes \
             partial downloads with HTTP range requests, checks every byte against the manifest's \
             checksums and renames each verified file into place (a new file of at most 1 MiB \
-            has no name until then and is linked, so a kill leaves nothing of it). Files the \
+            has no name until then and is linked, so a kill during it leaves nothing). Files the \
             manifest does not name are left alone, unless --delete is given: then, once every \
             listed file is verified, the files an earlier run installed that the manifest no \
             longer lists are deleted, with the folders this empties; a file changed since \

@@ -66,9 +66,11 @@ extension Destination {
     /// Installs a verified file that has no name (``PartialNaming``): `linkat(2)` of the open
     /// file to `relative` (``mirror_link_open_file``), one new name in its folder, and nothing
     /// for anyone to swap, since nobody else can reach the file before it has a name. A link
-    /// never replaces: when the name is taken (a file to replace, a folder in the way), or the
-    /// file cannot be linked there (another filesystem: `EXDEV`), it is given its partial name
-    /// (`name` in `partialFolder`) and installed as a named partial is, by a rename.
+    /// never replaces: when it fails (the name is taken: a file to replace, a folder in the way),
+    /// the file is given its partial name (`name` in `partialFolder`) and installed as a named
+    /// partial is, by a rename that replaces atomically, with that path's checks and errors (a
+    /// folder in the way, another filesystem). A name it was given and could not move stays for
+    /// the sweep at the end of the run; it has no journal record.
     /// `syncFolder` as for ``install(partial:from:to:syncFolder:expected:)``.
     public func install(unnamed file: FileDescriptor, name: String, partialFolder: FileDescriptor, to relative: String,
                         syncFolder: Bool = true) throws -> FileStatus {

@@ -43,6 +43,9 @@ final class PlanLookAhead: @unchecked Sendable {
     private var finished = false
     /// The thread is deciding a batch it took.
     private var working = false
+    /// The thread has DEST and its journal and plans; before that, ``finish()`` does not wait
+    /// for it (an invalid manifest is reported without waiting for DEST's journal to be read).
+    private var planning = false
     /// The thread has no use for entries (no DEST or no journal yet: nothing can be up to date).
     private var idle = false
     // The reader's side only (one thread: the one that reads the manifest).
@@ -92,10 +95,11 @@ final class PlanLookAhead: @unchecked Sendable {
         closed = true
         batch = []
         state.lock()
+        defer { state.unlock() }
         stopping = true
         state.broadcast()
+        guard planning else { return Decided() }
         while !finished { state.wait() }
-        state.unlock()
         return decided
     }
 
@@ -114,6 +118,10 @@ final class PlanLookAhead: @unchecked Sendable {
             return
         }
         let planner = Planner(destination: destination.sibling(), journal: journal, partialFolder: opened.partials)
+        state.lock()
+        planning = !stopping
+        state.unlock()
+        guard planning else { return }
         while true {
             state.lock()
             working = false

@@ -17,15 +17,16 @@ public struct PartialNaming: Equatable, Sendable {
     /// Largest file downloaded with no name: a kill loses at most this much of each.
     public static let limit: Int64 = 1 << 20
 
-    /// Whether this system can name an open file: `linkat(2)` through `/proc/self/fd`.
+    /// Whether a file with no name can be made in the partial folder and given a name there:
+    /// `O_TMPFILE`, then `linkat(2)` through `/proc/self/fd` (``PartialFile/canLinkUnnamedFiles(in:)``
+    /// tries both once a run, so that a missing `/proc`, a filesystem without `O_TMPFILE` or a
+    /// sandbox that refuses the link means named partial files, never a download that cannot be
+    /// installed).
     public var canLinkOpenFiles: Bool
 
     public init(canLinkOpenFiles: Bool) {
         self.canLinkOpenFiles = canLinkOpenFiles
     }
-
-    /// The answer for this process, asked once (`/proc` mounted).
-    public static let system = PartialNaming(canLinkOpenFiles: access("/proc/self/fd", X_OK) == 0)
 
     /// Whether a download of `size` bytes goes without a name; `resuming`: it continues bytes
     /// an earlier run left (those are in a named file already).
@@ -33,7 +34,3 @@ public struct PartialNaming: Equatable, Sendable {
         canLinkOpenFiles && !resuming && size <= PartialNaming.limit
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -15,19 +15,22 @@ extension ConsoleReport {
         }.sorted { $0.path < $1.path }
     }
 
-    func transferProgress(tasks: [EntryTask], active: [EntryTask], waiting: [EntryTask] = [], finished: Int) {
+    /// `retired`: the entries installed so far, whose tasks are no longer in `tasks` (``SyncRunner/retire(_:)``).
+    func transferProgress(tasks: [EntryTask], retired: RetiredTasks = RetiredTasks(), active: [EntryTask],
+                          waiting: [EntryTask] = [], finished: Int) {
         guard let progress else { return }
         let now = monotonicSeconds()
         guard progress.isDue(now: now) else { return }
-        var done: Int64 = 0, total: Int64 = 0, received: Int64 = 0
-        for task in tasks {
+        var done = retired.bytes, total = retired.bytes, received = retired.received
+        for task in tasks where !task.isRetired {
             let size = task.entry.size
             total += size
             done += min(size, task.partial?.length ?? task.resumeOffset)
             received += task.partial?.bytesReceived ?? 0
         }
         let files = ConsoleReport.progressFiles(active)
-        let snapshot = ProgressSnapshot(active: files, filesDone: min(finished, tasks.count), filesTotal: tasks.count,
+        let filesTotal = tasks.count - retired.stillListed + retired.count
+        let snapshot = ProgressSnapshot(active: files, filesDone: min(finished, filesTotal), filesTotal: filesTotal,
                                         bytesDone: done, bytesTotal: total,
                                         rate: progress.measure(now: now, bytesReceived: received),
                                         note: ProgressNote.line(waiting.map {
@@ -35,4 +38,17 @@ extension ConsoleReport {
                                         }, now: now))
         progress.draw(snapshot, now: now)
     }
+}
+
+/// What the entries installed so far add up to, once their tasks are let go (``SyncRunner/retire(_:)``):
+/// a run that fetches 10^6 files holds no object per file already in place.
+struct RetiredTasks {
+    /// Entries installed.
+    var count = 0
+    /// Their sizes.
+    var bytes: Int64 = 0
+    /// Bytes received for them in this run (a chunk delta's index included).
+    var received: Int64 = 0
+    /// Of `count`, tasks still in the run's list until its next compaction.
+    var stillListed = 0
 }

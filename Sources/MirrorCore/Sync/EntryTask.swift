@@ -5,8 +5,11 @@ final class EntryTask {
     /// A different file is at the path; it stays until the new copy verifies.
     let replacing: Bool
     /// From the plan: durable bytes of an earlier run and the record describing them.
-    let resume: PartialRecord?
+    var resume: PartialRecord? { resumeRecord?.value }
     let resumeOffset: Int64
+    /// Behind a reference: a record is ~170 bytes inline, and most of 10^6 tasks have none
+    /// (docs/performance.md, "A first sync of many files").
+    private let resumeRecord: Rare<PartialRecord>?
 
     var partial: PartialFile?
     /// The requests running for this entry: one, or one per open segment.
@@ -19,6 +22,8 @@ final class EntryTask {
     var notBefore = 0.0
     /// The transfer thread its requests go to (``TransferPool``), fixed at its first request.
     var shard: Int?
+    /// Installed and counted (``SyncRunner/retire(_:)``): nothing of it is needed any more.
+    var isRetired = false
     /// The partial file's name (``PartialFile/name(for:)``, a SHA-256 of the path), worked out
     /// once: the space check, the partial file and the sweep at the end all ask for it.
     lazy var partialName: String = PartialFile.name(for: entry.path)
@@ -27,7 +32,7 @@ final class EntryTask {
         self.entry = entry
         source = SourceCursor(urls: sources)
         self.replacing = replacing
-        self.resume = resume
+        resumeRecord = resume.map(Rare.init)
         self.resumeOffset = resumeOffset
     }
 
@@ -67,8 +72,19 @@ struct Attempts {
     var triedLocalCopy = false
     /// The local file the partial file was copied from, when it was (for the output).
     var copiedFrom: String?
-    /// A chunk delta from an older copy (``SyncRunner/startDelta(_:url:)``): tried once.
-    var delta = DeltaAttempt()
+    /// A chunk delta from an older copy (``SyncRunner/startDelta(_:url:)``): tried once. Kept
+    /// behind a reference made at the first change (~110 bytes inline, unused by most tasks).
+    var delta: DeltaAttempt {
+        get { deltaState?.value ?? DeltaAttempt() }
+        set {
+            if let deltaState {
+                deltaState.value = newValue
+            } else if !newValue.isUnused {
+                deltaState = Rare(newValue)
+            }
+        }
+    }
+    private var deltaState: Rare<DeltaAttempt>?
 
     mutating func begin(at length: Int64) {
         count += 1
@@ -78,7 +94,12 @@ struct Attempts {
 
 /// What the entry's failures so far said: the message and the exit status when it gives up.
 struct FailureHistory {
-    private(set) var last: TransferFailure?
+    /// The latest failure (behind a reference: ~56 bytes inline, and most entries never fail).
+    private(set) var last: TransferFailure? {
+        get { lastFailure?.value }
+        set { lastFailure = newValue.map(Rare.init) }
+    }
+    private var lastFailure: Rare<TransferFailure>?
     /// Whether no failure so far said anything against the sources' content (a 404, a wrong
     /// length, wrong bytes): with a last failure of "cannot reach the server", the entry stopped
     /// only because the network or the server went away (exit 75 rather than 1).
@@ -127,7 +148,11 @@ struct FailureHistory {
 /// failed segment ends the others.
 struct SegmentState {
     /// A segment failed; the other segments are being stopped, then the entry retries as a whole.
-    private(set) var failure: TransferFailure?
+    private(set) var failure: TransferFailure? {
+        get { firstFailure?.value }
+        set { firstFailure = newValue.map(Rare.init) }
+    }
+    private var firstFailure: Rare<TransferFailure>?
     /// The source does not serve ranges reliably: no segments for this entry in this run.
     var refused = false
     /// Segment requests this entry may run at once: starts at one and grows towards `--segments`
@@ -146,4 +171,11 @@ struct SegmentState {
         defer { failure = nil }
         return failure
     }
+}
+
+/// A value most tasks do not have, kept behind one reference so that it costs a task 8 bytes
+/// when absent. Owned by one task: ``Attempts`` is never copied to be changed apart.
+final class Rare<Value> {
+    var value: Value
+    init(_ value: Value) { self.value = value }
 }

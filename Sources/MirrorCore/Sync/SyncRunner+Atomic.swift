@@ -99,7 +99,7 @@ extension SyncRunner {
             for file in dropped {
                 let result = EntryResult(path: String(decoding: file.path, as: UTF8.self), outcome: .deleted, size: file.status.size, source: nil)
                 summary.deleted += 1
-                summary.results.append(result)
+                summary.add(result)
                 report.entryFinished(result)
                 if let path = String(validating: file.path, as: UTF8.self) { try journal.append(.removed(path: path), durable: false) }
             }

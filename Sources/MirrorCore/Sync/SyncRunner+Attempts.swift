@@ -12,7 +12,7 @@ extension SyncRunner {
     func openPartial(for task: EntryTask, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws -> PartialFile {
         try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: partialFolder,
                         folderDisplay: destination.displayState(".mirror/partial"), journal: journal,
-                        writer: writers?.writer(), resumeFrom: resumeFrom, saved: saved, naming: .system)
+                        writer: writers?.writer(), resumeFrom: resumeFrom, saved: saved, naming: partialNaming)
     }
 
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.

@@ -32,7 +32,7 @@ extension SyncRunner {
             let done = try Deleter(destination: destination, journal: journal, report: report).run(plan)
             summary.deleted += done.deleted.count
             summary.failed += done.failed.count
-            summary.results += done.deleted + done.failed
+            for result in done.deleted + done.failed { summary.add(result) }
         } catch let error as SystemError {
             if error.isDestinationUnwritable {
                 if fatal == nil { fatal = error }

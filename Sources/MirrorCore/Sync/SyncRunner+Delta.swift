@@ -216,4 +216,7 @@ struct DeltaAttempt {
     var index: ChunkIndex?
     /// Wrong chunks were fetched again once (``SyncRunner/repairDelta(_:partial:)``).
     var repaired = false
+
+    /// Nothing was tried or recorded (what every entry without a delta has).
+    var isUnused: Bool { !tried && from == nil && reused == 0 && indexBytes == 0 && index == nil && !repaired }
 }

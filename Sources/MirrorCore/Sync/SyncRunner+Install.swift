@@ -63,12 +63,13 @@ extension SyncRunner {
             if let base = task.attempt.delta.from, partial.isDelta {
                 (result.deltaFrom, result.reusedBytes) = (base, task.attempt.delta.reused)
             }
-            summary.results.append(result)
+            summary.add(result)
             report.entryFinished(result)
             if !waitingForContent.isEmpty {
                 if let verified = journal.records(for: entry.path)?.verified { contentIndex?.add(verified) }
                 releaseDuplicates(of: entry.path)
             }
+            retire(task)
         }
     }
 

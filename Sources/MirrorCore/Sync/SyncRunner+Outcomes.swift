@@ -91,7 +91,7 @@ extension SyncRunner {
         summary.failed += 1
         if unreachable { unreachableFailures += 1 }
         let result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
-        summary.results.append(result)
+        summary.add(result)
         report.entryFinished(result)
         try? journal?.append(.failed(FailedRecord(identity: EntryIdentity(entry), error: message, time: Int64(currentUnixTime()))), durable: false)
     }

@@ -29,6 +29,7 @@ extension SyncRunner {
         try StateOwnership.require(partials, destination.displayState(".mirror/partial"))
         partialFolder = partials
         let lock = try adopted ?? DestinationLock(stateFolder: state, destination: destPath, wait: options.waitForLock)
+        partialNaming = PartialNaming(canLinkOpenFiles: PartialFile.canLinkUnnamedFiles(in: partials))
         journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
         if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         installer = Installer(destination: destination, partialFolder: partials, journal: journal)

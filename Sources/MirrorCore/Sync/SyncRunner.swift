@@ -20,13 +20,19 @@ public final class SyncRunner {
     var summary = SyncSummary()
     var destination: Destination!
     var partialFolder: FileDescriptor!
+    /// Whether small downloads go without a name this run (``PartialNaming``), asked once the
+    /// partial folder is open and locked.
+    var partialNaming = PartialNaming(canLinkOpenFiles: false)
     var journal: Journal!
     var engine: TransferPool?
     /// The transfer thread of each file (``TransferPool``): taken in turn as files start.
     var nextShard = 0
     /// The queue, the slots, the deadline and the stop.
     let scheduler: Scheduler
+    /// The tasks of the run but those installed and dropped (``retire(_:)``).
     var allTasks: [EntryTask] = []
+    /// What the installed tasks let go added up to.
+    var retired = RetiredTasks()
     var unreachableHosts: Set<String> = []
     /// Failures to reach each host since it last answered (``RetryPolicy/Facts/hostUnreachableFailures``).
     var unreachableCounts: [String: Int] = [:]
@@ -71,6 +77,7 @@ public final class SyncRunner {
         self.manifest = manifest
         self.options = options
         self.report = report
+        summary.keepsResults = report.mode == .json
         let start = monotonicSeconds()
         startTime = start
         scheduler = Scheduler(jobs: options.jobs, connectionLimit: max(1, options.jobs, options.segments),
@@ -155,6 +162,23 @@ public final class SyncRunner {
     }
 
     // MARK: - Planning helpers
+
+    /// An installed entry's task is let go: its bytes are counted in ``retired``, its partial file
+    /// (closed by the commit) and the task itself freed. Without this a first sync of 10^6 files
+    /// held every task and partial file to the end (about 1 KB each; docs/performance.md, "A first
+    /// sync of many files"). The list drops retired tasks once they are half of it.
+    func retire(_ task: EntryTask) {
+        retired.count += 1
+        retired.bytes += task.entry.size
+        retired.received += (task.partial?.bytesReceived ?? 0) + task.attempt.delta.indexBytes
+        task.partial = nil
+        task.isRetired = true
+        retired.stillListed += 1
+        if retired.stillListed >= 1024 && retired.stillListed * 2 >= allTasks.count {
+            allTasks.removeAll { $0.isRetired }
+            retired.stillListed = 0
+        }
+    }
 
     func addTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) {
         let sources = options.sourceOrder.sources(forPath: entry.path, manifestSources: manifest.sources(for: entry))
@@ -250,7 +274,8 @@ public final class SyncRunner {
     func showProgress() {
         // Without a progress block (--quiet, not a terminal) the loop's turns build no lists for it.
         guard report.progress != nil else { return }
-        report.transferProgress(tasks: allTasks, active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
+        report.transferProgress(tasks: allTasks, retired: retired, active: scheduler.activeTasks, waiting: scheduler.waiting,
+                                finished: summary.changed + summary.failed)
     }
 
     /// A failed attempt at the whole entry: a write error stops the entry (or the run, when the
@@ -272,7 +297,7 @@ public final class SyncRunner {
             // up-to-date entry needs none): nothing will ever resume it. Nor does a task whose
             // download had no name (PartialNaming) own the name: its journal record was forgotten.
             PartialSweep.removeOrphans(in: partialFolder) {
-                Set(allTasks.lazy.filter { $0.partial?.isUnnamed != true }.map(\.partialName))
+                Set(allTasks.lazy.filter { !$0.isRetired && $0.partial?.isUnnamed != true }.map(\.partialName))
             }
         }
         if let generations {
@@ -280,7 +305,9 @@ public final class SyncRunner {
         } else if let mode = options.deletion {
             deleteUnlisted(mode)
         }
-        summary.bytesTransferred = allTasks.reduce(0) { $0 + ($1.partial?.bytesReceived ?? 0) + $1.attempt.delta.indexBytes }
+        summary.bytesTransferred = retired.received + allTasks.reduce(0) {
+            $1.isRetired ? $0 : $0 + ($1.partial?.bytesReceived ?? 0) + $1.attempt.delta.indexBytes
+        }
         summary.seconds = monotonicSeconds() - startTime
         if let stoppedReason {
             summary.result = .incomplete(stoppedReason)

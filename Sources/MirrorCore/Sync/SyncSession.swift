@@ -68,8 +68,9 @@ public enum SyncSession {
             let dryRunDisk = options.dryRun ? options.destination.map { dest in
                 Background { Result { try DryRun.Disk.open(dest) } }
             } : nil
-            // ...and plans against it while the entries are read (PlanLookAhead).
-            let lookAhead = dryRunDisk.map { PlanLookAhead(disk: $0) }
+            // ...and plans against it while the entries of a local manifest are read
+            // (PlanLookAhead; a signed or fetched one is checked whole first).
+            let lookAhead = trusted == nil && !RemoteManifest.isURL(manifest) ? dryRunDisk.map { PlanLookAhead(disk: $0) } : nil
             defer { _ = lookAhead?.finish() }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.

@@ -66,4 +66,21 @@ extension PartialFile {
         if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
         return (file, false, false)
     }
+
+    /// Name of the file ``canLinkUnnamedFiles(in:)`` links and removes at once (not a partial
+    /// file's name: the sweep leaves it alone, and the next try removes a leftover first).
+    static let linkProbeName = "link-probe"
+
+    /// Whether a file with no name can be made in `folder` and linked there (``PartialNaming``):
+    /// tried for real, once a run, with the run's lock held. Four system calls.
+    static func canLinkUnnamedFiles(in folder: FileDescriptor) -> Bool {
+        let fd = openat(folder.fd, ".", mirror_O_TMPFILE | O_RDWR | O_CLOEXEC, mode_t(0o600))
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        if mirror_link_open_file(fd, folder.fd, linkProbeName) != 0 {
+            guard errno == EEXIST, unlinkat(folder.fd, linkProbeName, 0) == 0,
+                  mirror_link_open_file(fd, folder.fd, linkProbeName) == 0 else { return false }
+        }
+        return unlinkat(folder.fd, linkProbeName, 0) == 0
+    }
 }

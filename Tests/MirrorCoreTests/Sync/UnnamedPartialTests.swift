@@ -86,6 +86,16 @@ import Glibc
         #expect(lstat(dir.path("taken"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR)
     }
 
+    /// The run's try at a file with no name: it works here (ext4 or tmpfs, /proc mounted), leaves
+    /// nothing behind, and removes a leftover of a try that was killed.
+    @Test func theRunsTryAtAFileWithNoNameLeavesNothing() throws {
+        #expect(PartialFile.canLinkUnnamedFiles(in: fx.partials))
+        #expect(try partialFolderNames().isEmpty)
+        try write([1], to: dir.path(".mirror/partial/" + PartialFile.linkProbeName))
+        #expect(PartialFile.canLinkUnnamedFiles(in: fx.partials))
+        #expect(try partialFolderNames().isEmpty)
+    }
+
     @Test func largerAndResumedDownloadsKeepTheirName() throws {
         let big = [UInt8](repeating: 5, count: Int(PartialNaming.limit) + 1)
         let (_, partial) = try download("big.bin", bytes: big)
