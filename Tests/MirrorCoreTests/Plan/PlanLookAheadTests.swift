@@ -57,20 +57,26 @@ import Glibc
         }
         let decided = lookAhead.finish()
 
-        let reconciler = Reconciler(planner: fx.planner, journal: fx.journal)
-        let truth = entries.map { reconciler.action(for: $0) }
+        let truth = try planAgrees(entries, decided)
         #expect(truth.filter { $0 == .upToDate }.count == 60)
         let handedOver = entries.count / 16 * 16  // the last, partial batch stays with the reader
-        for i in entries.indices {
-            if decided.isUpToDate(i) { #expect(truth[i] == .upToDate, "entry \(i) marked but \(truth[i])") }
-            if i < handedOver && truth[i] == .upToDate { #expect(decided.isUpToDate(i), "entry \(i) up to date but not marked") }
+        for i in 0 ..< handedOver where truth[i] == .upToDate {
+            #expect(decided.isUpToDate(i), "entry \(i) up to date but not marked")
         }
         #expect(!decided.isUpToDate(handedOver), "not handed over, not decided")
+    }
 
-        // The plan with these bits is the plan without them, in order.
+    /// Every marked entry is one the plan finds up to date, and the plan with the marks is the
+    /// plan without them, in order. Returns the plan.
+    @discardableResult
+    func planAgrees(_ entries: [ManifestEntry], _ decided: PlanLookAhead.Decided) throws -> [PlannedAction] {
+        let reconciler = Reconciler(planner: fx.planner, journal: fx.journal)
+        let truth = entries.map { reconciler.action(for: $0) }
+        for i in entries.indices where decided.isUpToDate(i) { #expect(truth[i] == .upToDate, "entry \(i) marked but \(truth[i])") }
         var seen: [PlannedAction] = []
         reconciler.forEachAction(in: entries, window: 32, known: decided) { seen.append($1) }
         #expect(seen == truth)
+        return truth
     }
 
     @Test func batchesThatFindTheQueueFullAreLeftToThePlan() throws {
@@ -80,13 +86,7 @@ import Glibc
         // are not handed over, and nothing wrong is ever marked.
         for (i, entry) in entries.enumerated() { lookAhead.offer(i, entry) }
         lookAhead.settle()
-        let decided = lookAhead.finish()
-        let reconciler = Reconciler(planner: fx.planner, journal: fx.journal)
-        let truth = entries.map { reconciler.action(for: $0) }
-        for i in entries.indices where decided.isUpToDate(i) { #expect(truth[i] == .upToDate, "entry \(i)") }
-        var seen: [PlannedAction] = []
-        reconciler.forEachAction(in: entries, window: 32, known: decided) { seen.append($1) }
-        #expect(seen == truth)
+        try planAgrees(entries, lookAhead.finish())
     }
 
     @Test func entriesOutOfOrderEndTheHandingOver() throws {

@@ -6,27 +6,18 @@ import MirrorTestSupport
 import Glibc
 #endif
 
-/// A small new download has no name until it is verified (``PartialNaming``): on a real folder,
-/// through the installer, without a server.
-@Suite struct UnnamedPartialTests {
-    let fx: DestinationState
-    let installer: Installer
-    var dir: TemporaryDirectory { fx.dir }
-
-    init() throws {
-        fx = try DestinationState()
-        installer = Installer(destination: fx.destination, partialFolder: fx.partials, journal: fx.journal)
-    }
-
-    static let bytes = TestData.bytes(count: 50_000, seed: 11)
+/// A small new download has no name until it is verified (``PartialNaming``): the installer's
+/// tests on a real folder, without a server, for a file with no name.
+extension InstallerTests {
+    static let smallBytes = TestData.bytes(count: 50_000, seed: 11)
     static let naming = PartialNaming(canLinkOpenFiles: true)
 
-    func download(_ path: String, bytes: [UInt8] = bytes) throws -> (EntryTask, PartialFile) {
+    func unnamedDownload(_ path: String, bytes: [UInt8] = smallBytes) throws -> (EntryTask, PartialFile) {
         let entry = ManifestEntry(path: path, url: .relative(path), size: Int64(bytes.count),
                                   digests: [.sha256: try #require(Digest(hex: TestData.sha256(of: bytes), byteCount: 32))])
         let task = EntryTask(entry: entry, sources: ["http://127.0.0.1/" + path], replacing: false)
-        let partial = try PartialFile(identity: EntryIdentity(entry), folder: fx.partials, folderDisplay: "partial",
-                                      journal: fx.journal, naming: Self.naming)
+        let partial = try PartialFile(identity: EntryIdentity(entry), folder: partials, folderDisplay: "partial",
+                                      journal: journal, naming: Self.naming)
         partial.sourceURL = "http://127.0.0.1/" + path
         try bytes.withUnsafeBytes { try partial.append($0) }
         task.partial = partial
@@ -37,9 +28,9 @@ import Glibc
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { throw HarnessError("cannot write \(path)") }
     }
 
-    func partialFolderNames() throws -> [[UInt8]] { try fx.partials.entryNames() }
+    func partialFolderNames() throws -> [[UInt8]] { try partials.entryNames() }
 
-    func install(_ task: EntryTask, _ partial: PartialFile) throws -> Installer.Committed {
+    func installUnnamed(_ task: EntryTask, _ partial: PartialFile) throws -> Installer.Committed {
         guard case .queued = installer.verify(partial, for: task) else {
             throw HarnessError("the digests of \(task.entry.path) match")
         }
@@ -47,20 +38,20 @@ import Glibc
     }
 
     @Test func aSmallNewDownloadHasNoNameUntilItIsLinkedIntoPlace() throws {
-        let (task, partial) = try download("a/b.bin")
+        let (task, partial) = try unnamedDownload("a/b.bin")
         #expect(partial.isUnnamed)
         #expect(try partialFolderNames().isEmpty, "nothing in .mirror/partial while it downloads")
         // A checkpoint (a failed attempt, a stop) journals nothing: no later run can resume it.
         partial.checkpoint()
         partial.settle()
-        #expect(fx.journal.records(for: "a/b.bin")?.partial == nil)
+        #expect(journal.records(for: "a/b.bin")?.partial == nil)
 
-        let done = try install(task, partial)
+        let done = try installUnnamed(task, partial)
         #expect(done.installed.count == 1 && done.failed.isEmpty && done.fatal == nil)
-        #expect(try TestData.sha256(ofFileAt: dir.path("a/b.bin")) == TestData.sha256(of: Self.bytes))
-        let status = try #require(try fx.destination.status(of: "a/b.bin"))
+        #expect(try TestData.sha256(ofFileAt: dir.path("a/b.bin")) == TestData.sha256(of: Self.smallBytes))
+        let status = try #require(try destination.status(of: "a/b.bin"))
         #expect(status.permissions == 0o644 && status.links == 1)
-        #expect(fx.journal.isVerified(task.entry, status: status))
+        #expect(journal.isVerified(task.entry, status: status))
         #expect(try partialFolderNames().isEmpty)
     }
 
@@ -68,17 +59,17 @@ import Glibc
         try write([UInt8](repeating: 7, count: 10), to: dir.path("r.bin"))
         // An earlier run's partial file under the same name is no obstacle.
         try write([1, 2, 3], to: dir.path(".mirror/partial/" + PartialFile.name(for: "r.bin")))
-        let (task, partial) = try download("r.bin")
-        let done = try install(task, partial)
+        let (task, partial) = try unnamedDownload("r.bin")
+        let done = try installUnnamed(task, partial)
         #expect(done.installed.count == 1 && done.failed.isEmpty)
-        #expect(try TestData.sha256(ofFileAt: dir.path("r.bin")) == TestData.sha256(of: Self.bytes))
+        #expect(try TestData.sha256(ofFileAt: dir.path("r.bin")) == TestData.sha256(of: Self.smallBytes))
         #expect(try partialFolderNames().isEmpty, "the name it took for the rename went with the rename")
     }
 
     @Test func aFolderInTheWayFailsTheEntryAndKeepsTheFolder() throws {
         #expect(mkdir(dir.path("taken"), 0o755) == 0)
-        let (task, partial) = try download("taken")
-        let done = try install(task, partial)
+        let (task, partial) = try unnamedDownload("taken")
+        let done = try installUnnamed(task, partial)
         #expect(done.installed.isEmpty)
         let error = try #require(done.failed.first?.error as? SystemError)
         #expect(error.code == EISDIR, "\(error)")
@@ -89,16 +80,16 @@ import Glibc
     /// The run's try at a file with no name: it works here (ext4 or tmpfs, /proc mounted), leaves
     /// nothing behind, and removes a leftover of a try that was killed.
     @Test func theRunsTryAtAFileWithNoNameLeavesNothing() throws {
-        #expect(PartialFile.canLinkUnnamedFiles(in: fx.partials))
+        #expect(PartialFile.canLinkUnnamedFiles(in: partials))
         #expect(try partialFolderNames().isEmpty)
         try write([1], to: dir.path(".mirror/partial/" + PartialFile.linkProbeName))
-        #expect(PartialFile.canLinkUnnamedFiles(in: fx.partials))
+        #expect(PartialFile.canLinkUnnamedFiles(in: partials))
         #expect(try partialFolderNames().isEmpty)
     }
 
     @Test func largerAndResumedDownloadsKeepTheirName() throws {
         let big = [UInt8](repeating: 5, count: Int(PartialNaming.limit) + 1)
-        let (_, partial) = try download("big.bin", bytes: big)
+        let (_, partial) = try unnamedDownload("big.bin", bytes: big)
         #expect(!partial.isUnnamed)
         #expect(try partialFolderNames().count == 1)
     }
