@@ -4,7 +4,6 @@
 #include <sys/syscall.h>
 #include <stdio.h>
 #include <errno.h>
-#include <fcntl.h>
 
 /* Linux system calls that Swift's Glibc module does not expose (they need _GNU_SOURCE or are
    newer than its headers). Calling them through syscall(2) avoids depending on how the C
@@ -74,13 +73,6 @@ static inline long long mirror_copy_file_range(int infd, long long *inoff, int o
     return (long long)syscall(SYS_copy_file_range, infd, inoff, outfd, outoff, len, 0u);
 }
 
-/* O_TMPFILE (Linux 3.11; declared only with _GNU_SOURCE, so taken from glibc's own __O_TMPFILE,
-   which is __O_DIRECTORY | 020000000 with this architecture's __O_DIRECTORY: 0200000 on x86,
-   040000 on arm64): opening a folder with it makes a regular file there with no name, which
-   disappears when its last descriptor closes, after a crash included (open(2)). A small download
-   is written into one (docs/performance.md, "Small files without a name until verified").
-   Filesystems without it fail with EOPNOTSUPP (EISDIR or EINVAL on older kernels). */
-static const int mirror_O_TMPFILE = __O_TMPFILE;
 
 /* linkat(2) of an open file by its /proc/self/fd magic link, with AT_SYMLINK_FOLLOW (0x400): the
    way open(2) documents for an unprivileged process to give an O_TMPFILE file a name (linkat with

@@ -34,7 +34,8 @@ public final class Journal {
     private var partials: [PathKey: PartialRecord] = [:]
     private var failures: [PathKey: FailedRecord] = [:]
 
-    /// Every path the journal knows, with its records.
+    /// Every path the journal knows, with its records. Decodes every record (about 1.2 KB each
+    /// in memory): for tests and small journals, never on a run's path.
     public var entries: [PathKey: EntryRecords] {
         lock.lockForReading()
         defer { lock.unlock() }
@@ -44,6 +45,14 @@ public final class Journal {
         for (path, r) in failures { out[path, default: EntryRecords()].failed = r }
         return out
     }
+    /// The latest verified records whose packed form `keep` picks, decoded (only those: see
+    /// ``VerifiedIndex/records(where:)``), in no particular order.
+    func verifiedRecords(where keep: (VerifiedIndex.RecordView) -> Bool) -> [VerifiedRecord] {
+        lock.lockForReading()
+        defer { lock.unlock() }
+        return verified.records(where: keep)
+    }
+
     /// Paths with a verified record: the files mirror knows in DEST (``DeletionPolicy`` counts
     /// its percentage from them).
     public var verifiedCount: Int {

@@ -29,12 +29,12 @@ struct VerifiedIndex {
     private var arena: [UInt8] = []
     /// 0 empty, 1 removed, else tag (high 24 bits of the hash) << 40 | (arena offset + 2).
     /// Power-of-two size, at most half full (live and removed slots together).
-    private var slots: [UInt64] = Array(repeating: 0, count: 64)
+    private(set) var slots: [UInt64] = Array(repeating: 0, count: 64)
     private var used = 0
     private(set) var count = 0
 
-    private static let fixedSize = 53
-    private static let offsetMask: UInt64 = (1 << 40) - 1
+    static let fixedSize = 53
+    static let offsetMask: UInt64 = (1 << 40) - 1
 
     /// Room for `records` records of about `bytesEach` bytes. Reserved memory that is never
     /// written is never resident, so a generous guess costs address space only.
@@ -264,7 +264,7 @@ struct VerifiedIndex {
         for slot in slots where slot > 1 { body(record(at: Int(slot & VerifiedIndex.offsetMask) - 2)) }
     }
 
-    private func record(at offset: Int) -> VerifiedRecord {
+    func record(at offset: Int) -> VerifiedRecord {
         withRecord(at: offset) { at -> VerifiedRecord in
             let pathCount = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
             let path = String(decoding: UnsafeRawBufferPointer(start: at + VerifiedIndex.fixedSize, count: pathCount), as: UTF8.self)
@@ -375,7 +375,7 @@ struct VerifiedIndex {
         }
     }
 
-    private func withRecord<T>(at offset: Int, _ body: (UnsafeRawPointer) -> T) -> T {
+    func withRecord<T>(at offset: Int, _ body: (UnsafeRawPointer) -> T) -> T {
         arena.withUnsafeBytes { raw in
             // A slot points into the arena only once a record was appended there.
             guard let base = raw.baseAddress else { preconditionFailure("a slot points into an empty arena") }

@@ -28,15 +28,19 @@ final class ContentIndex {
     /// DEST (for an atomic DEST, the building folder, then the set it shows).
     private let destinations: [Destination]
     private let seeds: [String]
+    /// The contents the run may ask for (its entries to fetch), asked once, when the index is
+    /// built: only journal records with one of them are decoded.
+    private let wanted: () -> Set<ContentHash>
     private var installed: [Key: [VerifiedRecord]]?
     /// Seed files by size (absolute paths), and the digests of those hashed so far.
     private var seedFiles: [Int64: [String]]?
     private var seedDigests: [String: DigestSet] = [:]
 
-    init(journal: Journal, destinations: [Destination], seeds: [String]) {
+    init(journal: Journal, destinations: [Destination], seeds: [String], wanted: @escaping () -> Set<ContentHash>) {
         self.journal = journal
         self.destinations = destinations
         self.seeds = seeds
+        self.wanted = wanted
     }
 
     /// An unchanged file in DEST, else a seed file, whose bytes should be `entry`'s; nil when none.
@@ -61,10 +65,14 @@ final class ContentIndex {
         installed?[Key(size: record.identity.size, digests: record.identity.digests), default: []].append(record)
     }
 
+    /// The journal's verified files with a content the run wants, by content. A record picked by
+    /// its ``ContentHash`` alone is filed under its exact size and digests, so one that only
+    /// shares the key with an entry is never offered for it.
     private func indexJournal() -> [Key: [VerifiedRecord]] {
+        let wanted = wanted()
         var out: [Key: [VerifiedRecord]] = [:]
-        for records in journal.entries.values {
-            guard let v = records.verified else { continue }
+        guard !wanted.isEmpty else { return out }
+        for v in journal.verifiedRecords(where: { view in view.content.map(wanted.contains) ?? false }) {
             out[Key(size: v.identity.size, digests: v.identity.digests), default: []].append(v)
         }
         return out

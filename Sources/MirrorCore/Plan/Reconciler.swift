@@ -82,7 +82,7 @@ public struct Reconciler {
     /// The same, for `listed`, the manifest's paths (``paths(of:)``) the caller already has.
     func unlisted(listed: Set<PathKey>) -> [VerifiedRecord] {
         guard let journal else { return [] }
-        return journal.entries.compactMap { key, records in listed.contains(key) ? nil : records.verified }
+        return journal.verifiedRecords { !listed.contains(PathKey(bytes: Array($0.path))) }
             .sorted { PathKey($0.identity.path) < PathKey($1.identity.path) }
     }
 

@@ -33,7 +33,9 @@ extension SyncRunner {
         journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
         if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         installer = Installer(destination: destination, partialFolder: partials, journal: journal)
-        contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)
+        contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds) {
+            [unowned self] in Set(allTasks.lazy.filter { !$0.isRetired }.map { ContentHash(size: $0.entry.size, digests: $0.entry.digests) })
+        }
         localTrees = [destination] + (current.map { [$0] } ?? [])
         return (lock, current)
     }

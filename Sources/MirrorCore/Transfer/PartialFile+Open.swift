@@ -41,7 +41,7 @@ extension PartialFile {
             try records?.forgetIfRecorded()
         }
         if unnamed && !resuming {
-            let fd = openat(folder.fd, ".", mirror_O_TMPFILE | O_RDWR | O_CLOEXEC, mode_t(0o600))
+            let fd = openat(folder.fd, ".", PartialFile.tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
             if fd >= 0 {
                 if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
                 return (FileDescriptor(fd: fd, displayPath: displayPath), false, true)
@@ -74,7 +74,7 @@ extension PartialFile {
     /// Whether a file with no name can be made in `folder` and linked there (``PartialNaming``):
     /// tried for real, once a run, with the run's lock held. Four system calls.
     static func canLinkUnnamedFiles(in folder: FileDescriptor) -> Bool {
-        let fd = openat(folder.fd, ".", mirror_O_TMPFILE | O_RDWR | O_CLOEXEC, mode_t(0o600))
+        let fd = openat(folder.fd, ".", PartialFile.tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
         guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
         if mirror_link_open_file(fd, folder.fd, linkProbeName) != 0 {
@@ -83,4 +83,12 @@ extension PartialFile {
         }
         return unlinkat(folder.fd, linkProbeName, 0) == 0
     }
+
+    /// `O_TMPFILE` (Linux 3.11), which Swift's Glibc does not import (it is declared only with
+    /// `_GNU_SOURCE`): `__O_TMPFILE | O_DIRECTORY`, with this architecture's `O_DIRECTORY`
+    /// (0200000 on x86, 040000 on arm64) and the 020000000 of x86, arm64 and most others. Opening
+    /// a folder with it makes a regular file there with no name, which disappears when its last
+    /// descriptor closes, after a crash included (open(2)). Where the value differs (alpha,
+    /// parisc, sparc) or the filesystem lacks it, the open fails and the file gets a name.
+    static let tmpfileFlag: Int32 = O_DIRECTORY | 0o20000000
 }

@@ -1,0 +1,78 @@
+/// Choosing verified records by what the packed record holds, before any is decoded: a journal
+/// of 10^6 files decoded whole (a `String` per path and digest, a dictionary of them) held
+/// 1.2 GB, and two questions asked it of every record: which files the manifest no longer lists
+/// (`--delete`), and which verified file holds the bytes an entry needs (reuse by content,
+/// ``ContentIndex``). Each answer is a handful of records (docs/performance.md, "Questions to
+/// the whole journal").
+extension VerifiedIndex {
+    /// A packed record as it lies in the arena, valid only inside the call it is passed to.
+    struct RecordView {
+        fileprivate let base: UnsafeRawPointer
+
+        /// The path's bytes, as the file system names it.
+        var path: UnsafeBufferPointer<UInt8> {
+            let n = Int(base.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
+            return UnsafeBufferPointer(start: (base + VerifiedIndex.fixedSize).assumingMemoryBound(to: UInt8.self), count: n)
+        }
+
+        var size: Int64 { base.loadUnaligned(as: Int64.self) }
+
+        /// ``ContentHash`` of the size and digests, or nil when a digest is kept as text (it then
+        /// equals no entry's, as its line would not).
+        var content: ContentHash? {
+            var hasher = ContentHash.start(size: size)
+            var i = VerifiedIndex.fixedSize + path.count
+            var algorithmRaw = 0
+            while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
+                let kind = base.load(fromByteOffset: i, as: UInt8.self)
+                i += 1
+                if kind == 2 { return nil }
+                if kind == 1 {
+                    ContentHash.add(algorithm, UnsafeRawBufferPointer(start: base + i, count: algorithm.byteCount), to: &hasher)
+                    i += algorithm.byteCount
+                }
+                algorithmRaw += 1
+            }
+            return ContentHash(value: hasher.finalize())
+        }
+    }
+
+    /// The latest records `keep` picks, decoded, in no particular order.
+    func records(where keep: (RecordView) -> Bool) -> [VerifiedRecord] {
+        var out: [VerifiedRecord] = []
+        for slot in slots where slot > 1 {
+            let offset = Int(slot & VerifiedIndex.offsetMask) - 2
+            if withRecord(at: offset, { keep(RecordView(base: $0)) }) { out.append(record(at: offset)) }
+        }
+        return out
+    }
+}
+
+/// A hash of a size and a set of digests (``Swift/Hasher``, seeded per process): equal for an
+/// entry and a verified record with the same size and digests, so that a set of them picks the
+/// records worth decoding. Two keys may be equal for different contents; whoever uses one
+/// compares what it picked exactly.
+struct ContentHash: Hashable {
+    let value: Int
+
+    init(value: Int) { self.value = value }
+
+    init(size: Int64, digests: PerAlgorithm<Digest>) {
+        var hasher = ContentHash.start(size: size)
+        for algorithm in DigestAlgorithm.allCases {
+            digests[algorithm]?.withUnsafeBytes { ContentHash.add(algorithm, $0, to: &hasher) }
+        }
+        value = hasher.finalize()
+    }
+
+    fileprivate static func start(size: Int64) -> Swift.Hasher {
+        var hasher = Swift.Hasher()
+        hasher.combine(size)
+        return hasher
+    }
+
+    fileprivate static func add(_ algorithm: DigestAlgorithm, _ bytes: UnsafeRawBufferPointer, to hasher: inout Swift.Hasher) {
+        hasher.combine(algorithm.rawValue)
+        hasher.combine(bytes: bytes)
+    }
+}

@@ -1,0 +1,49 @@
+import Testing
+@testable import MirrorCore
+import MirrorTestSupport
+
+/// Choosing verified records before decoding them (``VerifiedIndex/records(where:)``): by path for
+/// `--delete`, by content for reuse. A record and an entry with the same size and digests have
+/// the same ``ContentHash``; a record with other bytes, another size, or a digest only the entry
+/// has, does not.
+@Suite struct VerifiedSelectionTests {
+    static func hex(_ byte: UInt8, _ count: Int = 32) -> String { String(repeating: String(format: "%02x", byte), count: count) }
+
+    static func entry(_ path: String, size: Int64, sha256: UInt8, sha512: UInt8? = nil) throws -> ManifestEntry {
+        var digests: PerAlgorithm<Digest> = [.sha256: try #require(Digest(hex: hex(sha256), byteCount: 32))]
+        if let sha512 { digests[.sha512] = try #require(Digest(hex: hex(sha512, 64), byteCount: 64)) }
+        return ManifestEntry(path: path, url: .relative(path), size: size, digests: digests)
+    }
+
+    func index(_ entries: [ManifestEntry]) -> VerifiedIndex {
+        var index = VerifiedIndex()
+        for (i, entry) in entries.enumerated() {
+            index.insert(VerifiedRecord(identity: EntryIdentity(entry), inode: UInt64(i + 1), device: 1,
+                                        mtime: FileTime(seconds: 1), ctime: FileTime(seconds: 1)))
+        }
+        return index
+    }
+
+    @Test func aRecordIsPickedByTheContentOfAnEntryAndByNothingElse() throws {
+        let stored = [try Self.entry("a.bin", size: 10, sha256: 1), try Self.entry("b.bin", size: 10, sha256: 2),
+                      try Self.entry("c.bin", size: 11, sha256: 1), try Self.entry("d.bin", size: 10, sha256: 1, sha512: 9)]
+        let index = index(stored)
+        func picked(for entry: ManifestEntry) -> [String] {
+            let wanted = ContentHash(size: entry.size, digests: entry.digests)
+            return index.records { $0.content == wanted }.map(\.identity.path).sorted()
+        }
+        #expect(picked(for: try Self.entry("renamed.bin", size: 10, sha256: 1)) == ["a.bin"])
+        #expect(picked(for: try Self.entry("x", size: 10, sha256: 2)) == ["b.bin"])
+        #expect(picked(for: try Self.entry("x", size: 12, sha256: 1)).isEmpty, "another size")
+        #expect(picked(for: try Self.entry("x", size: 10, sha256: 1, sha512: 9)) == ["d.bin"], "both digests")
+    }
+
+    @Test func recordsArePickedByTheirPathsBytes() throws {
+        let nfc = "caf\u{E9}.bin", nfd = "cafe\u{301}.bin"
+        let index = index([try Self.entry(nfc, size: 1, sha256: 1), try Self.entry(nfd, size: 1, sha256: 2),
+                           try Self.entry("dir/x", size: 1, sha256: 3)])
+        let keep = Set([nfc].map { PathKey($0) })
+        let unlisted = index.records { !keep.contains(PathKey(bytes: Array($0.path))) }.map { Array($0.identity.path.utf8) }
+        #expect(Set(unlisted) == Set([Array(nfd.utf8), Array("dir/x".utf8)]), "the NFD spelling is not the NFC one")
+    }
+}
