@@ -8,9 +8,8 @@ extension Reconciler {
     public func deletions(for manifest: Manifest, mode: DeletionMode) throws -> DeletionPlan {
         guard let destination = planner.destination else { return DeletionPlan() }
         var plan = DeletionPlan()
-        let listed = Reconciler.paths(of: manifest)
-        var listedFolders = Set<PathKey>()
-        for entry in manifest.entries { listedFolders.formUnion(Reconciler.folders(above: Array(entry.path.utf8))) }
+        // The listed paths and their folders, pointing into the manifest's own bytes.
+        let listed = PathIndex(listing: manifest.entries)
         var emptied = Set<PathKey>()
         switch mode {
         case .installed:
@@ -38,7 +37,7 @@ extension Reconciler {
         case .unlisted:
             let tree = try destination.walk(skippingTopLevel: Destination.stateFolderName)
             plan.known = tree.files.count
-            for item in tree.files where !listed.contains(PathKey(bytes: item.path)) {
+            for item in tree.files where !listed.containsFile(item.path) {
                 plan.files.append(DeletionPlan.Item(path: item.path, status: item.status))
             }
             // Every folder no listed entry lies in: with --delete-unlisted DEST holds the manifest's
@@ -49,7 +48,7 @@ extension Reconciler {
                 plan.stale.append(record.identity.path)
             }
         }
-        plan.folders = emptied.subtracting(listedFolders).map(\.bytes)
+        plan.folders = emptied.lazy.map(\.bytes).filter { !listed.containsFolder($0) }
             .sorted { a, b in a.count != b.count ? a.count > b.count : a.lexicographicallyPrecedes(b) }
         return plan
     }

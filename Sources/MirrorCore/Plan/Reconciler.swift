@@ -74,24 +74,15 @@ public struct Reconciler {
     }
 
     /// The journal's verified records whose paths the manifest does not list (compared as bytes),
-    /// sorted by path bytes. Decodes every verified record: asked for only when deleting.
+    /// sorted by path bytes. Decodes only those records: asked for only when deleting.
     public func unlisted(by manifest: Manifest) -> [VerifiedRecord] {
-        unlisted(listed: Reconciler.paths(of: manifest))
+        unlisted(listed: PathIndex(listing: manifest.entries))
     }
 
-    /// The same, for `listed`, the manifest's paths (``paths(of:)``) the caller already has.
-    func unlisted(listed: Set<PathKey>) -> [VerifiedRecord] {
+    /// The same, for `listed`, the manifest's paths (``PathIndex/init(listing:)``) the caller already has.
+    func unlisted(listed: PathIndex) -> [VerifiedRecord] {
         guard let journal else { return [] }
-        return journal.verifiedRecords { !listed.contains(PathKey(bytes: Array($0.path))) }
+        return journal.verifiedRecords { !listed.containsFile($0.path) }
             .sorted { PathKey($0.identity.path) < PathKey($1.identity.path) }
-    }
-
-    /// The manifest's paths as bytes (never compared as `String`s): the one set the deletion plan,
-    /// the building of a generation and compaction ask "is it listed?" of.
-    public static func paths(of manifest: Manifest) -> Set<PathKey> {
-        var listed = Set<PathKey>()
-        listed.reserveCapacity(manifest.entries.count)
-        for entry in manifest.entries { listed.insert(PathKey(entry.path)) }
-        return listed
     }
 }

@@ -43,9 +43,9 @@ extension SyncRunner {
     /// file the journal had verified is journaled again with its new status, after checking that it
     /// is the same inode, size and modification time: it is not hashed again.
     func seedBuilding(from current: Destination?) throws {
-        let listed = Reconciler.paths(of: manifest)
+        let listed = PathIndex(listing: manifest.entries)
         let leftover = try destination.walk(skippingTopLevel: "")
-        for file in leftover.files where !listed.contains(PathKey(bytes: file.path)) {
+        for file in leftover.files where !listed.containsFile(file.path) {
             _ = try destination.removeFile(file.path, expected: file.status)
         }
         for folder in leftover.folders.reversed() { _ = destination.removeFolderIfEmpty(folder) }
@@ -80,10 +80,10 @@ extension SyncRunner {
             return
         }
         do {
-            let listed = Reconciler.paths(of: manifest)
+            let listed = PathIndex(listing: manifest.entries)
             let current = try Destination.openExisting(store.destPath)
             let before = try current?.walk(skippingTopLevel: Destination.stateFolderName).files ?? []
-            let dropped = before.filter { !listed.contains(PathKey(bytes: $0.path)) }
+            let dropped = before.filter { !listed.containsFile($0.path) }
             let policy = options.deletionPolicy
             let decision = policy.decide(.init(candidates: dropped.count, known: before.count,
                                                listed: manifest.entries.count, everyFileVerified: true))
