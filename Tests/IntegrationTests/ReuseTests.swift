@@ -43,6 +43,27 @@ import MirrorTestSupport
         #expect(verify.exitCode == 0, "\(verify)")
     }
 
+    /// An entry whose file is there but holds other bytes (a check finds them) is copied from the
+    /// verified file that has its new content, even after the run began fetching something else:
+    /// here its own URL answers 404, so only a copy can finish the run.
+    @Test func aFileThatACheckFindsChangedIsCopiedFromAVerifiedOne() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 4000, seed: 1)
+        let shaC = try fx.addFile("c.bin", size: 4000, seed: 2)
+        try fx.writeManifest()
+        #expect(try fx.sync().exitCode == 0)
+
+        fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+        fx.manifest.add(path: "a.bin", size: 4000, sha256: shaC, url: fx.server.baseURL + "gone/a.bin")
+        fx.manifest.add(path: "c.bin", size: 4000, sha256: shaC)
+        for i in 0 ..< 3 { try fx.addFile("new\(i).bin", size: 1000, seed: UInt64(10 + i)) }
+        try fx.writeManifest()
+        let run = try fx.sync()
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == shaC)
+        #expect(!(try fx.requests()).contains { $0.uri == "/gone/a.bin" }, "copied, not fetched")
+    }
+
     /// A seed folder holding two of three files: only the third comes from the server. A seed file
     /// of the right size but other bytes, and a file in DEST changed since it was verified, never
     /// end up at a path: what is copied is verified like a download.

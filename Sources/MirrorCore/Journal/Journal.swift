@@ -30,6 +30,8 @@ public final class Journal {
     /// ~110 MB instead of 230 MB for the lines and a map to them). Partial and failed records are
     /// few and kept decoded.
     private var verified = VerifiedIndex()
+    /// ``verifiedRecords(withContent:)``'s table of `verified`, made at its first question.
+    private var contentTable: VerifiedIndex.ContentTable?
     /// Keyed by the path's bytes, never by `String` (canonical equality would merge two names).
     private var partials: [PathKey: PartialRecord] = [:]
     private var failures: [PathKey: FailedRecord] = [:]
@@ -45,6 +47,17 @@ public final class Journal {
         for (path, r) in failures { out[path, default: EntryRecords()].failed = r }
         return out
     }
+    /// The verified records (latest when the table was made) whose size and digests hash to
+    /// `content`: the caller compares them exactly. The table is made at the first question,
+    /// 16 bytes a record; records appended since are not in it (``ContentIndex`` keeps the run's
+    /// own installs), and it is dropped when compaction rebuilds the records.
+    func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
+        lock.lock()
+        defer { lock.unlock() }
+        if contentTable == nil { contentTable = verified.contentTable() }
+        return contentTable?.offsets(for: content).map { verified.record(at: $0) } ?? []
+    }
+
     /// The latest verified records whose packed form `keep` picks, decoded (only those: see
     /// ``VerifiedIndex/records(where:)``), in no particular order.
     func verifiedRecords(where keep: (VerifiedIndex.RecordView) -> Bool) -> [VerifiedRecord] {
@@ -331,6 +344,7 @@ public final class Journal {
         file = FileDescriptor(fd: newFd, displayPath: displayPath)
         // The new file's content, replayed: exactly what the next open would see.
         verified = VerifiedIndex()
+        contentTable = nil
         partials = [:]
         failures = [:]
         lineCount = 0

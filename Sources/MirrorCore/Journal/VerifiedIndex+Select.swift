@@ -1,9 +1,9 @@
 /// Choosing verified records by what the packed record holds, before any is decoded: a journal
 /// of 10^6 files decoded whole (a `String` per path and digest, a dictionary of them) held
 /// 1.2 GB, and two questions asked it of every record: which files the manifest no longer lists
-/// (`--delete`), and which verified file holds the bytes an entry needs (reuse by content,
-/// ``ContentIndex``). Each answer is a handful of records (docs/performance.md, "Questions to
-/// the whole journal").
+/// (`--delete`, ``records(where:)``), and which verified file holds the bytes an entry needs
+/// (reuse by content, ``ContentIndex``, through a ``ContentTable``). Each answer is a handful of
+/// records (docs/performance.md, "Questions to the whole journal").
 extension VerifiedIndex {
     /// A packed record as it lies in the arena, valid only inside the call it is passed to.
     struct RecordView {
@@ -35,6 +35,36 @@ extension VerifiedIndex {
             }
             return ContentHash(value: hasher.finalize())
         }
+    }
+
+    /// Every latest record with its digests as raw bytes, by ``ContentHash``: 16 bytes a record,
+    /// sorted, so a content is found by a binary search and only its records are decoded.
+    struct ContentTable {
+        fileprivate var hashes: [Int] = []
+        fileprivate var offsets: [Int] = []
+
+        /// Arena offsets of the records with this hash (some may hold other contents).
+        func offsets(for hash: ContentHash) -> ArraySlice<Int> {
+            var low = 0, high = hashes.count
+            while low < high {
+                let mid = (low + high) / 2
+                if hashes[mid] < hash.value { low = mid + 1 } else { high = mid }
+            }
+            var end = low
+            while end < hashes.count && hashes[end] == hash.value { end += 1 }
+            return offsets[low ..< end]
+        }
+    }
+
+    func contentTable() -> ContentTable {
+        var pairs: [(hash: Int, offset: Int)] = []
+        pairs.reserveCapacity(count)
+        for slot in slots where slot > 1 {
+            let offset = Int(slot & VerifiedIndex.offsetMask) - 2
+            if let hash = withRecord(at: offset, { RecordView(base: $0).content }) { pairs.append((hash.value, offset)) }
+        }
+        pairs.sort { $0.hash < $1.hash }
+        return ContentTable(hashes: pairs.map(\.hash), offsets: pairs.map(\.offset))
     }
 
     /// The latest records `keep` picks, decoded, in no particular order.

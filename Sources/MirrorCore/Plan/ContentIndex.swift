@@ -10,7 +10,9 @@ import Glibc
 /// - a file of the same size in a `--seed` folder (a USB disk, an old tree, a neighbour's share),
 ///   hashed when first asked for and remembered for the run.
 ///
-/// Built on the first question only: a run that downloads nothing never decodes the journal.
+/// The journal is asked through its table of contents (``Journal/verifiedRecords(withContent:)``),
+/// made at the first question: a run that downloads nothing never makes it, and one that does
+/// decodes only the records with the content asked for.
 /// A candidate is only a guess: what is copied is verified like a download.
 final class ContentIndex {
     struct Key: Hashable {
@@ -28,26 +30,25 @@ final class ContentIndex {
     /// DEST (for an atomic DEST, the building folder, then the set it shows).
     private let destinations: [Destination]
     private let seeds: [String]
-    /// The contents the run may ask for (its entries to fetch), asked once, when the index is
-    /// built: only journal records with one of them are decoded.
-    private let wanted: () -> Set<ContentHash>
-    private var installed: [Key: [VerifiedRecord]]?
+    /// Files this run installed, by content (the journal's table holds the files verified before).
+    private var installed: [Key: [VerifiedRecord]] = [:]
     /// Seed files by size (absolute paths), and the digests of those hashed so far.
     private var seedFiles: [Int64: [String]]?
     private var seedDigests: [String: DigestSet] = [:]
 
-    init(journal: Journal, destinations: [Destination], seeds: [String], wanted: @escaping () -> Set<ContentHash>) {
+    init(journal: Journal, destinations: [Destination], seeds: [String]) {
         self.journal = journal
         self.destinations = destinations
         self.seeds = seeds
-        self.wanted = wanted
     }
 
     /// An unchanged file in DEST, else a seed file, whose bytes should be `entry`'s; nil when none.
     func source(for entry: ManifestEntry) -> Source? {
         let key = Key(size: entry.size, digests: entry.digests.mapValues(\.hex))
-        if installed == nil { installed = indexJournal() }
-        for record in installed?[key] ?? [] where !record.identity.path.utf8.elementsEqual(entry.path.utf8) {
+        // Picked by a hash of size and digests, so compared exactly before anything is offered.
+        let known = journal.verifiedRecords(withContent: ContentHash(size: entry.size, digests: entry.digests))
+            .filter { Key(size: $0.identity.size, digests: $0.identity.digests) == key }
+        for record in known + (installed[key] ?? []) where !record.identity.path.utf8.elementsEqual(entry.path.utf8) {
             for destination in destinations {
                 guard let status = try? destination.status(of: record.identity.path), record.matches(status),
                       let file = try? destination.openForReading(record.identity.path) else { continue }
@@ -58,24 +59,9 @@ final class ContentIndex {
     }
 
     /// A file this run installed (and journaled as verified): a source for the entries that
-    /// wait for its content (``SyncRunner``'s same-run duplicates). Before the index is built,
-    /// the journal already holds it.
+    /// wait for its content (``SyncRunner``'s same-run duplicates).
     func add(_ record: VerifiedRecord) {
-        guard installed != nil else { return }
-        installed?[Key(size: record.identity.size, digests: record.identity.digests), default: []].append(record)
-    }
-
-    /// The journal's verified files with a content the run wants, by content. A record picked by
-    /// its ``ContentHash`` alone is filed under its exact size and digests, so one that only
-    /// shares the key with an entry is never offered for it.
-    private func indexJournal() -> [Key: [VerifiedRecord]] {
-        let wanted = wanted()
-        var out: [Key: [VerifiedRecord]] = [:]
-        guard !wanted.isEmpty else { return out }
-        for v in journal.verifiedRecords(where: { view in view.content.map(wanted.contains) ?? false }) {
-            out[Key(size: v.identity.size, digests: v.identity.digests), default: []].append(v)
-        }
-        return out
+        installed[Key(size: record.identity.size, digests: record.identity.digests), default: []].append(record)
     }
 
     private func seedSource(for entry: ManifestEntry) -> Source? {

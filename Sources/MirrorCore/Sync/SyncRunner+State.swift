@@ -33,9 +33,7 @@ extension SyncRunner {
         journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
         if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         installer = Installer(destination: destination, partialFolder: partials, journal: journal)
-        contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds) {
-            [unowned self] in Set(allTasks.lazy.filter { !$0.isRetired }.map { ContentHash(size: $0.entry.size, digests: $0.entry.digests) })
-        }
+        contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)
         localTrees = [destination] + (current.map { [$0] } ?? [])
         return (lock, current)
     }

@@ -2,8 +2,8 @@ import Testing
 @testable import MirrorCore
 import MirrorTestSupport
 
-/// Choosing verified records before decoding them (``VerifiedIndex/records(where:)``): by path for
-/// `--delete`, by content for reuse. A record and an entry with the same size and digests have
+/// Choosing verified records before decoding them (``VerifiedIndex/records(where:)``,
+/// ``VerifiedIndex/ContentTable``): by path for `--delete`, by content for reuse. A record and an entry with the same size and digests have
 /// the same ``ContentHash``; a record with other bytes, another size, or a digest only the entry
 /// has, does not.
 @Suite struct VerifiedSelectionTests {
@@ -28,9 +28,12 @@ import MirrorTestSupport
         let stored = [try Self.entry("a.bin", size: 10, sha256: 1), try Self.entry("b.bin", size: 10, sha256: 2),
                       try Self.entry("c.bin", size: 11, sha256: 1), try Self.entry("d.bin", size: 10, sha256: 1, sha512: 9)]
         let index = index(stored)
+        let table = index.contentTable()
         func picked(for entry: ManifestEntry) -> [String] {
             let wanted = ContentHash(size: entry.size, digests: entry.digests)
-            return index.records { $0.content == wanted }.map(\.identity.path).sorted()
+            let byTable = table.offsets(for: wanted).map { index.record(at: $0).identity.path }.sorted()
+            #expect(byTable == index.records { $0.content == wanted }.map(\.identity.path).sorted())
+            return byTable
         }
         #expect(picked(for: try Self.entry("renamed.bin", size: 10, sha256: 1)) == ["a.bin"])
         #expect(picked(for: try Self.entry("x", size: 10, sha256: 2)) == ["b.bin"])
