@@ -15,13 +15,14 @@ extension ConsoleReport {
         }.sorted { $0.path < $1.path }
     }
 
-    /// `retired`: the entries installed so far, whose tasks are no longer in `tasks` (``SyncRunner/retire(_:)``).
-    func transferProgress(tasks: [EntryTask], retired: RetiredTasks = RetiredTasks(), active: [EntryTask],
-                          waiting: [EntryTask] = [], finished: Int) {
+    /// `retired`: the entries installed so far, whose tasks are no longer in `tasks` (``SyncRunner/retire(_:)``);
+    /// `planned`: the plan's entries whose tasks are not made yet (``PlannedEntries``).
+    func transferProgress(tasks: [EntryTask], retired: RetiredTasks = RetiredTasks(), planned: (count: Int, bytes: Int64) = (0, 0),
+                          active: [EntryTask], waiting: [EntryTask] = [], finished: Int) {
         guard let progress else { return }
         let now = monotonicSeconds()
         guard progress.isDue(now: now) else { return }
-        var done = retired.bytes, total = retired.bytes, received = retired.received
+        var done = retired.bytes, total = retired.bytes + planned.bytes, received = retired.received
         for task in tasks where !task.isRetired {
             let size = task.entry.size
             total += size
@@ -29,7 +30,7 @@ extension ConsoleReport {
             received += task.partial?.bytesReceived ?? 0
         }
         let files = ConsoleReport.progressFiles(active)
-        let filesTotal = tasks.count - retired.stillListed + retired.count
+        let filesTotal = tasks.count - retired.stillListed + retired.count + planned.count
         let snapshot = ProgressSnapshot(active: files, filesDone: min(finished, filesTotal), filesTotal: filesTotal,
                                         bytesDone: done, bytesTotal: total,
                                         rate: progress.measure(now: now, bytesReceived: received),

@@ -28,6 +28,10 @@ final class Scheduler {
     /// cost of seconds to minutes); the taken part is dropped once it is half the array.
     private var queue: [EntryTask] = []
     private var head = 0
+    /// The plan's entries, which come before the queue: everything enqueued later (a retry, an
+    /// entry a check found changed, a duplicate released) was appended after them before they
+    /// waited here, and still starts after them.
+    var planned: PlannedEntries?
     private(set) var waiting: [EntryTask] = []
     /// The entry each running request is for.
     private var requests: [ObjectIdentifier: EntryTask] = [:]
@@ -48,7 +52,7 @@ final class Scheduler {
 
     // MARK: The queue
 
-    /// Entries ready to start, in order.
+    /// Entries of the queue ready to start, in order (after ``planned``'s).
     var ready: ArraySlice<EntryTask> { queue[head...] }
 
     /// The entry may start at the loop's next turn.
@@ -82,15 +86,22 @@ final class Scheduler {
 
     /// The first ready entry, taken off the queue, when an entry slot and a connection are free.
     func nextToStart() -> EntryTask? {
-        guard runningTasks < jobs + readAhead, requests.count < connectionLimit + readAhead, head < queue.count else { return nil }
+        guard runningTasks < jobs + readAhead, requests.count < connectionLimit + readAhead else { return nil }
+        if let planned, planned.remaining > 0 { return planned.next() }
+        guard head < queue.count else { return nil }
         let task = queue[head]
         head += 1
         if head >= 1024 && head * 2 >= queue.count { dropTaken() }
         return task
     }
 
-    /// Entries queued or waiting: what a stop leaves for a later run.
+    /// Entries queued or waiting, with their tasks: what a stop leaves for a later run (and the
+    /// plan's entries not yet started, ``unstartedCount``).
     var unstarted: [EntryTask] { Array(ready) + waiting }
+    var unstartedCount: Int { (planned?.remaining ?? 0) + ready.count + waiting.count }
+
+    /// Entries that may start: the plan's and the queue's.
+    var readyCount: Int { (planned?.remaining ?? 0) + ready.count }
 
     // MARK: Slots
 
@@ -118,7 +129,7 @@ final class Scheduler {
     }
 
     /// Nothing queued, waiting or running.
-    var isIdle: Bool { requests.isEmpty && head == queue.count && waiting.isEmpty }
+    var isIdle: Bool { requests.isEmpty && readyCount == 0 && waiting.isEmpty }
 
     // MARK: Time and stopping
 

@@ -52,7 +52,7 @@ extension SyncRunner {
     /// filling the disk, failing mid-run and leaving partials that take the space of files that
     /// were already there.
     func requireSpace() throws {
-        guard !scheduler.ready.isEmpty, let partialFolder, let destination else { return }
+        guard scheduler.readyCount > 0, let partialFolder, let destination else { return }
         let space: FileDescriptor.Space
         do { space = try partialFolder.space() } catch let error as SystemError { throw SyncError.destination(error) }
         let check = SpaceCheck(blockSize: space.blockSize)
@@ -60,10 +60,14 @@ extension SyncRunner {
         // folder is read once (`getdents`) and only the names in it are looked at with `fstatat`,
         // rather than one `fstatat` per entry that mostly finds nothing (5000 for 5000 new files).
         let present = (try? partialFolder.entryNames()).map { Set($0.filter(PartialSweep.isPartialName).map { String(decoding: $0, as: UTF8.self) }) }
-        let files = scheduler.ready.map { task in
-            let held = present.map { !$0.isEmpty && $0.contains(task.partialName) } ?? true
-            return SpaceCheck.File(size: task.entry.size, allocated: held ? partialFolder.allocatedBytes(of: task.partialName) : 0)
+        var files: [SpaceCheck.File] = []
+        func add(_ entry: ManifestEntry, partialName: @autoclosure () -> String) {
+            let name = present.map { $0.isEmpty ? nil : partialName() } ?? partialName()
+            let held = name.map { present?.contains($0) ?? true } ?? false
+            files.append(SpaceCheck.File(size: entry.size, allocated: held ? name.map { partialFolder.allocatedBytes(of: $0) } ?? 0 : 0))
         }
+        scheduler.planned?.forEach { entry, task in add(entry, partialName: task?.partialName ?? PartialFile.name(for: entry.path)) }
+        for task in scheduler.ready { add(task.entry, partialName: task.partialName) }
         let needed = check.needed(files)
         if check.shortfall(needed: needed, free: space.available) != nil {
             throw SyncError.noSpace(destination: destination.path, needed: needed, free: space.available)

@@ -24,22 +24,25 @@ extension SyncRunner {
     }
 
     /// Holds back every queued entry whose content an earlier queued entry will fetch.
+    /// Called after planning, before anything starts: the plan's entries are all in
+    /// ``PlannedEntries`` then, and the tasks of those that wait are made here.
     func holdDuplicates() {
-        guard contentIndex != nil else { return }
-        var first: [ContentKey: EntryTask] = [:]
-        var leaderOf: [ObjectIdentifier: PathKey] = [:]
-        for task in scheduler.ready where task.resume == nil && task.resumeOffset == 0 {
-            guard let key = ContentKey(task.entry) else { continue }
+        guard contentIndex != nil, let planned = scheduler.planned else { return }
+        var first: [ContentKey: ManifestEntry] = [:]
+        // Followers by path bytes (a valid manifest lists each path once).
+        var leaderOf: [PathKey: PathKey] = [:]
+        planned.forEach { entry, task in
+            guard task?.resume == nil, (task?.resumeOffset ?? 0) == 0, let key = ContentKey(entry) else { return }
             if let leader = first[key] {
                 // The copy is found by the whole digest set (``ContentIndex``): only the same set waits.
-                if leader.entry.digests == task.entry.digests { leaderOf[ObjectIdentifier(task)] = PathKey(leader.entry.path) }
+                if leader.digests == entry.digests { leaderOf[PathKey(entry.path)] = PathKey(leader.path) }
             } else {
-                first[key] = task
+                first[key] = entry
             }
         }
         guard !leaderOf.isEmpty else { return }
-        for task in scheduler.withdraw(where: { leaderOf[ObjectIdentifier($0)] != nil }) {
-            if let leader = leaderOf[ObjectIdentifier(task)] { waitingForContent[leader, default: []].append(task) }
+        for task in planned.withdraw(where: { entry, _ in leaderOf[PathKey(entry.path)] != nil }) {
+            if let leader = leaderOf[PathKey(task.entry.path)] { waitingForContent[leader, default: []].append(task) }
         }
     }
 

@@ -134,14 +134,20 @@ public final class SyncRunner {
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partialFolder),
                                     journal: journal)
         var checks: [ManifestEntry] = []
+        let planned = PlannedEntries(entries: manifest.entries) { [unowned self] entry, replacing in
+            makeTask(entry, replacing: replacing)
+        }
+        scheduler.planned = planned
+        var index = 0
         reconciler.forEachAction(in: manifest.entries) { entry, action in
             switch action {
             case .upToDate: summary.upToDate += 1
             case .check: checks.append(entry)
-            case .resume(let offset, let record): addTask(entry, replacing: false, resume: record, offset: offset)
-            case .download(let replacing): addTask(entry, replacing: replacing)
+            case .resume(let offset, let record): planned.append(makeTask(entry, replacing: false, resume: record, offset: offset))
+            case .download(let replacing): planned.append(index: index, replacing: replacing)
             case .blocked(let why): fail(entry, why, unreachable: false)
             }
+            index += 1
         }
 
         do {
@@ -149,12 +155,12 @@ public final class SyncRunner {
         } catch {
             // Stopped before the first request: the run record keeps why, for `status`.
             spaceStop = error
-            summary.pending += scheduler.ready.count
+            summary.pending += scheduler.readyCount
             finishRun()
             throw error
         }
         holdDuplicates()
-        if !scheduler.ready.isEmpty || !checks.isEmpty { try transferAndCheck(checks) }
+        if scheduler.readyCount > 0 || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
         if let fatal { throw SyncError.destination(fatal) }
@@ -180,12 +186,19 @@ public final class SyncRunner {
         }
     }
 
-    func addTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) {
+    /// Queues an entry found during the run (a present file that holds other bytes).
+    func addTask(_ entry: ManifestEntry, replacing: Bool) {
+        scheduler.enqueue(makeTask(entry, replacing: replacing))
+    }
+
+    /// The entry's task, listed among the run's tasks: at planning for a resume, else when the
+    /// entry comes up to start (``PlannedEntries``).
+    func makeTask(_ entry: ManifestEntry, replacing: Bool, resume: PartialRecord? = nil, offset: Int64 = 0) -> EntryTask {
         let sources = options.sourceOrder.sources(forPath: entry.path, manifestSources: manifest.sources(for: entry))
         let task = EntryTask(entry: entry, sources: sources, replacing: replacing,
                              resume: resume, resumeOffset: offset)
-        scheduler.enqueue(task)
         allTasks.append(task)
+        return task
     }
 
     // MARK: - The loop
@@ -258,7 +271,7 @@ public final class SyncRunner {
         // disk a rename needs no data blocks, and if it fails the file stays in .mirror/partial.
         commitBatch()
         let unstarted = scheduler.unstarted
-        let unfinished = unstarted.count + checks.count + heldDuplicates
+        let unfinished = scheduler.unstartedCount + checks.count + heldDuplicates
         if unfinished > 0 || stoppedReason != nil {
             summary.pending += unfinished
             if stoppedReason == nil { stoppedReason = "stopped early" }
@@ -274,8 +287,9 @@ public final class SyncRunner {
     func showProgress() {
         // Without a progress block (--quiet, not a terminal) the loop's turns build no lists for it.
         guard report.progress != nil else { return }
-        report.transferProgress(tasks: allTasks, retired: retired, active: scheduler.activeTasks, waiting: scheduler.waiting,
-                                finished: summary.changed + summary.failed)
+        report.transferProgress(tasks: allTasks, retired: retired,
+                                planned: (scheduler.planned?.remaining ?? 0, scheduler.planned?.remainingBytes ?? 0),
+                                active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
     }
 
     /// A failed attempt at the whole entry: a write error stops the entry (or the run, when the

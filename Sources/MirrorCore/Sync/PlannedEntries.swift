@@ -1,0 +1,84 @@
+/// The entries the plan gave to fetch, in manifest order, each made into an ``EntryTask`` only
+/// when it comes up to start (``Scheduler/nextToStart()``).
+///
+/// Why: a first sync of 10^6 files made 10^6 tasks at planning (about 520 bytes each with their
+/// source URLs) and held them until each was installed: about 1.1 GB at the start
+/// (docs/performance.md, "A first sync of many files"). An entry waiting here is 8 bytes, its
+/// index in the manifest. An entry that resumes an earlier run's bytes has its task made at once
+/// (it holds the journal's record) and keeps its place in the order.
+final class PlannedEntries {
+    private let entries: [ManifestEntry]
+    private let makeTask: (ManifestEntry, Bool) -> EntryTask
+    /// `index << 1 | replacing` for an entry whose task is not made, `-1 - k` for `made[k]`.
+    private var list: [Int] = []
+    private var head = 0
+    private var made: [EntryTask] = []
+    /// The sizes of the entries still here (the progress display's total).
+    private(set) var remainingBytes: Int64 = 0
+
+    /// `makeTask(entry, replacing)` makes the task of an entry as it comes up (and lists it
+    /// among the run's tasks).
+    init(entries: [ManifestEntry], makeTask: @escaping (ManifestEntry, Bool) -> EntryTask) {
+        self.entries = entries
+        self.makeTask = makeTask
+    }
+
+    var remaining: Int { list.count - head }
+
+    /// The manifest's entry at `index`, to fetch from zero.
+    func append(index: Int, replacing: Bool) {
+        list.append(index << 1 | (replacing ? 1 : 0))
+        remainingBytes += entries[index].size
+    }
+
+    /// An entry whose task is made already (a resume).
+    func append(_ task: EntryTask) {
+        made.append(task)
+        list.append(-made.count)
+        remainingBytes += task.entry.size
+    }
+
+    /// The next entry's task, made now if it was not.
+    func next() -> EntryTask? {
+        guard head < list.count else { return nil }
+        let item = list[head]
+        head += 1
+        if head >= 4096 && head * 2 >= list.count {
+            list.removeFirst(head)
+            head = 0
+        }
+        let task = task(for: item)
+        remainingBytes -= task.entry.size
+        return task
+    }
+
+    /// Each entry still here, with its task when it has one, in order.
+    func forEach(_ body: (ManifestEntry, EntryTask?) -> Void) {
+        for item in list[head...] {
+            if item < 0 { body(made[-1 - item].entry, made[-1 - item]) } else { body(entries[item >> 1], nil) }
+        }
+    }
+
+    /// Takes out the entries `pick` chooses, their tasks made, in order; the others keep theirs.
+    func withdraw(where pick: (ManifestEntry, EntryTask?) -> Bool) -> [EntryTask] {
+        var taken: [EntryTask] = []
+        var kept: [Int] = []
+        for item in list[head...] {
+            let picked = item < 0 ? pick(made[-1 - item].entry, made[-1 - item]) : pick(entries[item >> 1], nil)
+            if picked {
+                let task = task(for: item)
+                remainingBytes -= task.entry.size
+                taken.append(task)
+            } else {
+                kept.append(item)
+            }
+        }
+        list = kept
+        head = 0
+        return taken
+    }
+
+    private func task(for item: Int) -> EntryTask {
+        item < 0 ? made[-1 - item] : makeTask(entries[item >> 1], item & 1 == 1)
+    }
+}
