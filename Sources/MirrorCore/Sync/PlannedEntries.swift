@@ -12,9 +12,12 @@ final class PlannedEntries {
     /// `index << 1 | replacing` for an entry whose task is not made, `-1 - k` for `made[k]`.
     private var list: [Int] = []
     private var head = 0
-    private var made: [EntryTask] = []
-    /// The sizes of the entries still here (the progress display's total).
-    private(set) var remainingBytes: Int64 = 0
+    /// Tasks made at planning, each let go (nil) once taken.
+    private var made: [EntryTask?] = []
+    /// Entries still here whose tasks are not made, and their sizes: the progress display counts
+    /// them beside the run's tasks (a task made at planning is among those already).
+    private(set) var unmade = 0
+    private(set) var unmadeBytes: Int64 = 0
 
     /// `makeTask(entry, replacing)` makes the task of an entry as it comes up (and lists it
     /// among the run's tasks).
@@ -28,14 +31,14 @@ final class PlannedEntries {
     /// The manifest's entry at `index`, to fetch from zero.
     func append(index: Int, replacing: Bool) {
         list.append(index << 1 | (replacing ? 1 : 0))
-        remainingBytes += entries[index].size
+        unmade += 1
+        unmadeBytes += entries[index].size
     }
 
     /// An entry whose task is made already (a resume).
     func append(_ task: EntryTask) {
         made.append(task)
         list.append(-made.count)
-        remainingBytes += task.entry.size
     }
 
     /// The next entry's task, made now if it was not.
@@ -47,15 +50,13 @@ final class PlannedEntries {
             list.removeFirst(head)
             head = 0
         }
-        let task = task(for: item)
-        remainingBytes -= task.entry.size
-        return task
+        return take(item)
     }
 
     /// Each entry still here, with its task when it has one, in order.
     func forEach(_ body: (ManifestEntry, EntryTask?) -> Void) {
         for item in list[head...] {
-            if item < 0 { body(made[-1 - item].entry, made[-1 - item]) } else { body(entries[item >> 1], nil) }
+            if item < 0, let task = made[-1 - item] { body(task.entry, task) } else if item >= 0 { body(entries[item >> 1], nil) }
         }
     }
 
@@ -64,21 +65,23 @@ final class PlannedEntries {
         var taken: [EntryTask] = []
         var kept: [Int] = []
         for item in list[head...] {
-            let picked = item < 0 ? pick(made[-1 - item].entry, made[-1 - item]) : pick(entries[item >> 1], nil)
-            if picked {
-                let task = task(for: item)
-                remainingBytes -= task.entry.size
-                taken.append(task)
-            } else {
-                kept.append(item)
-            }
+            let task = item < 0 ? made[-1 - item] : nil
+            let picked = item < 0 ? task.map { pick($0.entry, $0) } ?? false : pick(entries[item >> 1], nil)
+            if picked { taken.append(take(item)) } else { kept.append(item) }
         }
         list = kept
         head = 0
         return taken
     }
 
-    private func task(for item: Int) -> EntryTask {
-        item < 0 ? made[-1 - item] : makeTask(entries[item >> 1], item & 1 == 1)
+    /// The item's task, made now if it was not; a task made at planning is let go here.
+    private func take(_ item: Int) -> EntryTask {
+        if item < 0, let task = made[-1 - item] {
+            made[-1 - item] = nil
+            return task
+        }
+        unmade -= 1
+        unmadeBytes -= entries[item >> 1].size
+        return makeTask(entries[item >> 1], item & 1 == 1)
     }
 }

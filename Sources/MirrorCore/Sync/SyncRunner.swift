@@ -288,7 +288,7 @@ public final class SyncRunner {
         // Without a progress block (--quiet, not a terminal) the loop's turns build no lists for it.
         guard report.progress != nil else { return }
         report.transferProgress(tasks: allTasks, retired: retired,
-                                planned: (scheduler.planned?.remaining ?? 0, scheduler.planned?.remainingBytes ?? 0),
+                                planned: (scheduler.planned?.unmade ?? 0, scheduler.planned?.unmadeBytes ?? 0),
                                 active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
     }
 
@@ -307,9 +307,11 @@ public final class SyncRunner {
     func finishRun() {
         if let error = fatal { fatal = explainedFatal(error) }
         if let partialFolder {
-            // A partial that no task of this run owns belongs to no entry of the manifest (an
-            // up-to-date entry needs none): nothing will ever resume it. Nor does a task whose
-            // download had no name (PartialNaming) own the name: its journal record was forgotten.
+            // A partial that no task of this run owns belongs to no entry that could resume it:
+            // an entry not in the manifest, one that is up to date, one planned from zero whose
+            // task is not made yet (it starts anew when it is), or one downloaded with no name
+            // (PartialNaming), whose journal record was forgotten. Every entry that could resume
+            // has its task from planning (PlannedEntries).
             PartialSweep.removeOrphans(in: partialFolder) {
                 Set(allTasks.lazy.filter { !$0.isRetired && $0.partial?.isUnnamed != true }.map(\.partialName))
             }
