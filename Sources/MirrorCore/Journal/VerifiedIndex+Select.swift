@@ -59,8 +59,7 @@ extension VerifiedIndex {
     func contentTable() -> ContentTable {
         var pairs: [(hash: Int, offset: Int)] = []
         pairs.reserveCapacity(count)
-        for slot in slots where slot > 1 {
-            let offset = Int(slot & VerifiedIndex.offsetMask) - 2
+        for offset in liveOffsets {
             if let hash = withRecord(at: offset, { RecordView(base: $0).content }) { pairs.append((hash.value, offset)) }
         }
         pairs.sort { $0.hash < $1.hash }
@@ -70,9 +69,8 @@ extension VerifiedIndex {
     /// The latest records `keep` picks, decoded, in no particular order.
     func records(where keep: (RecordView) -> Bool) -> [VerifiedRecord] {
         var out: [VerifiedRecord] = []
-        for slot in slots where slot > 1 {
-            let offset = Int(slot & VerifiedIndex.offsetMask) - 2
-            if withRecord(at: offset, { keep(RecordView(base: $0)) }) { out.append(record(at: offset)) }
+        for offset in liveOffsets where withRecord(at: offset, { keep(RecordView(base: $0)) }) {
+            out.append(record(at: offset))
         }
         return out
     }

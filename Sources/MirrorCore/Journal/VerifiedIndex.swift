@@ -29,12 +29,12 @@ struct VerifiedIndex {
     private var arena: [UInt8] = []
     /// 0 empty, 1 removed, else tag (high 24 bits of the hash) << 40 | (arena offset + 2).
     /// Power-of-two size, at most half full (live and removed slots together).
-    private(set) var slots: [UInt64] = Array(repeating: 0, count: 64)
+    private var slots: [UInt64] = Array(repeating: 0, count: 64)
     private var used = 0
     private(set) var count = 0
 
     static let fixedSize = 53
-    static let offsetMask: UInt64 = (1 << 40) - 1
+    private static let offsetMask: UInt64 = (1 << 40) - 1
 
     /// Room for `records` records of about `bytesEach` bytes. Reserved memory that is never
     /// written is never resident, so a generous guess costs address space only.
@@ -261,7 +261,12 @@ struct VerifiedIndex {
 
     /// Every latest record, decoded, in no particular order.
     func forEach(_ body: (VerifiedRecord) -> Void) {
-        for slot in slots where slot > 1 { body(record(at: Int(slot & VerifiedIndex.offsetMask) - 2)) }
+        for offset in liveOffsets { body(record(at: offset)) }
+    }
+
+    /// The arena offset of every latest record (the live slots), in no particular order.
+    var liveOffsets: some Sequence<Int> {
+        slots.lazy.filter { $0 > 1 }.map { Int($0 & VerifiedIndex.offsetMask) - 2 }
     }
 
     func record(at offset: Int) -> VerifiedRecord {
