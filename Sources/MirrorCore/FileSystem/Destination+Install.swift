@@ -30,7 +30,7 @@ extension Destination {
                         syncFolder: Bool = true, expected: FileDescriptor? = nil) throws -> FileStatus {
         installFolderLock.lock()
         defer { installFolderLock.unlock() }
-        var (parent, final, cached) = try installParent(of: relative)
+        let opened = try installParent(of: relative)
         var st = stat()
         let ours = try expected?.stat()
         if let ours {
@@ -41,12 +41,8 @@ extension Destination {
                 throw SystemError("install", display(relative) + " (its partial file was replaced during the download)", code: ELOOP)
             }
         }
-        var moved = mirror_rename_noreplace(partialFolder.fd, name, parent.fd, final) == 0
-        if !moved && errno == ENOENT && cached {
-            // The kept folder was removed (or moved) since the last file: open it again by its path.
-            installFolder = nil
-            (parent, final, cached) = try installParent(of: relative)
-            moved = mirror_rename_noreplace(partialFolder.fd, name, parent.fd, final) == 0
+        let (moved, parent, final) = try intoInstallFolder(of: relative, opened) {
+            mirror_rename_noreplace(partialFolder.fd, name, $0.fd, $1) == 0
         }
         if !moved {
             // EEXIST: something has the name. EINVAL: the filesystem has no RENAME_NOREPLACE.
@@ -78,13 +74,7 @@ extension Destination {
         do {
             installFolderLock.lock()
             defer { installFolderLock.unlock() }
-            var (parent, final, cached) = try installParent(of: relative)
-            var linked = mirror_link_open_file(file.fd, parent.fd, final) == 0
-            if !linked && errno == ENOENT && cached {
-                installFolder = nil
-                (parent, final, cached) = try installParent(of: relative)
-                linked = mirror_link_open_file(file.fd, parent.fd, final) == 0
-            }
+            let (linked, parent, final) = try intoInstallFolder(of: relative) { mirror_link_open_file(file.fd, $0.fd, $1) == 0 }
             if linked { return try placed(final, in: parent, relative: relative, ours: ours, syncFolder: syncFolder) }
         }
         var named = mirror_link_open_file(file.fd, partialFolder.fd, name) == 0
@@ -127,6 +117,23 @@ extension Destination {
         installFolderLock.lock()
         installFolder = nil
         installFolderLock.unlock()
+    }
+
+    /// `move` (a rename or a link of the verified file to the folder and name it is given, true
+    /// when it succeeded) into the folder that receives `relative`. When the kept folder was
+    /// removed (or moved) since the last file (`ENOENT`), it is opened again by its path and
+    /// `move` tried once more; any other failure is left in `errno` for the caller. `opened`: that
+    /// folder as ``installParent(of:)`` gave it already. Called with `installFolderLock` held.
+    private func intoInstallFolder(of relative: String, _ opened: (folder: FileDescriptor, name: String, cached: Bool)? = nil,
+                                   _ move: (FileDescriptor, String) -> Bool) throws -> (moved: Bool, folder: FileDescriptor, name: String) {
+        var (parent, final, cached) = try opened ?? installParent(of: relative)
+        var moved = move(parent, final)
+        if !moved && errno == ENOENT && cached {
+            installFolder = nil
+            (parent, final, cached) = try installParent(of: relative)
+            moved = move(parent, final)
+        }
+        return (moved, parent, final)
     }
 
     /// The folder that receives `relative` (created if missing, ``openParent(of:create:)``), the kept
