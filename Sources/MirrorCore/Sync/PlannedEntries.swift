@@ -10,8 +10,7 @@ final class PlannedEntries {
     private let entries: [ManifestEntry]
     private let makeTask: (ManifestEntry, Bool) -> EntryTask
     /// `index << 1 | replacing` for an entry whose task is not made, `-1 - k` for `made[k]`.
-    private var list: [Int] = []
-    private var head = 0
+    private var list = HeadQueue<Int>()
     /// Tasks made at planning, each let go (nil) once taken.
     private var made: [EntryTask?] = []
     /// Entries still here whose tasks are not made, and their sizes: the progress display counts
@@ -26,7 +25,7 @@ final class PlannedEntries {
         self.makeTask = makeTask
     }
 
-    var remaining: Int { list.count - head }
+    var remaining: Int { list.count }
 
     /// The manifest's entry at `index`, to fetch from zero.
     func append(index: Int, replacing: Bool) {
@@ -43,35 +42,24 @@ final class PlannedEntries {
 
     /// The next entry's task, made now if it was not.
     func next() -> EntryTask? {
-        guard head < list.count else { return nil }
-        let item = list[head]
-        head += 1
-        if head >= 4096 && head * 2 >= list.count {
-            list.removeFirst(head)
-            head = 0
-        }
-        return take(item)
+        list.popFirst().map(take)
     }
 
     /// Each entry still here, with its task when it has one, in order.
     func forEach(_ body: (ManifestEntry, EntryTask?) -> Void) {
-        for item in list[head...] {
+        for item in list.remaining {
             if item < 0, let task = made[-1 - item] { body(task.entry, task) } else if item >= 0 { body(entries[item >> 1], nil) }
         }
     }
 
     /// Takes out the entries `pick` chooses, their tasks made, in order; the others keep theirs.
     func withdraw(where pick: (ManifestEntry, EntryTask?) -> Bool) -> [EntryTask] {
-        var taken: [EntryTask] = []
-        var kept: [Int] = []
-        for item in list[head...] {
-            let task = item < 0 ? made[-1 - item] : nil
-            let picked = item < 0 ? task.map { pick($0.entry, $0) } ?? false : pick(entries[item >> 1], nil)
-            if picked { taken.append(take(item)) } else { kept.append(item) }
+        let picked = list.remaining.filter { item in
+            item < 0 ? made[-1 - item].map { pick($0.entry, $0) } ?? false : pick(entries[item >> 1], nil)
         }
-        list = kept
-        head = 0
-        return taken
+        let removing = Set(picked)  // each item is one entry's, and unique
+        list.removeAll { removing.contains($0) }
+        return picked.map(take)
     }
 
     /// The item's task, made now if it was not; a task made at planning is let go here.

@@ -23,11 +23,8 @@ final class Scheduler {
     /// only into connections that no waiting request is about to take.
     let readAhead: Int
 
-    /// The queue: `queue[head...]` is ready, in order. Taking the first is moving `head`
-    /// (`Array.removeFirst` moves every element after it: at 10^6 entries to fetch, a quadratic
-    /// cost of seconds to minutes); the taken part is dropped once it is half the array.
-    private var queue: [EntryTask] = []
-    private var head = 0
+    /// Entries ready to start, in order (``HeadQueue``: taking the first moves no other).
+    private var queue = HeadQueue<EntryTask>()
     /// The plan's entries, which come before the queue: everything enqueued later (a retry, an
     /// entry a check found changed, a duplicate released) was appended after them before they
     /// waited here, and still starts after them.
@@ -53,23 +50,10 @@ final class Scheduler {
     // MARK: The queue
 
     /// Entries of the queue ready to start, in order (after ``planned``'s).
-    var ready: ArraySlice<EntryTask> { queue[head...] }
+    var ready: ArraySlice<EntryTask> { queue.remaining }
 
     /// The entry may start at the loop's next turn.
     func enqueue(_ task: EntryTask) { queue.append(task) }
-
-    /// Takes out of the queue the tasks `hold` picks (before any has started), in order.
-    func withdraw(where hold: (EntryTask) -> Bool) -> [EntryTask] {
-        dropTaken()
-        let taken = queue.filter(hold)
-        queue.removeAll(where: hold)
-        return taken
-    }
-
-    private func dropTaken() {
-        queue.removeFirst(head)
-        head = 0
-    }
 
     /// The entry waits until its `notBefore` (a back-off, `Retry-After`).
     func park(_ task: EntryTask) { waiting.append(task) }
@@ -88,11 +72,7 @@ final class Scheduler {
     func nextToStart() -> EntryTask? {
         guard runningTasks < jobs + readAhead, requests.count < connectionLimit + readAhead else { return nil }
         if let planned, planned.remaining > 0 { return planned.next() }
-        guard head < queue.count else { return nil }
-        let task = queue[head]
-        head += 1
-        if head >= 1024 && head * 2 >= queue.count { dropTaken() }
-        return task
+        return queue.popFirst()
     }
 
     /// Entries queued or waiting, with their tasks: what a stop leaves for a later run (and the
