@@ -105,11 +105,11 @@ struct PathIndex {
         return nil
     }
 
+    init() {}
+
     /// The paths of `entries` (a valid manifest's: no repeats, no path a folder of another) and
     /// their folders, pointing into the entries' own bytes: what deleting and the building of a
     /// generation ask "is it listed?" of, for 16 bytes a key where a `Set` of `[UInt8]` took ~75.
-    init() {}
-
     init(listing entries: [ManifestEntry]) {
         reserve(entries.count)
         for (i, entry) in entries.enumerated() { _ = insert(entry.pathBytes, line: i) }

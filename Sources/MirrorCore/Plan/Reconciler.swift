@@ -38,8 +38,11 @@ public struct Reconciler {
     /// (``PlanLookAhead``), not asked again.
     func forEachAction(in entries: [ManifestEntry], window: Int = 8192, known: PlanLookAhead.Decided?,
                        _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
+        func action(at i: Int, by reconciler: Reconciler) -> PlannedAction {
+            known?.isUpToDate(i) == true ? .upToDate : reconciler.action(for: entries[i])
+        }
         guard window > 1, entries.count > window, WorkerPool.coreCount > 1 else {
-            for i in entries.indices { try body(entries[i], known?.isUpToDate(i) == true ? .upToDate : action(for: entries[i])) }
+            for i in entries.indices { try body(entries[i], action(at: i, by: self)) }
             return
         }
         let helper = Reconciler(planner: Planner(destination: planner.destination?.sibling(), journal: planner.journal,
@@ -55,9 +58,7 @@ public struct Reconciler {
                 let base = out.baseAddress
                 DispatchQueue.concurrentPerform(iterations: 2) { part in
                     let (from, to, planner) = part == 0 ? (start, middle, self) : (middle, end, helper)
-                    for i in from ..< to {
-                        base?[i - start] = known?.isUpToDate(i) == true ? .upToDate : planner.action(for: entries[i])
-                    }
+                    for i in from ..< to { base?[i - start] = action(at: i, by: planner) }
                 }
             }
             for i in start ..< end { try body(entries[i], actions[i - start]) }

@@ -60,14 +60,19 @@ extension SyncRunner {
         // folder is read once (`getdents`) and only the names in it are looked at with `fstatat`,
         // rather than one `fstatat` per entry that mostly finds nothing (5000 for 5000 new files).
         let present = (try? partialFolder.entryNames()).map { Set($0.filter(PartialSweep.isPartialName).map { String(decoding: $0, as: UTF8.self) }) }
-        var files: [SpaceCheck.File] = []
-        func add(_ entry: ManifestEntry, partialName: @autoclosure () -> String) {
-            let name = present.map { $0.isEmpty ? nil : partialName() } ?? partialName()
-            let held = name.map { present?.contains($0) ?? true } ?? false
-            files.append(SpaceCheck.File(size: entry.size, allocated: held ? name.map { partialFolder.allocatedBytes(of: $0) } ?? 0 : 0))
+        // The blocks an entry's partial file holds: looked at only where the folder has that
+        // name, or could not be read (its name is a SHA-256 of the path: worked out only then).
+        func allocated(_ partialName: @autoclosure () -> String) -> Int64 {
+            guard let present else { return partialFolder.allocatedBytes(of: partialName()) }
+            guard !present.isEmpty else { return 0 }
+            let name = partialName()
+            return present.contains(name) ? partialFolder.allocatedBytes(of: name) : 0
         }
-        scheduler.planned?.forEach { entry, task in add(entry, partialName: task?.partialName ?? PartialFile.name(for: entry.path)) }
-        for task in scheduler.ready { add(task.entry, partialName: task.partialName) }
+        var files: [SpaceCheck.File] = []
+        scheduler.planned?.forEach { entry, task in
+            files.append(SpaceCheck.File(size: entry.size, allocated: allocated(task?.partialName ?? PartialFile.name(for: entry.path))))
+        }
+        for task in scheduler.ready { files.append(SpaceCheck.File(size: task.entry.size, allocated: allocated(task.partialName))) }
         let needed = check.needed(files)
         if check.shortfall(needed: needed, free: space.available) != nil {
             throw SyncError.noSpace(destination: destination.path, needed: needed, free: space.available)
