@@ -70,12 +70,20 @@ extension Destination {
     /// `syncFolder` as for ``install(partial:from:to:syncFolder:expected:)``.
     public func install(unnamed file: FileDescriptor, name: String, partialFolder: FileDescriptor, to relative: String,
                         syncFolder: Bool = true) throws -> FileStatus {
-        let ours = try file.stat()
         do {
             installFolderLock.lock()
             defer { installFolderLock.unlock() }
-            let (linked, parent, final) = try intoInstallFolder(of: relative) { mirror_link_open_file(file.fd, $0.fd, $1) == 0 }
-            if linked { return try placed(final, in: parent, relative: relative, ours: ours, syncFolder: syncFolder) }
+            let (linked, parent, _) = try intoInstallFolder(of: relative) { mirror_link_open_file(file.fd, $0.fd, $1) == 0 }
+            if linked {
+                // The new name is this very inode: a link makes it or fails, and never replaces.
+                // Its status is the open file's (`fstat`, after the link changed its ctime), so the
+                // journal vouches for the inode verified whatever happens to the name later; a
+                // file swapped in afterwards fails the next run's compare (docs/journal.md, rule 3).
+                // One call where `fstatat` of the name and a compare with the file took two.
+                let status = try file.stat()
+                if syncFolder { try parent.sync() }
+                return status
+            }
         }
         var named = mirror_link_open_file(file.fd, partialFolder.fd, name) == 0
         if !named && errno == EEXIST {

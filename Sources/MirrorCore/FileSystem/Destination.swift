@@ -196,8 +196,13 @@ public final class Destination {
         Destination(path: path, root: root, stateRoot: stateRoot, generations: generations)
     }
 
-    /// The last folder ``status(of:)`` opened, kept open for the next entries in it.
-    private var statusCache: (path: String, fd: Int32)?
+    /// The last folder ``status(of:)`` looked for: open, kept for the next entries in it, or nil
+    /// when it did not exist, so that the next entries in a missing folder (every entry of a first
+    /// sync) cost no `openat2` each. A folder this DEST makes (``openFolder(_:create:for:from:)``)
+    /// ends a cached absence; a folder made by someone else meanwhile only makes its files look
+    /// absent a little longer, which costs a download that a link then refuses to put over them
+    /// (``install(unnamed:name:partialFolder:to:syncFolder:)`` renames instead): never a wrong file.
+    private var statusCache: (path: String, fd: Int32?)?
     private let statusCacheLock = Lock()
     /// The last folder ``install(partial:from:to:syncFolder:expected:)`` renamed into, kept open
     /// for the next files of a batch (they are mostly in the same folder).
@@ -205,7 +210,7 @@ public final class Destination {
     let installFolderLock = Lock()
 
     deinit {
-        if let cached = statusCache { close(cached.fd) }
+        if let fd = statusCache?.fd { close(fd) }
     }
 
     /// A descriptor for `folder` (beneath DEST, opened without following symlinks), or nil when it
@@ -213,18 +218,33 @@ public final class Destination {
     /// way. The caller holds `statusCacheLock` while it uses the descriptor.
     private func statusFolder(_ folder: String, for relative: String, missing: inout Bool) throws -> Int32? {
         // Bytes, not `String ==`: the NFC and NFD spellings of a folder are two folders here.
-        if let cached = statusCache, cached.path.utf8.elementsEqual(folder.utf8) { return cached.fd }
+        if let cached = statusCache, cached.path.utf8.elementsEqual(folder.utf8) {
+            missing = cached.fd == nil
+            return cached.fd
+        }
         let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno
             // ENOTDIR: a file, or a symlink (O_NOFOLLOW with O_DIRECTORY says so for both).
             missing = code == ENOENT
+            if missing { cacheStatusFolder(folder, nil) }
             if code == ENOENT || code == ENOTDIR { return nil }
             throw openFailure("inspect", relative, code: code)
         }
-        if let cached = statusCache { close(cached.fd) }
-        statusCache = (folder, fd)
+        cacheStatusFolder(folder, fd)
         return fd
+    }
+
+    private func cacheStatusFolder(_ folder: String, _ fd: Int32?) {
+        if let old = statusCache?.fd { close(old) }
+        statusCache = (folder, fd)
+    }
+
+    /// A folder was made: a cached absence may be about it.
+    private func forgetMissingStatusFolder() {
+        statusCacheLock.lock()
+        if let cached = statusCache, cached.fd == nil { statusCache = nil }
+        statusCacheLock.unlock()
     }
 
     /// Opens a file under DEST for reading, refusing a symlink at any component.
@@ -271,6 +291,7 @@ public final class Destination {
                 if mkdirat(current.fd, component, 0o755) != 0 && errno != EEXIST {
                     throw SystemError("create folder", display(walked))
                 }
+                forgetMissingStatusFolder()
                 // The new entry in `current` must survive a crash before anything inside it is journaled.
                 try current.sync()
                 fd = SafePath.open(component, beneath: current.fd, flags: O_RDONLY | O_DIRECTORY)

@@ -8,7 +8,17 @@ import Glibc
 extension JournalRecord {
     /// The record as one line, checksum first, newline last.
     public func encodedLine() -> [UInt8] {
+        var line: [UInt8] = []
+        encode(into: &line)
+        return line
+    }
+
+    /// Appends the record's line to `line`: the checksum's place first, the body, then the
+    /// checksum of the body written into its place. One buffer, reserved once, where a body and
+    /// a line built apart grew two arrays a record (a group commit encodes thousands).
+    func encode(into line: inout [UInt8]) {
         var fields: [(String, String)] = []
+        fields.reserveCapacity(12)
         let kind: String
         func identity(_ id: EntryIdentity) {
             fields.append(("path", id.path))
@@ -52,18 +62,21 @@ extension JournalRecord {
             if let reason = r.reason { fields.append(("reason", reason)) }
             if let manifest = r.manifest { fields.append(("manifest", manifest)) }
         }
-        var body = Array(kind.utf8)
-        for (key, value) in fields {
-            body.append(UInt8(ascii: " "))
-            body.append(contentsOf: key.utf8)
-            body.append(UInt8(ascii: "="))
-            JournalRecord.percentEncode(value, into: &body)
-        }
-        var line = Array(JournalRecord.hex8(JournalRecord.checksum(body)).utf8)
+        line.reserveCapacity(line.count + 256)
+        let crcStart = line.count
+        line.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 8))
         line.append(UInt8(ascii: " "))
-        line.append(contentsOf: body)
+        let bodyStart = line.count
+        line.append(contentsOf: kind.utf8)
+        for (key, value) in fields {
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: key.utf8)
+            line.append(UInt8(ascii: "="))
+            JournalRecord.percentEncode(value, into: &line)
+        }
+        let crc = JournalRecord.checksum(line[bodyStart...])
+        for i in 0 ..< 8 { line[crcStart + i] = JournalRecord.hexLower[Int((crc >> (28 - 4 * UInt32(i))) & 0xf)] }
         line.append(UInt8(ascii: "\n"))
-        return line
     }
 
     /// Decodes one line (without its newline). nil when the checksum does not match or a field is
@@ -126,6 +139,7 @@ extension JournalRecord {
     static let verifiedPrefix = Array(" verified path=".utf8)
 
     static let hexUpper = Array("0123456789ABCDEF".utf8)
+    static let hexLower = Array("0123456789abcdef".utf8)
 
     /// The values of one line, as slices of it, by key.
     private struct Fields {

@@ -44,15 +44,20 @@ final class ContentIndex {
 
     /// An unchanged file in DEST, else a seed file, whose bytes should be `entry`'s; nil when none.
     func source(for entry: ManifestEntry) -> Source? {
-        let key = Key(size: entry.size, digests: entry.digests.mapValues(\.hex))
         // Picked by a hash of size and digests, so compared exactly before anything is offered.
         let known = journal.verifiedRecords(withContent: ContentHash(size: entry.size, digests: entry.digests))
-            .filter { Key(size: $0.identity.size, digests: $0.identity.digests) == key }
-        for record in known + (installed[key] ?? []) where !record.identity.path.utf8.elementsEqual(entry.path.utf8) {
-            for destination in destinations {
-                guard let status = try? destination.status(of: record.identity.path), record.matches(status),
-                      let file = try? destination.openForReading(record.identity.path) else { continue }
-                return Source(file: file, display: destination.display(record.identity.path))
+        // The exact key (digests as the journal writes them) only when some file may hold the
+        // content: most entries of a first sync have none, and it is two strings an entry.
+        if !known.isEmpty || !installed.isEmpty {
+            let key = Key(size: entry.size, digests: entry.digests.mapValues(\.hex))
+            let candidates = known.filter { Key(size: $0.identity.size, digests: $0.identity.digests) == key }
+                + (installed[key] ?? [])
+            for record in candidates where !record.identity.path.utf8.elementsEqual(entry.path.utf8) {
+                for destination in destinations {
+                    guard let status = try? destination.status(of: record.identity.path), record.matches(status),
+                          let file = try? destination.openForReading(record.identity.path) else { continue }
+                    return Source(file: file, display: destination.display(record.identity.path))
+                }
             }
         }
         return seedSource(for: entry)

@@ -48,8 +48,10 @@ public struct Planner {
         let status = try destination?.status(of: entry.path)
         // The no-op path: one stat and one journal line compared in place (docs/journal.md, rule 3).
         if let status, let journal, journal.isVerified(entry, status: status) { return .upToDate }
-        let identity = EntryIdentity(entry)
         let records = journal?.records(for: entry.path)
+        // Hex digests and a path string: made only when there is a record to compare them with
+        // (none for any file of a first sync).
+        let identity = records.map { _ in EntryIdentity(entry) }
 
         if let status {
             if !status.isRegularFile {

@@ -63,8 +63,10 @@ public final class ConsoleReport {
     }
 
     /// Appends to `--log-file`, if any; a failed write is reported once and the run goes on.
-    public func logLine(_ level: String, _ message: String) {
-        guard let log, let error = log.write(level, message) else { return }
+    /// The message is built only when there is a log: a run without one (the usual cron run)
+    /// should not format a line per file for nobody.
+    public func logLine(_ level: String, _ message: @autoclosure () -> String) {
+        guard let log, let error = log.write(level, message()) else { return }
         printError("\(error) (the log file is not written for the rest of this run)")
     }
 

@@ -118,9 +118,10 @@ final class Installer {
         do {
             if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
             CrashPoint.hit("install-before-record")
-            for (item, status) in installed {
-                try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(item.task.entry), status: status)), durable: false)
-            }
+            // The partial file's identity is its entry's (``PartialFile/identity``), already made.
+            try journal.append(installed.map { item, status in
+                .verified(VerifiedRecord(identity: item.partial.identity, status: status))
+            })
             try journal.sync()
         } catch let error as SystemError {
             // The files are in place and complete; without their records the next run hashes them.

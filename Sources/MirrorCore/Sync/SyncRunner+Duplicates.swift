@@ -15,11 +15,12 @@ extension SyncRunner {
         var low: UInt64
 
         init?(_ entry: ManifestEntry) {
-            guard entry.size > 0, let digest = entry.digests[.sha256] ?? entry.digests[.sha512],
-                  digest.bytes.count >= 16 else { return nil }
-            size = entry.size
-            high = digest.bytes[0 ..< 8].reduce(0) { $0 << 8 | UInt64($1) }
-            low = digest.bytes[8 ..< 16].reduce(0) { $0 << 8 | UInt64($1) }
+            guard entry.size > 0, let digest = entry.digests[.sha256] ?? entry.digests[.sha512] else { return nil }
+            guard let (high, low) = digest.withUnsafeBytes({ bytes -> (UInt64, UInt64)? in
+                guard bytes.count >= 16 else { return nil }
+                return (bytes[0 ..< 8].reduce(0) { $0 << 8 | UInt64($1) }, bytes[8 ..< 16].reduce(0) { $0 << 8 | UInt64($1) })
+            }) else { return nil }
+            (size, self.high, self.low) = (entry.size, high, low)
         }
     }
 

@@ -101,7 +101,7 @@ public final class Download {
 
     private func configure(ifRange: String?, settings: TransferSettings) throws {
         var headerLines = try settings.configure(easy, url: url)
-        try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        try easy.set(CURLOPT_BUFFERSIZE, Download.receiveBufferSize(expecting: expectedBody))
         // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
         // A segment asks for its own end; a resume for the rest of the file. CURLOPT_HTTPHEADER
         // replaces the whole list, so If-Range joins the security headers in one call.
@@ -122,6 +122,21 @@ public final class Download {
         if mirror_curl_easy_setopt_xferinfo_callback(easy.handle, downloadProgressCallback) != CURLE_OK {
             throw CurlSetupError(what: "cannot set CURLOPT_XFERINFOFUNCTION")
         }
+    }
+
+    /// Bytes this request should bring: the rest of the file, or of the segment.
+    private var expectedBody: Int64 { (requestedEnd.map { $0 + 1 } ?? target.identity.size) - requestedOffset }
+
+    /// `CURLOPT_BUFFERSIZE` for a body of `expected` bytes: 256 KiB, which halves the write
+    /// callbacks and system calls of a large file against libcurl's 16 KiB, or, when the body is
+    /// smaller, the body and 16 KiB for the response header, rounded up to 16 KiB: one read and
+    /// one write still take a small file whole. libcurl allocates the buffer per easy handle, and
+    /// a 256 KiB `malloc` and `free` for every 16 KiB file cost glibc a `malloc_consolidate` each
+    /// time (2 % of a 5000-file run in `perf`).
+    static func receiveBufferSize(expecting expected: Int64) -> Int {
+        let large: Int64 = 256 * 1024, step: Int64 = 16 * 1024
+        let wanted = max(0, expected) + step
+        return Int(wanted >= large ? large : (wanted + step - 1) / step * step)
     }
 
     /// libcurl reads the body of a redirect it follows and drops it, without calling the write

@@ -50,18 +50,23 @@ public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
         withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 
+    /// Lowercase hex, written straight into the string's storage: one allocation, where building
+    /// an array first took four (the journal writes a digest for every file it installs).
     public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
         withUnsafeBytes { bytes in
-            for b in bytes {
-                out.append(digits[Int(b >> 4)])
-                out.append(digits[Int(b & 0x0f)])
+            String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+                var i = 0
+                for b in bytes {
+                    out[i] = Digest.hexDigit(b >> 4)
+                    out[i + 1] = Digest.hexDigit(b & 0x0f)
+                    i += 2
+                }
+                return i
             }
         }
-        return String(decoding: out, as: UTF8.self)
     }
+
+    private static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") - 10 + v }
 
     public var description: String { hex }
 

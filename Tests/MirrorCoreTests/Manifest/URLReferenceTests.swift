@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+import MirrorTestSupport
 
 /// RFC 3986 §5.4.1 "Normal Examples" (all of them) and some of §5.4.2 "Abnormal Examples".
 private let rfcBase = "http://a/b/c/d;p?q"
@@ -47,4 +48,27 @@ func resolvesRFC3986Examples(_ i: Int) {
     #expect(URLReference.encodePathComponent("Az09-._~!$'()*,") == "Az09-._~!$'()*,")
     #expect(URLReference.encodePathComponent("\u{1}\u{7f}\"<>[]\\^`{|}")
             == "%01%7F%22%3C%3E%5B%5D%5C%5E%60%7B%7C%7D")
+}
+
+/// The joining shortcut agrees with §5.2 step by step on every reference it takes, over random
+/// references and bases built from the characters that matter (dots, slashes, ":", "?", "#").
+@Test func joiningAgreesWithTheStepByStepResolution() {
+    let seed = UInt64.random(in: 1 ... .max)
+    var random = SeededRandom(seed: seed)
+    let pieces = ["a", "b", "/", ".", "..", ":", "?", "#", "%2e", ";x", "@", "8", "-"]
+    let bases = ["http://h/", "http://h:8080/lab/", "https://u:p@h/a/b/", "file:///srv/", "http://h/./x/",
+                 "http://h/a/../", "http://h/a?q/", "http://h/a#f/", "x+y.z:/p/", "http://h/a", "1x://h/", "http://h//"]
+    var joined = 0
+    for _ in 0 ..< 20_000 {
+        let reference = (0 ..< random.inRange(0 ... 6)).map { _ in random.pick(pieces) }.joined()
+        let base = random.pick(bases)
+        guard let fast = URLReference.join(reference, to: base) else { continue }
+        joined += 1
+        #expect(fast == URLReference.resolveBySplitting(reference, against: base),
+                "seed \(seed): \"\(reference)\" against \"\(base)\"")
+    }
+    #expect(joined > 1000, "seed \(seed): the shortcut took only \(joined) references")
+    #expect(URLReference.join("small/f00001.bin", to: "http://127.0.0.1:28431/") == "http://127.0.0.1:28431/small/f00001.bin")
+    #expect(URLReference.join("a/./b", to: "http://h/") == nil)
+    #expect(URLReference.join("a", to: "http://h/?q/") == nil)
 }

@@ -55,6 +55,18 @@ extension InstallerTests {
         #expect(try partialFolderNames().isEmpty)
     }
 
+    /// ``Destination/status(of:)`` remembers a missing folder for the next entries in it; the
+    /// folder the install makes must end that, or the file just installed would look absent.
+    @Test func aFolderTheInstallMakesIsSeenByTheNextLook() throws {
+        #expect(try destination.status(of: "new/x.bin") == nil)
+        #expect(try destination.status(of: "new/y.bin") == nil)
+        let (task, partial) = try unnamedDownload("new/x.bin")
+        let done = try installUnnamed(task, partial)
+        #expect(done.installed.count == 1)
+        let status = try #require(try destination.status(of: "new/x.bin"))
+        #expect(journal.isVerified(task.entry, status: status))
+    }
+
     @Test func aFileAlreadyAtThePathIsReplacedByRename() throws {
         try write([UInt8](repeating: 7, count: 10), to: dir.path("r.bin"))
         // An earlier run's partial file under the same name is no obstacle.
