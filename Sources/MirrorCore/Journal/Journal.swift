@@ -298,6 +298,15 @@ public final class Journal {
         lineCount += records.count
     }
 
+    /// Room in memory for `count` more verified records: the files a run is about to fetch
+    /// (``VerifiedIndex/reserve(additional:bytesEach:)``; reserved memory never written is never
+    /// resident).
+    public func reserveVerified(additional count: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        verified.reserve(additional: count, bytesEach: 112)
+    }
+
     /// Makes every appended record durable.
     public func sync() throws {
         lock.lock()

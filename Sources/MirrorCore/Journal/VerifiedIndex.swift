@@ -45,6 +45,17 @@ struct VerifiedIndex {
         if size > slots.count { rehash(size) }
     }
 
+    /// Room for `additional` more records beyond those held: a run about to install that many
+    /// files. The arena grows once, rather than doubling as records come, each doubling a copy
+    /// with the old arena still held (at 10^6 files, 64 and 128 MB at once).
+    mutating func reserve(additional: Int, bytesEach: Int) {
+        guard additional > 0 else { return }
+        arena.reserveCapacity(arena.count + additional * bytesEach)
+        var size = slots.count
+        while size < (used + additional) * 2 { size *= 2 }
+        if size > slots.count { rehash(size) }
+    }
+
     // MARK: - Writing
 
     /// Appends the packed record and makes it the path's latest. `digests` are the values as the

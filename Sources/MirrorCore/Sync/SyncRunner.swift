@@ -160,6 +160,7 @@ public final class SyncRunner {
             throw error
         }
         holdDuplicates()
+        journal.reserveVerified(additional: scheduler.readyCount)
         if scheduler.readyCount > 0 || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
