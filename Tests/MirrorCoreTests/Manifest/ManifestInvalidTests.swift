@@ -159,6 +159,10 @@ let invalidManifests: [InvalidManifest] = [
                     "sha256 must be 64 hex digits, found 63 characters"),
     InvalidManifest("sha256 not hex", F.oneEntry(sha256: "g" + sha.dropFirst()), 6, 13,
                     "sha256 must be 64 hex digits (0-9, a-f), found the non-hex character \"g\" at position 1"),
+    InvalidManifest("sha256 not hex further on", F.oneEntry(sha256: String(sha.prefix(39)) + "x" + sha.dropFirst(40)), 6, 13,
+                    "found the non-hex character \"x\" at position 40"),
+    InvalidManifest("sha256 not hex at the end", F.oneEntry(sha256: String(sha.dropLast()) + "-"), 6, 13,
+                    "found the non-hex character \"-\" at position 64"),
     InvalidManifest("sha512 wrong length", F.oneEntry("    sha512: \(sha)"), 7, 13,
                     "sha512 must be 128 hex digits, found 64 characters"),
 
