@@ -198,9 +198,10 @@ public final class Destination {
 
     /// The last folder ``status(of:)`` looked for: open, kept for the next entries in it, or nil
     /// when it did not exist, so that the next entries in a missing folder (every entry of a first
-    /// sync) cost no `openat2` each. A folder this DEST makes (``openFolder(_:create:for:from:)``)
-    /// ends a cached absence; a folder made by someone else meanwhile only makes its files look
-    /// absent a little longer, which costs a download that a link then refuses to put over them
+    /// sync) cost no `openat2` each. A folder this object makes (``openFolder(_:create:for:from:)``)
+    /// ends a cached absence; a folder made by someone else meanwhile (another process, or
+    /// through another `Destination` of the same tree: a ``sibling()`` only plans, before any
+    /// install) only makes its files look absent a little longer, which costs a download that a link then refuses to put over them
     /// (``install(unnamed:name:partialFolder:to:syncFolder:)`` renames instead): never a wrong file.
     private var statusCache: (path: String, fd: Int32?)?
     private let statusCacheLock = Lock()

@@ -62,7 +62,8 @@ extension JournalRecord {
             if let reason = r.reason { fields.append(("reason", reason)) }
             if let manifest = r.manifest { fields.append(("manifest", manifest)) }
         }
-        line.reserveCapacity(line.count + 256)
+        // Room for a usual line; growing by doubling, since a batch encodes many into one buffer.
+        if line.capacity < line.count + 256 { line.reserveCapacity(max(2 * line.count, line.count + 256)) }
         let crcStart = line.count
         line.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 8))
         line.append(UInt8(ascii: " "))

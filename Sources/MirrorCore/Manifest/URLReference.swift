@@ -125,8 +125,10 @@ public enum URLReference {
             }
             return !(atStart && (dots == 1 || dots == 2))
         }
-        // The base: a §3.1 scheme, then ":" and the rest, plain as well (a ":" there is the
-        // authority's port or user information, or part of the path: harmless once a scheme is read).
+        // The base: a §3.1 scheme, then ":" and a rest that starts with "/" (a path with no
+        // authority: "x:./" would lose its "." segment), and, with an authority ("//"), has a path
+        // after it ("file://" has an empty one, which §5.2.3 merges as "/"). The rest is plain as
+        // well; a ":" in it is the port or user information, or part of the path.
         var schemeEnd = base.utf8.startIndex
         var sawColon = false
         for index in base.utf8.indices {
@@ -137,7 +139,10 @@ public enum URLReference {
             if !ok { return nil }
         }
         guard sawColon, schemeEnd != base.utf8.startIndex else { return nil }
-        guard plain(base.utf8[base.utf8.index(after: schemeEnd)...], segmentStart: false, colons: true),
+        let rest = base.utf8[base.utf8.index(after: schemeEnd)...]
+        guard rest.first == slash else { return nil }
+        if rest.starts(with: [slash, slash]), !rest.dropFirst(2).contains(slash) { return nil }
+        guard plain(rest, segmentStart: true, colons: true),
               plain(reference.utf8, segmentStart: true, colons: false) else { return nil }
         return base + reference
     }

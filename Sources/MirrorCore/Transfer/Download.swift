@@ -135,8 +135,9 @@ public final class Download {
     /// time (2 % of a 5000-file run in `perf`).
     static func receiveBufferSize(expecting expected: Int64) -> Int {
         let large: Int64 = 256 * 1024, step: Int64 = 16 * 1024
+        guard expected < large - step else { return Int(large) }  // and no overflow near Int64.max
         let wanted = max(0, expected) + step
-        return Int(wanted >= large ? large : (wanted + step - 1) / step * step)
+        return Int((wanted + step - 1) / step * step)
     }
 
     /// libcurl reads the body of a redirect it follows and drops it, without calling the write

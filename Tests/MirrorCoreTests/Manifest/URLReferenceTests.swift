@@ -57,15 +57,17 @@ func resolvesRFC3986Examples(_ i: Int) {
     var random = SeededRandom(seed: seed)
     let pieces = ["a", "b", "/", ".", "..", ":", "?", "#", "%2e", ";x", "@", "8", "-"]
     let bases = ["http://h/", "http://h:8080/lab/", "https://u:p@h/a/b/", "file:///srv/", "http://h/./x/",
-                 "http://h/a/../", "http://h/a?q/", "http://h/a#f/", "x+y.z:/p/", "http://h/a", "1x://h/", "http://h//"]
+                 "http://h/a/../", "http://h/a?q/", "http://h/a#f/", "x+y.z:/p/", "http://h/a", "1x://h/", "http://h//",
+                 "x://", "file://", "x:./", "x:../", "x:./d/", "x:d/", "x:/./", "http://[::1]:8/a/", "http://%2e/"]
     var joined = 0
     for _ in 0 ..< 20_000 {
         let reference = (0 ..< random.inRange(0 ... 6)).map { _ in random.pick(pieces) }.joined()
         let base = random.pick(bases)
         guard let fast = URLReference.join(reference, to: base) else { continue }
         joined += 1
-        #expect(fast == URLReference.resolveBySplitting(reference, against: base),
-                "seed \(seed): \"\(reference)\" against \"\(base)\"")
+        let slow = URLReference.resolveBySplitting(reference, against: base)
+        #expect(slow.map { fast.utf8.elementsEqual($0.utf8) } == true,
+                "seed \(seed): \"\(reference)\" against \"\(base)\": \(fast) against \(slow ?? "nil")")
     }
     #expect(joined > 1000, "seed \(seed): the shortcut took only \(joined) references")
     #expect(URLReference.join("small/f00001.bin", to: "http://127.0.0.1:28431/") == "http://127.0.0.1:28431/small/f00001.bin")
