@@ -29,12 +29,12 @@ public final class Journal {
     /// when asked for; the file itself is read in chunks and never held whole (10^6 entries:
     /// ~110 MB instead of 230 MB for the lines and a map to them). Partial and failed records are
     /// few and kept decoded.
-    private var verified = VerifiedIndex()
+    var verified = VerifiedIndex()
     /// ``verifiedRecords(withContent:)``'s table of `verified`, made at its first question.
-    private var contentTable: VerifiedIndex.ContentTable?
+    var contentTable: VerifiedIndex.ContentTable?
     /// Keyed by the path's bytes, never by `String` (canonical equality would merge two names).
-    private var partials: [PathKey: PartialRecord] = [:]
-    private var failures: [PathKey: FailedRecord] = [:]
+    var partials: [PathKey: PartialRecord] = [:]
+    var failures: [PathKey: FailedRecord] = [:]
 
     /// Every path the journal knows, with its records. Decodes every record (about 1.2 KB each
     /// in memory): for tests and small journals, never on a run's path.
@@ -54,7 +54,8 @@ public final class Journal {
     func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
         lock.lock()
         defer { lock.unlock() }
-        if contentTable == nil { contentTable = verified.contentTable() }
+        // A table made before the arena was repacked points at old places (``VerifiedIndex/repack()``).
+        if contentTable?.repacks != verified.repacks { contentTable = verified.contentTable() }
         return contentTable?.offsets(for: content).map { verified.record(at: $0) } ?? []
     }
 
@@ -80,12 +81,12 @@ public final class Journal {
     /// Bytes of a torn or corrupt tail that opening the journal found and dropped.
     public private(set) var droppedTailBytes = 0
 
-    private let folder: FileDescriptor
-    private let displayPath: String
-    private var file: FileDescriptor?
-    private var lineCount = 0
+    let folder: FileDescriptor
+    let displayPath: String
+    var file: FileDescriptor?
+    var lineCount = 0
     /// Lookups read together; appends and compaction write alone (``ReadWriteLock``).
-    private let lock = ReadWriteLock()
+    let lock = ReadWriteLock()
 
     /// Opens and replays the journal in `folder` (the `.mirror` folder).
     ///
@@ -122,7 +123,7 @@ public final class Journal {
 
     /// Applies every valid record of the file, read in chunks of a few MB; returns the file's
     /// length and that of its valid prefix (with the header; 0 when there is none).
-    private func replay(_ handle: FileDescriptor) throws -> (read: Int, valid: Int) {
+    func replay(_ handle: FileDescriptor) throws -> (read: Int, valid: Int) {
         let fileSize = Int(max(0, try handle.stat().size))
         // A verified line is ~200 bytes and its packed record about half: room for all of them
         // at once (reserved, untouched memory is never resident).
@@ -322,56 +323,5 @@ public final class Journal {
         lock.lockForReading()
         defer { lock.unlock() }
         return lineCount > 4 * max(liveEntries, verified.count + partials.count) + 256
-    }
-
-    /// Rewrites the journal with only the records still relevant: those whose identity matches
-    /// `isCurrent` (an entry of the current manifest), the verified records of paths the manifest
-    /// no longer lists (`isListed` false: files an earlier run installed, which `--delete` may
-    /// remove later; docs/journal.md, "Compaction"), and the last run.
-    ///
-    /// Atomic replacement: write `journal.tmp`, `fsync` it, `renameat` over `journal`, `fsync` the
-    /// folder. A crash at any point leaves either the old or the new journal, both complete.
-    public func compact(isCurrent: (EntryIdentity) -> Bool, isListed: (PathKey) -> Bool) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        guard file != nil else { return }
-        var latestVerified: [PathKey: VerifiedRecord] = [:]
-        verified.forEach { r in latestVerified[PathKey(r.identity.path)] = r }
-        var out = Journal.header
-        for path in Set(latestVerified.keys).union(partials.keys).union(failures.keys).sorted() {
-            if let v = latestVerified[path], isCurrent(v.identity) || !isListed(path) { out += JournalRecord.verified(v).encodedLine() }
-            if let p = partials[path], isCurrent(p.identity) { out += JournalRecord.partial(p).encodedLine() }
-            if let f = failures[path], isCurrent(f.identity) { out += JournalRecord.failed(f).encodedLine() }
-        }
-        latestVerified = [:]
-        if let success = lastSuccess, success != lastRun { out += JournalRecord.run(success).encodedLine() }
-        if let run = lastRun { out += JournalRecord.run(run).encodedLine() }
-
-        let tmpName = Journal.fileName + ".tmp"
-        // A new file (O_EXCL after removing any leftover): a link planted at journal.tmp is
-        // removed, never truncated or written through.
-        if unlinkat(folder.fd, tmpName, 0) != 0 && errno != ENOENT { throw SystemError("remove", displayPath + ".tmp") }
-        let fd = SafePath.open(tmpName, beneath: folder.fd, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
-        if fd < 0 { throw SystemError("write", displayPath + ".tmp") }
-        let tmp = FileDescriptor(fd: fd, displayPath: displayPath + ".tmp")
-        try tmp.append(out)
-        try tmp.sync()
-        tmp.close()
-        CrashPoint.hit("compact-before-rename")
-        if renameat(folder.fd, tmpName, folder.fd, Journal.fileName) != 0 {
-            throw SystemError("replace", displayPath)
-        }
-        try folder.sync()
-        CrashPoint.hit("compact-after-rename")
-        let newFd = openat(folder.fd, Journal.fileName, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
-        if newFd < 0 { throw SystemError("open journal", displayPath) }
-        file = FileDescriptor(fd: newFd, displayPath: displayPath)
-        // The new file's content, replayed: exactly what the next open would see.
-        verified = VerifiedIndex()
-        contentTable = nil
-        partials = [:]
-        failures = [:]
-        lineCount = 0
-        _ = out.withUnsafeBufferPointer { replayLines(UnsafeBufferPointer(rebasing: $0[Journal.header.count...])) }
     }
 }

@@ -7,7 +7,7 @@
 extension VerifiedIndex {
     /// A packed record as it lies in the arena, valid only inside the call it is passed to.
     struct RecordView {
-        fileprivate let base: UnsafeRawPointer
+        let base: UnsafeRawPointer
 
         /// The path's bytes, as the file system names it.
         var path: UnsafeBufferPointer<UInt8> {
@@ -16,6 +16,9 @@ extension VerifiedIndex {
         }
 
         var size: Int64 { base.loadUnaligned(as: Int64.self) }
+
+        /// Whether the record was written for exactly this size and these digests.
+        func holds(size: Int64, digests: DigestSet) -> Bool { VerifiedIndex.holds(base, size: size, digests: digests) }
 
         /// ``ContentHash`` of the size and digests, or nil when a digest is kept as text (it then
         /// equals no entry's, as its line would not).
@@ -42,6 +45,9 @@ extension VerifiedIndex {
     struct ContentTable {
         fileprivate var hashes: [Int] = []
         fileprivate var offsets: [Int] = []
+        /// The index's ``VerifiedIndex/repacks`` when the table was made: its offsets hold only
+        /// until the next repack.
+        fileprivate(set) var repacks = 0
 
         /// Arena offsets of the records with this hash (some may hold other contents).
         func offsets(for hash: ContentHash) -> ArraySlice<Int> {
@@ -63,7 +69,7 @@ extension VerifiedIndex {
             if let hash = withRecord(at: offset, { RecordView(base: $0).content }) { pairs.append((hash.value, offset)) }
         }
         pairs.sort { $0.hash < $1.hash }
-        return ContentTable(hashes: pairs.map(\.hash), offsets: pairs.map(\.offset))
+        return ContentTable(hashes: pairs.map(\.hash), offsets: pairs.map(\.offset), repacks: repacks)
     }
 
     /// The latest records `keep` picks, decoded, in no particular order.

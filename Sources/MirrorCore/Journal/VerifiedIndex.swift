@@ -26,24 +26,36 @@ import Darwin
 /// Keys are the path's bytes, compared with `memcmp`: never Strings, whose `==` would merge two
 /// spellings of one name (docs/journal.md: paths are bytes).
 struct VerifiedIndex {
-    private var arena: [UInt8] = []
+    var arena: [UInt8] = []
     /// 0 empty, 1 removed, else tag (high 24 bits of the hash) << 40 | (arena offset + 2).
     /// Power-of-two size, at most half full (live and removed slots together).
-    private var slots: [UInt64] = Array(repeating: 0, count: 64)
+    var slots: [UInt64] = Array(repeating: 0, count: 64)
     private var used = 0
+    /// Bytes of the arena held by records a later one replaced or a removal ended
+    /// (``repackIfWasteful()``).
+    var deadBytes = 0
+    /// How many times the arena was repacked: offsets taken before a repack are void after it.
+    var repacks = 0
     private(set) var count = 0
 
     static let fixedSize = 53
-    private static let offsetMask: UInt64 = (1 << 40) - 1
+    static let offsetMask: UInt64 = (1 << 40) - 1
 
     /// Room for `records` records of about `bytesEach` bytes. Reserved memory that is never
-    /// written is never resident, so a generous guess costs address space only.
+    /// written is never resident, so a generous guess costs address space only; but the table is
+    /// written (zeroed) whole, so it is made for at most ``reservedSlotsCap`` slots, and grows
+    /// past that by doubling. A guess from a journal's size counts every line as a path, and a
+    /// journal not compacted for a while has several lines a path (985 MB for 10^6 paths: a
+    /// table of 128 MB, where 32 MB hold them at a quarter full).
     mutating func reserve(records: Int, bytesEach: Int) {
         arena.reserveCapacity(records * bytesEach)
         var size = slots.count
-        while size < records * 2 { size *= 2 }
+        while size < min(records * 2, VerifiedIndex.reservedSlotsCap) { size *= 2 }
         if size > slots.count { rehash(size) }
     }
+
+    /// 4 Mi slots, 32 MB: 2 million paths at most half full.
+    static let reservedSlotsCap = 1 << 22
 
     /// Room for `additional` more records beyond those held: a run about to install that many
     /// files. The arena grows once, rather than doubling as records come, each doubling a copy
@@ -221,6 +233,7 @@ struct VerifiedIndex {
     /// Forgets the path's record (a no-op when there is none).
     mutating func remove(path: UnsafeBufferPointer<UInt8>) {
         guard let slot = find(path) else { return }
+        deadBytes += withRecord(at: Int(slots[slot] & VerifiedIndex.offsetMask) - 2, VerifiedIndex.recordLength)
         slots[slot] = 1
         count -= 1
     }
@@ -234,35 +247,41 @@ struct VerifiedIndex {
         guard status.isRegularFile, status.size == size, let slot = find(path) else { return false }
         let offset = Int(slots[slot] & VerifiedIndex.offsetMask) - 2
         return withRecord(at: offset) { at -> Bool in
-            guard at.loadUnaligned(as: Int64.self) == size,
-                  at.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == status.inode,
+            guard at.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == status.inode,
                   at.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == status.device,
                   at.loadUnaligned(fromByteOffset: 24, as: Int64.self) == status.mtime.seconds,
                   at.loadUnaligned(fromByteOffset: 32, as: Int64.self) == status.ctime.seconds,
                   Int64(at.loadUnaligned(fromByteOffset: 40, as: UInt32.self)) == status.mtime.nanoseconds,
                   Int64(at.loadUnaligned(fromByteOffset: 44, as: UInt32.self)) == status.ctime.nanoseconds else { return false }
-            var i = VerifiedIndex.fixedSize + Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-            var algorithmRaw = 0
-            while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
-                let kind = at.load(fromByteOffset: i, as: UInt8.self)
-                i += 1
-                let expected = digests[algorithm]
-                switch kind {
-                case 0:
-                    guard expected == nil else { return false }
-                case 1:
-                    guard let expected, expected.withUnsafeBytes({ bytes in
-                        guard let b = bytes.baseAddress, bytes.count == algorithm.byteCount else { return false }
-                        return memcmp(at + i, b, bytes.count) == 0
-                    }) else { return false }
-                    i += algorithm.byteCount
-                default:
-                    return false  // not lowercase hex of the right length: no entry's digest
-                }
-                algorithmRaw += 1
-            }
-            return true
+            return VerifiedIndex.holds(at, size: size, digests: digests)
         }
+    }
+
+    /// Whether the packed record at `at` was written for exactly this size and these digests:
+    /// the compare ``EntryIdentity`` makes (a digest kept as text equals no entry's), in place.
+    static func holds(_ at: UnsafeRawPointer, size: Int64, digests: DigestSet) -> Bool {
+        guard at.loadUnaligned(as: Int64.self) == size else { return false }
+        var i = VerifiedIndex.fixedSize + Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
+        var algorithmRaw = 0
+        while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
+            let kind = at.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            let expected = digests[algorithm]
+            switch kind {
+            case 0:
+                guard expected == nil else { return false }
+            case 1:
+                guard let expected, expected.withUnsafeBytes({ bytes in
+                    guard let b = bytes.baseAddress, bytes.count == algorithm.byteCount else { return false }
+                    return memcmp(at + i, b, bytes.count) == 0
+                }) else { return false }
+                i += algorithm.byteCount
+            default:
+                return false  // not lowercase hex of the right length: no entry's digest
+            }
+            algorithmRaw += 1
+        }
+        return true
     }
 
     /// The path's latest record, decoded (a String per value: not for the no-op path).
@@ -332,7 +351,7 @@ struct VerifiedIndex {
     }
 
     /// The slot holding `path`'s record.
-    private func find(_ path: UnsafeBufferPointer<UInt8>) -> Int? {
+    func find(_ path: UnsafeBufferPointer<UInt8>) -> Int? {
         let h = VerifiedIndex.hash(path)
         let mask = slots.count - 1
         var i = Int(truncatingIfNeeded: h) & mask
@@ -362,7 +381,9 @@ struct VerifiedIndex {
             if slot == 1 {
                 if free == nil { free = i }
             } else if slot >> 40 == tag, pathEquals(path, at: Int(slot & VerifiedIndex.offsetMask) - 2) {
+                deadBytes += withRecord(at: Int(slot & VerifiedIndex.offsetMask) - 2, VerifiedIndex.recordLength)
                 slots[i] = tag << 40 | UInt64(offset + 2)
+                repackIfWasteful()
                 return
             }
             i = (i + 1) & mask
@@ -370,6 +391,7 @@ struct VerifiedIndex {
         if let free { i = free } else { used += 1 }
         slots[i] = tag << 40 | UInt64(offset + 2)
         count += 1
+        repackIfWasteful()  // after removals
     }
 
     /// A fresh table of `size` slots holding the live records (dropping removed slots).

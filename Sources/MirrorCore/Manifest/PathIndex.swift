@@ -120,6 +120,12 @@ struct PathIndex {
         find(bytes, hash: PathIndex.hash(bytes)).map { keys[$0].isFile } ?? false
     }
 
+    /// For an index made ``init(listing:)``: the position in its entries of the entry with exactly
+    /// this path.
+    func entryIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        find(bytes, hash: PathIndex.hash(bytes)).flatMap { keys[$0].isFile ? Int(keys[$0].line) : nil }
+    }
+
     /// Whether some listed entry lies in this folder (at any depth).
     func containsFolder(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         find(bytes, hash: PathIndex.hash(bytes)).map { !keys[$0].isFile } ?? false

@@ -1,5 +1,5 @@
 import Testing
-import MirrorCore
+@testable import MirrorCore
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -35,7 +35,7 @@ import Glibc
         try journal.append(.run(stopped), durable: true)
         #expect(journal.lastSuccess == ok)
         #expect(journal.lastRun == stopped)
-        try journal.compact(isCurrent: { _ in true }, isListed: { _ in true })
+        try journal.compact(current: { _ in nil })
         let reopened = try Journal(folder: try folder(dir), displayPath: "journal", readOnly: true)
         #expect(reopened.lastSuccess == ok)
         #expect(reopened.lastRun == stopped)

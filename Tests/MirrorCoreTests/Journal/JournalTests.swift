@@ -1,5 +1,5 @@
 import Testing
-import MirrorCore
+@testable import MirrorCore
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +26,13 @@ import Glibc
         let fd = open(dir.path("journal"), O_WRONLY | O_APPEND)
         try #require(fd >= 0)
         try FileDescriptor(fd: fd, displayPath: "journal").append(text)
+    }
+
+    /// The manifest of one entry, `listed`, as compaction asks it.
+    func current(_ listed: EntryIdentity) -> Journal.CurrentEntry {
+        let digests: DigestSet = listed.digests.compactMapValues { Digest(hex: $0, byteCount: 32) }
+        let entry = ManifestEntry(path: listed.path, url: .relative(listed.path), size: listed.size, digests: digests)
+        return { path in path.elementsEqual(listed.path.utf8) ? entry : nil }
     }
 
     func partial(_ bytes: Int64) -> JournalRecord {
@@ -174,7 +181,7 @@ import Glibc
         #expect(journal.records(for: "gone.bin") == nil)
         #expect(journal.verifiedCount == 3)
 
-        try journal.compact(isCurrent: { $0 == identity }, isListed: { $0 == PathKey(identity.path) })
+        try journal.compact(current: current(identity))
         let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
         #expect(reopened.records(for: "dropped.bin")?.verified?.identity == dropped)
         #expect(reopened.records(for: "found.bin")?.verified?.adopted == true)
@@ -194,7 +201,7 @@ import Glibc
         #expect(journal.needsCompaction(liveEntries: 1))
         let before = try journalBytes(dir).count
 
-        try journal.compact(isCurrent: { $0 == identity }, isListed: { $0 == PathKey(identity.path) })
+        try journal.compact(current: current(identity))
         let after = try journalBytes(dir).count
         #expect(after < before / 50)
         #expect(journal.records(for: "old.bin") == nil)

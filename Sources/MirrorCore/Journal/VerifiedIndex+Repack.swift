@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A record replaced by a later one of its path, or ended by a removal, stays in the arena: the
+/// arena only grows while a journal is read. A journal of 10^6 files that has not been compacted
+/// for a while holds several records per path (five million lines, 985 MB, for the compaction
+/// measured in docs/performance.md), and reading it kept them all: 800 MB, most of them dead.
+/// When the dead bytes are over half the arena, the live records are moved down in place, in
+/// their order, and their slots follow them: no second arena, and the copying stays in
+/// proportion to what was appended, since the next repack waits for as many dead bytes again.
+extension VerifiedIndex {
+    /// Dead bytes below this are not worth a pass over the records.
+    static let repackFloor = 16 << 20
+
+    mutating func repackIfWasteful() {
+        guard deadBytes >= VerifiedIndex.repackFloor, deadBytes * 2 > arena.count else { return }
+        repack()
+    }
+
+    /// Moves every live record down over the dead ones, in arena order. A record is live when its
+    /// path's slot points at it. Records ahead of the one being read are untouched, and those
+    /// behind it are at their new places with their slots updated, so every lookup on the way
+    /// finds valid records.
+    mutating func repack() {
+        let end = arena.count
+        var read = 0, write = 0
+        while read < end {
+            let (length, slot) = withRecord(at: read) { at -> (Int, Int?) in
+                let pathCount = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
+                let path = UnsafeBufferPointer(start: (at + VerifiedIndex.fixedSize).assumingMemoryBound(to: UInt8.self),
+                                               count: pathCount)
+                return (VerifiedIndex.recordLength(at), find(path))
+            }
+            if let slot, Int(slots[slot] & VerifiedIndex.offsetMask) - 2 == read {
+                if write != read {
+                    arena.withUnsafeMutableBytes { raw in
+                        guard let base = raw.baseAddress else { return }
+                        memmove(base + write, base + read, length)
+                    }
+                    slots[slot] = slots[slot] & ~VerifiedIndex.offsetMask | UInt64(write + 2)
+                }
+                write += length
+            }
+            read += length
+        }
+        arena.removeLast(end - write)
+        deadBytes = 0
+        repacks += 1
+    }
+
+    /// The length of the packed record at `at` (the layout in ``VerifiedIndex``).
+    static func recordLength(_ at: UnsafeRawPointer) -> Int {
+        var i = fixedSize + Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
+        var algorithmRaw = 0
+        while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
+            let kind = at.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            if kind == 1 { i += algorithm.byteCount }
+            if kind == 2 { i += 2 + Int(at.loadUnaligned(fromByteOffset: i, as: UInt16.self)) }
+            algorithmRaw += 1
+        }
+        return i
+    }
+}
