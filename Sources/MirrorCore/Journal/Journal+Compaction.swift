@@ -37,7 +37,12 @@ extension Journal {
         let fd = SafePath.open(tmpName, beneath: folder.fd, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
         if fd < 0 { throw SystemError("write", displayPath + ".tmp") }
         let tmp = FileDescriptor(fd: fd, displayPath: displayPath + ".tmp")
-        defer { tmp.close() }
+        var renamed = false
+        defer {
+            tmp.close()
+            // A write that failed (a full disk) leaves no half journal behind; the old one stays.
+            if !renamed { _ = unlinkat(folder.fd, tmpName, 0) }
+        }
 
         let flushAt = 4 << 20
         var out = Journal.header
@@ -72,6 +77,7 @@ extension Journal {
         if renameat(folder.fd, tmpName, folder.fd, Journal.fileName) != 0 {
             throw SystemError("replace", displayPath)
         }
+        renamed = true
         try folder.sync()
         CrashPoint.hit("compact-after-rename")
         let newFd = openat(folder.fd, Journal.fileName, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
@@ -79,7 +85,9 @@ extension Journal {
         let handle = FileDescriptor(fd: newFd, displayPath: displayPath)
         file = handle
         // The new file's content, read back: exactly what the next open would see. The old
-        // records go first, so the two indexes are never held at once.
+        // records go first, so the two indexes are never held at once. Should the read fail, the
+        // records held are a true part of the file, which is complete on disk: a lookup that
+        // finds nothing only costs a hash.
         verified = VerifiedIndex()
         contentTable = nil
         partials = [:]

@@ -50,7 +50,8 @@ public final class Journal {
     /// The verified records (latest when the table was made) whose size and digests hash to
     /// `content`: the caller compares them exactly. The table is made at the first question,
     /// 16 bytes a record; records appended since are not in it (``ContentIndex`` keeps the run's
-    /// own installs), and it is dropped when compaction rebuilds the records.
+    /// own installs) until the table is made again: after the index repacked its records, whose
+    /// places the table holds, and after compaction rebuilt them.
     func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
         lock.lock()
         defer { lock.unlock() }
@@ -318,7 +319,7 @@ public final class Journal {
     /// True when rewriting would shrink the journal noticeably: more lines than live records
     /// warrant. Keeps the journal's size proportional to the manifest (docs/journal.md, rule 5).
     /// Paths the journal still knows but the manifest no longer lists are live too: their verified
-    /// records are kept for `--delete` (``compact(isCurrent:isListed:)``).
+    /// records are kept for `--delete` (``compact(current:)``).
     public func needsCompaction(liveEntries: Int) -> Bool {
         lock.lockForReading()
         defer { lock.unlock() }

@@ -341,9 +341,10 @@ public final class SyncRunner {
                             manifest: manifestSource?.rawValue)
         summary.lastSuccess = run.succeeded ? run.end : journal.lastSuccess?.end
         do {
-            try journal.append(.run(run), durable: false)
+            // Durable before a compaction, which may fail (a full disk) and must not take the
+            // run's record with it.
+            try journal.append(.run(run), durable: true)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
-            try journal.sync()
         } catch let error as SystemError {
             if fatal == nil && error.isDestinationUnwritable { fatal = error }
         } catch {}

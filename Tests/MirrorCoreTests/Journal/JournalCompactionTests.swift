@@ -1,0 +1,113 @@
+import Testing
+@testable import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Compaction (``Journal/compact(current:)``) against a manifest asked through its path table, as
+/// a sync asks it: which records stay, in which order they are written back, and a journal whose
+/// compacted form is larger than one write buffer; and a journal read back after many
+/// superseded records (the index repacks while it reads).
+@Suite struct JournalCompactionTests {
+    static func entry(_ path: String, _ byte: UInt8, size: Int64 = 5) throws -> ManifestEntry {
+        try VerifiedSelectionTests.entry(path, size: size, sha256: byte)
+    }
+
+    static func verified(_ identity: EntryIdentity, inode: UInt64 = 1, adopted: Bool = false) -> JournalRecord {
+        .verified(VerifiedRecord(identity: identity, inode: inode, device: 1, mtime: FileTime(seconds: 3),
+                                 ctime: FileTime(seconds: 4), adopted: adopted))
+    }
+
+    static func current(_ entries: [ManifestEntry]) -> Journal.CurrentEntry {
+        let listing = PathIndex(listing: entries)
+        return { path in listing.entryIndex(path).map { entries[$0] } }
+    }
+
+    func journal(in dir: TemporaryDirectory) throws -> Journal {
+        let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        return try Journal(folder: FileDescriptor(fd: fd, displayPath: dir.path), displayPath: "journal", readOnly: false)
+    }
+
+    @Test func whatTheManifestStillDescribesStaysAndNothingElse() throws {
+        let dir = try TemporaryDirectory()
+        let journal = try journal(in: dir)
+        let a = try Self.entry("a", 1), b = try Self.entry("b", 2), d = try Self.entry("d", 4), e = try Self.entry("e", 5)
+        let g = try Self.entry("g", 7), nfc = try Self.entry("caf\u{E9}", 8)
+        let manifest = [a, b, d, e, g, nfc]
+        let textDigest: PerAlgorithm<String> = [.sha256: "NOT-HEX"]
+        let partialOfD = PartialRecord(identity: EntryIdentity(d), url: "http://127.0.0.1/d", validator: nil, bytes: 2)
+        try journal.append([
+            Self.verified(EntryIdentity(a), adopted: true),                                      // current: stays
+            Self.verified(EntryIdentity(path: "b", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(9)])),  // another version: goes
+            Self.verified(EntryIdentity(path: "c", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(3)])),  // unlisted: stays
+            Self.verified(EntryIdentity(d)),                                                     // current, and a partial after it
+            .partial(partialOfD),
+            .failed(FailedRecord(identity: EntryIdentity(e), error: "refused", time: 9)),        // current: stays
+            .failed(FailedRecord(identity: EntryIdentity(path: "b", size: 6, digests: [.sha256: VerifiedSelectionTests.hex(2)]),
+                                 error: "old", time: 1)),                                        // another version: goes
+            Self.verified(EntryIdentity(path: "f", size: 5, digests: textDigest)),              // unlisted, a text digest: stays
+            Self.verified(EntryIdentity(path: "g", size: 5, digests: textDigest)),              // listed, a text digest: goes
+            Self.verified(EntryIdentity(path: "cafe\u{301}", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(8)])),  // NFD: unlisted
+        ])
+        try journal.append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
+
+        try journal.compact(current: Self.current(manifest))
+        for reading in [journal, try self.journal(in: dir)] {
+            #expect(reading.records(for: "a")?.verified?.adopted == true)
+            #expect(reading.records(for: "b") == nil)
+            #expect(reading.records(for: "c")?.verified != nil)
+            #expect(reading.records(for: "d")?.verified?.identity == EntryIdentity(d))
+            #expect(reading.records(for: "d")?.partial == partialOfD, "a verified record is written before the partial one")
+            #expect(reading.records(for: "e")?.failed?.error == "refused")
+            #expect(reading.records(for: "f")?.verified?.identity.digests == textDigest)
+            #expect(reading.records(for: "g") == nil)
+            #expect(reading.records(for: "cafe\u{301}")?.verified != nil, "the NFD spelling is not the listed NFC one")
+            #expect(reading.records(for: "caf\u{E9}") == nil)
+            #expect(reading.lastRun?.result == "ok")
+        }
+        #expect(access(dir.path("journal.tmp"), F_OK) != 0)
+    }
+
+    /// More kept records than one 4 MB write: the buffer is written several times, and the new
+    /// file is read back in chunks.
+    @Test func aCompactedJournalLargerThanItsBufferIsWholeAfterwards() throws {
+        let dir = try TemporaryDirectory()
+        let journal = try journal(in: dir)
+        let entries = try (0 ..< 30_000).map { try Self.entry("folder/file-\($0).bin", UInt8(truncatingIfNeeded: $0), size: Int64($0)) }
+        for round in 0 ..< 2 {
+            try journal.append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
+        }
+        try journal.compact(current: Self.current(entries))
+        let reopened = try self.journal(in: dir)
+        #expect(reopened.verifiedCount == entries.count)
+        for (i, entry) in entries.enumerated() where i % 997 == 0 || i == entries.count - 1 {
+            #expect(reopened.records(for: entry.path)?.verified?.inode == 1, "\(entry.path)")
+        }
+        #expect((FileDamage.size(of: dir.path("journal")) ?? 0) > 4 << 20)
+    }
+
+    /// Reading a journal with many superseded records repacks the index on the way; every path
+    /// still answers with its latest record, the no-op compare included.
+    @Test func aJournalOfManySupersededRecordsReadsBackItsLatestOnes() throws {
+        let dir = try TemporaryDirectory()
+        let entries = try (0 ..< 2000).map { try Self.entry("d\($0 % 13)/f\($0)", UInt8(truncatingIfNeeded: $0)) }
+        do {
+            let journal = try journal(in: dir)
+            for round in 1 ... 100 {
+                try journal.append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
+            }
+            try journal.append(.removed(path: entries[0].path), durable: true)
+        }
+        let reopened = try journal(in: dir)
+        #expect(reopened.verified.repacks > 0)
+        #expect(reopened.verifiedCount == entries.count - 1)
+        #expect(reopened.records(for: entries[0].path) == nil)
+        for entry in entries.dropFirst() {
+            let status = FileStatus(size: entry.size, mode: 0o100644, inode: 100, device: 1,
+                                    mtime: FileTime(seconds: 3), ctime: FileTime(seconds: 4))
+            #expect(reopened.isVerified(entry, status: status), "\(entry.path)")
+        }
+    }
+}
