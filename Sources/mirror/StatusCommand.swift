@@ -31,9 +31,11 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
+        // DEST is read while the manifest is parsed when --dest names it.
+        let disk = target.dest.map { StatusDisk(destinationPath: $0) }
         let (manifest, destination, provenance) = try target.load()
         do {
-            var status = try StatusInspector.inspect(manifest: manifest, destinationPath: destination)
+            var status = try StatusInspector.inspect(manifest: manifest, destinationPath: destination, disk: disk)
             status.manifest = provenance
             // A line or a batch at a time through stdio's buffer: 10^6 missing files are not
             // one string first.

@@ -169,25 +169,42 @@ public struct DestinationStatus: Sendable {
 /// sync starting at that instant exit 75): whether a sync holds it is read from `/proc/locks`.
 /// Nothing is created, not even `DEST/.mirror`. No file is read, no network is used.
 public enum StatusInspector {
-    public static func inspect(manifest: Manifest, destinationPath: String) throws -> DestinationStatus {
-        guard let destination = try Destination.openExisting(destinationPath) else {
+    /// What status reads of DEST before it looks at any entry: the folder (nil when it does not
+    /// exist), `.mirror`, the journal replayed, and the partial folder.
+    struct Opened {
+        var destination: Destination?
+        var state: FileDescriptor?
+        var journal: Journal?
+        var hasJournal = false
+        var partials: FileDescriptor?
+
+        /// Independent of the manifest, so ``StatusDisk`` can do it while the manifest is parsed.
+        static func open(_ destinationPath: String) throws -> Opened {
+            guard let destination = try Destination.openExisting(destinationPath) else { return Opened() }
+            var opened = Opened(destination: destination, state: try destination.stateFolder(create: false))
+            if let state = opened.state {
+                var st = stat()
+                opened.hasJournal = fstatat(state.fd, Journal.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0
+                if opened.hasJournal {
+                    opened.journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: true)
+                }
+            }
+            opened.partials = try destination.stateFolder("partial", create: false)
+            return opened
+        }
+    }
+
+    /// - Parameter disk: DEST opened meanwhile (``StatusDisk``); used when it is the same path.
+    public static func inspect(manifest: Manifest, destinationPath: String, disk: StatusDisk? = nil) throws -> DestinationStatus {
+        let opened = try disk?.opened(for: destinationPath) ?? Opened.open(destinationPath)
+        guard let destination = opened.destination else {
             var status = DestinationStatus(destination: destinationPath, destinationExists: false, lastRun: nil,
                                            runningPid: nil, hasJournal: false)
             status.reserve(manifest.entries.count)
             for entry in manifest.entries { status.add(EntryStatus(pathBytes: entry.pathBytes, state: .missing, size: entry.size)) }
             return status
         }
-        let state = try destination.stateFolder(create: false)
-        var journal: Journal?
-        var hasJournal = false
-        if let state {
-            var st = stat()
-            hasJournal = fstatat(state.fd, Journal.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0
-            if hasJournal {
-                journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: true)
-            }
-        }
-        let partials = try destination.stateFolder("partial", create: false)
+        let (state, journal, hasJournal, partials) = (opened.state, opened.journal, opened.hasJournal, opened.partials)
         var status = DestinationStatus(destination: destinationPath, destinationExists: true,
                                        lastRun: journal?.lastRun, lastSuccess: journal?.lastSuccess, runningPid: state.flatMap(lockHolder),
                                        hasJournal: hasJournal)
