@@ -242,8 +242,10 @@ public final class PartialFile {
         segment.written += n
         if segment.next - segment.writebackStarted >= 1 << 20 {
             // Start writing back now, without waiting (best effort), so that the checkpoint's
-            // fdatasync finds little left to write instead of stalling on the whole interval.
-            _ = mirror_start_writeback(file.fd, segment.writebackStarted, segment.next - segment.writebackStarted)
+            // fdatasync finds little left to write instead of stalling on the whole interval;
+            // on the writer thread when the file has one (``PartialWriter/startWriteback(_:from:count:)``).
+            let (from, count) = (segment.writebackStarted, segment.next - segment.writebackStarted)
+            if let writer, !hashesInline { writer.startWriteback(self, from: from, count: count) } else { startWriteback(from: from, count: count) }
             segment.writebackStarted = segment.next
         }
         segments[index] = segment
@@ -251,6 +253,11 @@ public final class PartialFile {
         receivedThisRun += n
         feedFromFile(all: false)
         if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval { checkpointLocked() }
+    }
+
+    /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: start writing these bytes back, without waiting.
+    func startWriteback(from: Int64, count: Int64) {
+        _ = mirror_start_writeback(file.fd, from, count)
     }
 
     // MARK: Checkpoints and restarts

@@ -23,6 +23,8 @@ final class PartialWriter {
         /// once the hashed prefix reaches them, or a kept prefix hashed again on resume.
         case hashFile(PartialFile, from: Int64, to: Int64)
         case checkpoint(PartialFile, url: String, validator: String?, segments: [SegmentRecord]?)
+        /// `sync_file_range(SYNC_FILE_RANGE_WRITE)` of bytes just written (``PartialFile/startWriteback(from:count:)``).
+        case writeback(PartialFile, from: Int64, count: Int64)
     }
 
     static let bufferSize = 256 * 1024
@@ -68,6 +70,13 @@ final class PartialWriter {
 
     func checkpoint(_ file: PartialFile, url: String, validator: String?, segments: [SegmentRecord]?) {
         enqueue(.checkpoint(file, url: url, validator: validator, segments: segments), for: file)
+    }
+
+    /// Starting writeback builds the block requests on the calling thread (`ext4_writepages`):
+    /// 9 % of the samples of a 1 GiB download to ext4 were there, on the transfer thread, which
+    /// is the one every byte waits for. Here it runs beside the hashing, after the bytes' hash.
+    func startWriteback(_ file: PartialFile, from: Int64, count: Int64) {
+        enqueue(.writeback(file, from: from, count: count), for: file)
     }
 
     /// Seconds this thread has waited for work since it started (including a wait in progress).
@@ -152,6 +161,9 @@ final class PartialWriter {
             case .checkpoint(let f, let url, let validator, let segments):
                 file = f
                 f.performCheckpoint(url: url, validator: validator, segments: segments)
+            case .writeback(let f, let from, let count):
+                file = f
+                f.startWriteback(from: from, count: count)
             }
 
             condition.lock()
