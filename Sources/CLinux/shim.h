@@ -16,8 +16,9 @@ static inline int mirror_syncfs(int fd) {
 }
 
 /* sync_file_range(2) with SYNC_FILE_RANGE_WRITE: start writing these dirty pages back now,
-   without waiting. A download calls it as it goes, so that the fdatasync of each durable
-   checkpoint finds little left to write instead of stalling on the whole interval. */
+   without waiting. A download asks for it every MiB (on the file's writer thread when it has
+   one), so that the fdatasync of each durable checkpoint finds little left to write instead of
+   stalling on the whole interval. */
 static inline int mirror_start_writeback(int fd, long long offset, long long length) {
     return (int)syscall(SYS_sync_file_range, fd, offset, length, 2 /* SYNC_FILE_RANGE_WRITE */);
 }

@@ -43,7 +43,8 @@ public final class PartialFile {
         let start: Int64
         let end: Int64
         var written: Int64
-        /// Offset where writeback of this segment was last started (``mirror_start_writeback``).
+        /// Offset up to which writeback of this segment was asked for (``startWriteback(from:count:)``,
+        /// at once or as a job of the writer thread).
         var writebackStarted: Int64
 
         init(start: Int64, end: Int64, written: Int64) {

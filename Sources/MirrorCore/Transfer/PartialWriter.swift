@@ -74,7 +74,9 @@ final class PartialWriter {
 
     /// Starting writeback builds the block requests on the calling thread (`ext4_writepages`):
     /// 9 % of the samples of a 1 GiB download to ext4 were there, on the transfer thread, which
-    /// is the one every byte waits for. Here it runs beside the hashing, after the bytes' hash.
+    /// is the one every byte waits for. Here it runs beside the hashing, after the jobs queued
+    /// before it (for bytes hashed from memory, after their hash). Its time counts as this
+    /// thread's work in ``idleSeconds``, which the widening of a segmented download reads.
     func startWriteback(_ file: PartialFile, from: Int64, count: Int64) {
         enqueue(.writeback(file, from: from, count: count), for: file)
     }
