@@ -48,18 +48,4 @@ extension VerifiedIndex {
         deadBytes = 0
         repacks += 1
     }
-
-    /// The length of the packed record at `at` (the layout in ``VerifiedIndex``).
-    static func recordLength(_ at: UnsafeRawPointer) -> Int {
-        var i = fixedSize + Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-        var algorithmRaw = 0
-        while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
-            let kind = at.load(fromByteOffset: i, as: UInt8.self)
-            i += 1
-            if kind == 1 { i += algorithm.byteCount }
-            if kind == 2 { i += 2 + Int(at.loadUnaligned(fromByteOffset: i, as: UInt16.self)) }
-            algorithmRaw += 1
-        }
-        return i
-    }
 }

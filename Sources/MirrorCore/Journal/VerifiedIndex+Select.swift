@@ -24,19 +24,16 @@ extension VerifiedIndex {
         /// equals no entry's, as its line would not).
         var content: ContentHash? {
             var hasher = ContentHash.start(size: size)
-            var i = VerifiedIndex.fixedSize + path.count
-            var algorithmRaw = 0
-            while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
-                let kind = base.load(fromByteOffset: i, as: UInt8.self)
-                i += 1
-                if kind == 2 { return nil }
-                if kind == 1 {
-                    ContentHash.add(algorithm, UnsafeRawBufferPointer(start: base + i, count: algorithm.byteCount), to: &hasher)
-                    i += algorithm.byteCount
+            var text = false
+            VerifiedIndex.digestFields(base) { algorithm, field in
+                switch field {
+                case .absent: break
+                case .raw(let value): ContentHash.add(algorithm, value, to: &hasher)
+                case .text: text = true
                 }
-                algorithmRaw += 1
+                return !text
             }
-            return ContentHash(value: hasher.finalize())
+            return text ? nil : ContentHash(value: hasher.finalize())
         }
     }
 

@@ -257,33 +257,6 @@ struct VerifiedIndex {
         }
     }
 
-    /// Whether the packed record at `at` was written for exactly this size and these digests:
-    /// the compare ``EntryIdentity`` makes (a digest kept as text equals no entry's), in place.
-    static func holds(_ at: UnsafeRawPointer, size: Int64, digests: DigestSet) -> Bool {
-        guard at.loadUnaligned(as: Int64.self) == size else { return false }
-        var i = VerifiedIndex.fixedSize + Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-        var algorithmRaw = 0
-        while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
-            let kind = at.load(fromByteOffset: i, as: UInt8.self)
-            i += 1
-            let expected = digests[algorithm]
-            switch kind {
-            case 0:
-                guard expected == nil else { return false }
-            case 1:
-                guard let expected, expected.withUnsafeBytes({ bytes in
-                    guard let b = bytes.baseAddress, bytes.count == algorithm.byteCount else { return false }
-                    return memcmp(at + i, b, bytes.count) == 0
-                }) else { return false }
-                i += algorithm.byteCount
-            default:
-                return false  // not lowercase hex of the right length: no entry's digest
-            }
-            algorithmRaw += 1
-        }
-        return true
-    }
-
     /// The path's latest record, decoded (a String per value: not for the no-op path).
     func record(for path: UnsafeBufferPointer<UInt8>) -> VerifiedRecord? {
         find(path).map { record(at: Int(slots[$0] & VerifiedIndex.offsetMask) - 2) }
@@ -304,20 +277,13 @@ struct VerifiedIndex {
             let pathCount = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
             let path = String(decoding: UnsafeRawBufferPointer(start: at + VerifiedIndex.fixedSize, count: pathCount), as: UTF8.self)
             var digests = PerAlgorithm<String>()
-            var i = VerifiedIndex.fixedSize + pathCount
-            var algorithmRaw = 0
-            while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
-                let kind = at.load(fromByteOffset: i, as: UInt8.self)
-                i += 1
-                if kind == 1 {
-                    digests[algorithm] = Digest(bytes: Array(UnsafeRawBufferPointer(start: at + i, count: algorithm.byteCount))).hex
-                    i += algorithm.byteCount
-                } else if kind == 2 {
-                    let n = Int(at.loadUnaligned(fromByteOffset: i, as: UInt16.self))
-                    digests[algorithm] = String(decoding: UnsafeRawBufferPointer(start: at + i + 2, count: n), as: UTF8.self)
-                    i += 2 + n
+            VerifiedIndex.digestFields(at) { algorithm, field in
+                switch field {
+                case .absent: break
+                case .raw(let value): digests[algorithm] = Digest(bytes: Array(value)).hex
+                case .text(let value): digests[algorithm] = String(decoding: value, as: UTF8.self)
                 }
-                algorithmRaw += 1
+                return true
             }
             let identity = EntryIdentity(path: path, size: at.loadUnaligned(as: Int64.self), digests: digests)
             return VerifiedRecord(identity: identity, inode: at.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
