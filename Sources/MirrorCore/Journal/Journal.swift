@@ -128,7 +128,7 @@ public final class Journal {
         let fileSize = Int(max(0, try handle.stat().size))
         // A verified line is ~200 bytes and its packed record about half: room for all of them
         // at once (reserved, untouched memory is never resident).
-        verified.reserve(records: fileSize / 192, bytesEach: 112)
+        verified.reserve(additional: fileSize / 192, bytesEach: 112)
         var buffer = [UInt8](repeating: 0, count: min(max(fileSize, 1 << 12), 4 << 20))
         var filled = 0      // bytes in `buffer`
         var consumed = 0    // bytes of the file before `buffer`

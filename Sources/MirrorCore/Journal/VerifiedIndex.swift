@@ -41,32 +41,25 @@ struct VerifiedIndex {
     static let fixedSize = 53
     static let offsetMask: UInt64 = (1 << 40) - 1
 
-    /// Room for `records` records of about `bytesEach` bytes. Reserved memory that is never
+    /// Room for `additional` more records of about `bytesEach` bytes beyond those held: a journal
+    /// about to be read (guessed from its size), or a run about to install that many files. The
+    /// arena grows once, rather than doubling as records come, each doubling a copy with the old
+    /// arena still held (at 10^6 files, 64 and 128 MB at once). Reserved memory that is never
     /// written is never resident, so a generous guess costs address space only; but the table is
-    /// written (zeroed) whole, so it is made for at most ``reservedSlotsCap`` slots, and grows
-    /// past that by doubling. A guess from a journal's size counts every line as a path, and a
-    /// journal not compacted for a while has several lines a path (985 MB for 10^6 paths: a
-    /// table of 128 MB, where 32 MB hold them at a quarter full).
-    mutating func reserve(records: Int, bytesEach: Int) {
-        arena.reserveCapacity(records * bytesEach)
+    /// written (zeroed) whole, so it is made for at most ``reservedSlotsCap`` slots, and grows past
+    /// that by doubling. A guess from a journal's size counts every line as a path, and a journal
+    /// not compacted for a while has several lines a path (985 MB for 10^6 paths: a table of
+    /// 128 MB, where 32 MB hold them at a quarter full).
+    mutating func reserve(additional: Int, bytesEach: Int) {
+        guard additional > 0 else { return }
+        arena.reserveCapacity(arena.count + additional * bytesEach)
         var size = slots.count
-        while size < min(records * 2, VerifiedIndex.reservedSlotsCap) { size *= 2 }
+        while size < min((used + additional) * 2, VerifiedIndex.reservedSlotsCap) { size *= 2 }
         if size > slots.count { rehash(size) }
     }
 
     /// 4 Mi slots, 32 MB: 2 million paths at most half full.
     static let reservedSlotsCap = 1 << 22
-
-    /// Room for `additional` more records beyond those held: a run about to install that many
-    /// files. The arena grows once, rather than doubling as records come, each doubling a copy
-    /// with the old arena still held (at 10^6 files, 64 and 128 MB at once).
-    mutating func reserve(additional: Int, bytesEach: Int) {
-        guard additional > 0 else { return }
-        arena.reserveCapacity(arena.count + additional * bytesEach)
-        var size = slots.count
-        while size < (used + additional) * 2 { size *= 2 }
-        if size > slots.count { rehash(size) }
-    }
 
     // MARK: - Writing
 
