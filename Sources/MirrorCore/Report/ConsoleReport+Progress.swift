@@ -27,7 +27,7 @@ extension ConsoleReport {
             let size = task.entry.size
             total += size
             done += min(size, task.partial?.length ?? task.resumeOffset)
-            received += task.partial?.bytesReceived ?? 0
+            received += task.bytesReceived  // as ``RetiredTasks/received`` counts it
         }
         let files = ConsoleReport.progressFiles(active)
         let filesTotal = tasks.count - retired.stillListed + retired.count + planned.count

@@ -24,6 +24,8 @@ final class EntryTask {
     var shard: Int?
     /// Installed and counted (``SyncRunner/retire(_:)``): nothing of it is needed any more.
     var isRetired = false
+    /// Bytes received for this entry in this run: its partial file's, and a chunk delta's index.
+    var bytesReceived: Int64 { (partial?.bytesReceived ?? 0) + attempt.delta.indexBytes }
     /// The partial file's name (``PartialFile/name(for:)``, a SHA-256 of the path), worked out
     /// once: the space check, the partial file and the sweep at the end all ask for it.
     lazy var partialName: String = PartialFile.name(for: entry.path)

@@ -177,7 +177,7 @@ public final class SyncRunner {
     func retire(_ task: EntryTask) {
         retired.count += 1
         retired.bytes += task.entry.size
-        retired.received += (task.partial?.bytesReceived ?? 0) + task.attempt.delta.indexBytes
+        retired.received += task.bytesReceived
         task.partial = nil
         task.isRetired = true
         retired.stillListed += 1
@@ -322,9 +322,7 @@ public final class SyncRunner {
         } else if let mode = options.deletion {
             deleteUnlisted(mode)
         }
-        summary.bytesTransferred = retired.received + allTasks.reduce(0) {
-            $1.isRetired ? $0 : $0 + ($1.partial?.bytesReceived ?? 0) + $1.attempt.delta.indexBytes
-        }
+        summary.bytesTransferred = retired.received + allTasks.reduce(0) { $1.isRetired ? $0 : $0 + $1.bytesReceived }
         summary.seconds = monotonicSeconds() - startTime
         if let stoppedReason {
             summary.result = .incomplete(stoppedReason)
