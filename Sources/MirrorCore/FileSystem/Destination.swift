@@ -201,8 +201,9 @@ public final class Destination {
     /// sync) cost no `openat2` each. A folder this object makes (``openFolder(_:create:for:from:)``)
     /// ends a cached absence; a folder made by someone else meanwhile (another process, or
     /// through another `Destination` of the same tree: a ``sibling()`` only plans, before any
-    /// install) only makes its files look absent a little longer, which costs a download that a link then refuses to put over them
-    /// (``install(unnamed:name:partialFolder:to:syncFolder:)`` renames instead): never a wrong file.
+    /// install) only makes its files look absent a little longer, which costs a download that a
+    /// link then refuses to put over them (``install(unnamed:name:partialFolder:to:syncFolder:)``
+    /// renames instead): never a wrong file.
     private var statusCache: (path: String, fd: Int32?)?
     private let statusCacheLock = Lock()
     /// The last folder ``install(partial:from:to:syncFolder:expected:)`` renamed into, kept open

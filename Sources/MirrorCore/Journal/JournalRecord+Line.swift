@@ -76,7 +76,7 @@ extension JournalRecord {
             JournalRecord.percentEncode(value, into: &line)
         }
         let crc = JournalRecord.checksum(line[bodyStart...])
-        for i in 0 ..< 8 { line[crcStart + i] = JournalRecord.hexLower[Int((crc >> (28 - 4 * UInt32(i))) & 0xf)] }
+        line.replaceSubrange(crcStart ..< crcStart + 8, with: JournalRecord.hex8(crc).utf8)
         line.append(UInt8(ascii: "\n"))
     }
 
@@ -201,9 +201,12 @@ extension JournalRecord {
         return UInt32(truncatingIfNeeded: value)
     }
 
+    /// Eight lowercase hex digits, written into a small string (no allocation).
     static func hex8(_ value: UInt32) -> String {
-        let s = String(value, radix: 16)
-        return String(repeating: "0", count: 8 - s.count) + s
+        String(unsafeUninitializedCapacity: 8) { out in
+            for i in 0 ..< 8 { out[i] = hexLower[Int((value >> (28 - 4 * UInt32(i))) & 0xf)] }
+            return 8
+        }
     }
 
     /// Keeps printable ASCII and UTF-8 as they are; encodes space, `%`, `=` and control bytes.

@@ -41,7 +41,7 @@ extension PartialFile {
             try records?.forgetIfRecorded()
         }
         if unnamed && !resuming {
-            let fd = openat(folder.fd, ".", PartialFile.tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
+            let fd = openUnnamed(in: folder)
             if fd >= 0 {
                 if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
                 return (FileDescriptor(fd: fd, displayPath: displayPath), false, true)
@@ -74,7 +74,7 @@ extension PartialFile {
     /// Whether a file with no name can be made in `folder` and linked there (``PartialNaming``):
     /// tried for real, once a run, with the run's lock held. Four system calls.
     static func canLinkUnnamedFiles(in folder: FileDescriptor) -> Bool {
-        let fd = openat(folder.fd, ".", PartialFile.tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
+        let fd = openUnnamed(in: folder)
         guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
         if mirror_link_open_file(fd, folder.fd, linkProbeName) != 0 {
@@ -82,6 +82,12 @@ extension PartialFile {
                   mirror_link_open_file(fd, folder.fd, linkProbeName) == 0 else { return false }
         }
         return unlinkat(folder.fd, linkProbeName, 0) == 0
+    }
+
+    /// A new file with no name in `folder` (``tmpfileFlag``), as a download and the probe make
+    /// one; -1 with `errno` when it cannot be made.
+    static func openUnnamed(in folder: FileDescriptor) -> Int32 {
+        openat(folder.fd, ".", tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
     }
 
     /// `O_TMPFILE` (Linux 3.11), which Swift's Glibc does not import (it is declared only with

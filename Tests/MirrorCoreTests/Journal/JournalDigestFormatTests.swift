@@ -33,6 +33,12 @@ import Glibc
          failedLine),
     ]
 
+    @Test func checksumsAreEightLowercaseDigitsWithLeadingZeros() {
+        #expect(JournalRecord.hex8(0) == "00000000")
+        #expect(JournalRecord.hex8(0xabcd) == "0000abcd")
+        #expect(JournalRecord.hex8(0xFEDC_BA98) == "fedcba98")
+    }
+
     @Test func linesAreTheBytesEarlierVersionsWrote() {
         for (record, line) in Self.records {
             #expect(String(decoding: record.encodedLine(), as: UTF8.self) == line)
