@@ -140,7 +140,6 @@ extension JournalRecord {
     static let verifiedPrefix = Array(" verified path=".utf8)
 
     static let hexUpper = Array("0123456789ABCDEF".utf8)
-    static let hexLower = Array("0123456789abcdef".utf8)
 
     /// The values of one line, as slices of it, by key.
     private struct Fields {
@@ -204,7 +203,7 @@ extension JournalRecord {
     /// Eight lowercase hex digits, written into a small string (no allocation).
     static func hex8(_ value: UInt32) -> String {
         String(unsafeUninitializedCapacity: 8) { out in
-            for i in 0 ..< 8 { out[i] = hexLower[Int((value >> (28 - 4 * UInt32(i))) & 0xf)] }
+            for i in 0 ..< 8 { out[i] = Digest.hexDigit(UInt8(truncatingIfNeeded: value >> (28 - 4 * UInt32(i))) & 0xf) }
             return 8
         }
     }

@@ -116,12 +116,10 @@ struct PathIndex {
     }
 
     /// Whether a listed entry has exactly this path.
-    func containsFile(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        find(bytes, hash: PathIndex.hash(bytes)).map { keys[$0].isFile } ?? false
-    }
+    func containsFile(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { entryIndex(bytes) != nil }
 
     /// For an index made ``init(listing:)``: the position in its entries of the entry with exactly
-    /// this path.
+    /// this path (for one made while a manifest is read, its line).
     func entryIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         find(bytes, hash: PathIndex.hash(bytes)).flatMap { keys[$0].isFile ? Int(keys[$0].line) : nil }
     }
