@@ -275,20 +275,13 @@ public final class Journal {
     /// Appends `record`. With `durable`, `fdatasync`s the journal before returning, so the record
     /// survives a power cut; callers make the data it describes durable first (docs/journal.md, rule 1).
     public func append(_ record: JournalRecord, durable: Bool) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let file else { return }
-        let line = record.encodedLine()
-        try file.append(line)
-        apply(record)
-        lineCount += 1
-        if durable { try file.syncData() }
+        try append([record], durable: durable)
     }
 
-    /// Appends `records` with one `write`, not durable yet (``sync()``): a group commit's verified
-    /// records. Their lines are whole and checksummed each, so a crash in the middle of the write
+    /// Appends `records` with one `write` (a group commit's verified records), durable as for one
+    /// record. Their lines are whole and checksummed each, so a crash in the middle of the write
     /// leaves whole records and at most one torn line, which recovery drops (docs/journal.md).
-    public func append(_ records: [JournalRecord]) throws {
+    public func append(_ records: [JournalRecord], durable: Bool = false) throws {
         lock.lock()
         defer { lock.unlock() }
         guard let file, !records.isEmpty else { return }
@@ -298,6 +291,7 @@ public final class Journal {
         try file.append(lines)
         for record in records { apply(record) }
         lineCount += records.count
+        if durable { try file.syncData() }
     }
 
     /// Room in memory for `count` more verified records: the files a run is about to fetch
