@@ -54,7 +54,7 @@ extension Journal {
                 out.removeAll(keepingCapacity: true)
             }
         }
-        for offset in verified.liveOffsets {
+        try verified.forEachLiveInArenaOrder { offset in
             let keep = verified.withRecord(at: offset) { at -> Bool in
                 let record = VerifiedIndex.RecordView(base: at)
                 guard let entry = current(record.path) else { return true }

@@ -48,4 +48,25 @@ extension VerifiedIndex {
         deadBytes = 0
         repacks += 1
     }
+
+    /// Calls `body` with the arena offset of every latest record, in arena order: the order their
+    /// lines were read or appended. Compaction writes them in it, so a journal that follows the
+    /// manifest (a first sync installs in manifest order) keeps following it, and a later run's
+    /// lookups, which come in manifest order, walk the arena forwards instead of at random: at
+    /// 10^6 entries a dry run took 0.2 s longer over a journal in hash order (docs/performance.md,
+    /// "A compacted journal keeps its order").
+    func forEachLiveInArenaOrder(_ body: (Int) throws -> Void) rethrows {
+        // Records are at least `fixedSize` (53) bytes apart, so offset / 32 tells their starts
+        // apart: one bit for each 32 bytes of arena (400 KB for a 100 MB arena).
+        var live = [UInt64](repeating: 0, count: arena.count >> 11 + 1)
+        for offset in liveOffsets {
+            live[offset >> 11] |= 1 << UInt64((offset >> 5) & 63)
+        }
+        var offset = 0
+        while offset < arena.count {
+            let length = withRecord(at: offset, VerifiedIndex.recordLength)
+            if live[offset >> 11] & (1 << UInt64((offset >> 5) & 63)) != 0 { try body(offset) }
+            offset += length
+        }
+    }
 }

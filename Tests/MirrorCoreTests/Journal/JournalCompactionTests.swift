@@ -110,4 +110,41 @@ import Glibc
             #expect(reopened.isVerified(entry, status: status), "\(entry.path)")
         }
     }
+
+    /// Kept records are written back in the order they were appended, each path's latest record in
+    /// its own place, not in the index's hash order: a first sync journals in manifest order, and a
+    /// later run's lookups, which come in that order, then walk the records forwards.
+    @Test func keptRecordsStayInTheOrderTheyWereAppended() throws {
+        let dir = try TemporaryDirectory()
+        let journal = try journal(in: dir)
+        let entries = try (0 ..< 2000).map { try Self.entry("d\($0 / 100)/f\($0)", UInt8(truncatingIfNeeded: $0)) }
+        try journal.append(entries.map { Self.verified(EntryIdentity($0)) })
+        let again = entries.enumerated().filter { $0.offset % 7 == 3 }.map(\.element).reversed()
+        try journal.append(again.map { Self.verified(EntryIdentity($0), inode: 2) })
+        try journal.compact(current: Self.current(entries))
+
+        let superseded = Set(again.map(\.path))
+        let expected = entries.map(\.path).filter { !superseded.contains($0) } + again.map(\.path)
+        #expect(try Self.verifiedPaths(dir.path("journal")) == expected)
+    }
+
+    /// The `path=` of each `verified` line of a journal file, in file order.
+    static func verifiedPaths(_ file: String) throws -> [String] {
+        let fd = open(file, O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            try #require(n >= 0)
+            if n == 0 { break }
+            bytes += chunk[0 ..< n]
+        }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 2, fields[1] == "verified", fields[2].hasPrefix("path=") else { return nil }
+            return String(fields[2].dropFirst(5))
+        }
+    }
 }
