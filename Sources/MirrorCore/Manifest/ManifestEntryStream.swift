@@ -46,8 +46,9 @@ struct ManifestEntryStream {
             if let relativeURL, output.firstRelative == nil {
                 output.firstRelative = rules.missingBaseError(entry, at: relativeURL)
             }
+            // Told before the append, which then takes `entry` without a copy.
+            observer?(output.entries.count, entry)
             output.entries.append(entry)
-            observer?(output.entries.count - 1, entry)
         } catch let error as ManifestError {
             output.firstError = error
         } catch {

@@ -38,6 +38,16 @@ public struct Reconciler {
     /// (``PlanLookAhead``), not asked again.
     func forEachAction(in entries: [ManifestEntry], window: Int = 8192, known: PlanLookAhead.Decided?,
                        _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
+        // Entries are lent from the array's storage (`UnsafeBufferPointer`'s subscript is an
+        // address), not copied out of it: a copy retains and releases each of an entry's
+        // references, for every entry of a no-op run.
+        try entries.withUnsafeBufferPointer { entries in
+            try forEachAction(in: entries, window: window, known: known, body)
+        }
+    }
+
+    private func forEachAction(in entries: UnsafeBufferPointer<ManifestEntry>, window: Int, known: PlanLookAhead.Decided?,
+                               _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
         func action(at i: Int, by reconciler: Reconciler) -> PlannedAction {
             known?.isUpToDate(i) == true ? .upToDate : reconciler.action(for: entries[i])
         }
