@@ -27,12 +27,9 @@ extension VerifiedIndex {
         var read = 0, write = 0
         while read < end {
             let (length, slot) = withRecord(at: read) { at -> (Int, Int?) in
-                let pathCount = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-                let path = UnsafeBufferPointer(start: (at + VerifiedIndex.fixedSize).assumingMemoryBound(to: UInt8.self),
-                                               count: pathCount)
-                return (VerifiedIndex.recordLength(at), find(path))
+                (VerifiedIndex.recordLength(at), find(RecordView(base: at).path))
             }
-            if let slot, Int(slots[slot] & VerifiedIndex.offsetMask) - 2 == read {
+            if let slot, VerifiedIndex.recordOffset(slots[slot]) == read {
                 if write != read {
                     arena.withUnsafeMutableBytes { raw in
                         guard let base = raw.baseAddress else { return }

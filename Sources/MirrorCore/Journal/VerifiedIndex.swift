@@ -41,6 +41,9 @@ struct VerifiedIndex {
     static let fixedSize = 53
     static let offsetMask: UInt64 = (1 << 40) - 1
 
+    /// The arena offset a live slot points at (slots keep it plus 2, apart from 0 and 1).
+    static func recordOffset(_ slot: UInt64) -> Int { Int(slot & offsetMask) - 2 }
+
     /// Room for `additional` more records of about `bytesEach` bytes beyond those held: a journal
     /// about to be read (guessed from its size), or a run about to install that many files. The
     /// arena grows once, rather than doubling as records come, each doubling a copy with the old
@@ -226,7 +229,7 @@ struct VerifiedIndex {
     /// Forgets the path's record (a no-op when there is none).
     mutating func remove(path: UnsafeBufferPointer<UInt8>) {
         guard let slot = find(path) else { return }
-        deadBytes += withRecord(at: Int(slots[slot] & VerifiedIndex.offsetMask) - 2, VerifiedIndex.recordLength)
+        deadBytes += withRecord(at: VerifiedIndex.recordOffset(slots[slot]), VerifiedIndex.recordLength)
         slots[slot] = 1
         count -= 1
     }
@@ -238,7 +241,7 @@ struct VerifiedIndex {
     /// size, inode, device, mtime and ctime): the no-op path, without allocating.
     func matches(path: UnsafeBufferPointer<UInt8>, size: Int64, digests: DigestSet, status: FileStatus) -> Bool {
         guard status.isRegularFile, status.size == size, let slot = find(path) else { return false }
-        let offset = Int(slots[slot] & VerifiedIndex.offsetMask) - 2
+        let offset = VerifiedIndex.recordOffset(slots[slot])
         return withRecord(at: offset) { at -> Bool in
             guard at.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == status.inode,
                   at.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == status.device,
@@ -252,7 +255,7 @@ struct VerifiedIndex {
 
     /// The path's latest record, decoded (a String per value: not for the no-op path).
     func record(for path: UnsafeBufferPointer<UInt8>) -> VerifiedRecord? {
-        find(path).map { record(at: Int(slots[$0] & VerifiedIndex.offsetMask) - 2) }
+        find(path).map { record(at: VerifiedIndex.recordOffset(slots[$0])) }
     }
 
     /// Every latest record, decoded, in no particular order.
@@ -262,7 +265,7 @@ struct VerifiedIndex {
 
     /// The arena offset of every latest record (the live slots), in no particular order.
     var liveOffsets: some Sequence<Int> {
-        slots.lazy.filter { $0 > 1 }.map { Int($0 & VerifiedIndex.offsetMask) - 2 }
+        slots.lazy.filter { $0 > 1 }.map { VerifiedIndex.recordOffset($0) }
     }
 
     func record(at offset: Int) -> VerifiedRecord {
@@ -319,7 +322,7 @@ struct VerifiedIndex {
             while true {
                 let slot = table[i]
                 if slot == 0 { return nil }
-                if slot > 1, slot >> 40 == tag, pathEquals(path, at: Int(slot & VerifiedIndex.offsetMask) - 2) { return i }
+                if slot > 1, slot >> 40 == tag, pathEquals(path, at: VerifiedIndex.recordOffset(slot)) { return i }
                 i = (i + 1) & mask
             }
         }
@@ -339,8 +342,8 @@ struct VerifiedIndex {
             if slot == 0 { break }
             if slot == 1 {
                 if free == nil { free = i }
-            } else if slot >> 40 == tag, pathEquals(path, at: Int(slot & VerifiedIndex.offsetMask) - 2) {
-                deadBytes += withRecord(at: Int(slot & VerifiedIndex.offsetMask) - 2, VerifiedIndex.recordLength)
+            } else if slot >> 40 == tag, pathEquals(path, at: VerifiedIndex.recordOffset(slot)) {
+                deadBytes += withRecord(at: VerifiedIndex.recordOffset(slot), VerifiedIndex.recordLength)
                 slots[i] = tag << 40 | UInt64(offset + 2)
                 repackIfWasteful()
                 return
@@ -360,11 +363,8 @@ struct VerifiedIndex {
         used = 0
         let mask = size - 1
         for slot in old where slot > 1 {
-            let offset = Int(slot & VerifiedIndex.offsetMask) - 2
-            let h = withRecord(at: offset) { at -> UInt64 in
-                let n = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-                return VerifiedIndex.hash(UnsafeBufferPointer(start: (at + VerifiedIndex.fixedSize).assumingMemoryBound(to: UInt8.self), count: n))
-            }
+            let offset = VerifiedIndex.recordOffset(slot)
+            let h = withRecord(at: offset) { VerifiedIndex.hash(RecordView(base: $0).path) }
             var i = Int(truncatingIfNeeded: h) & mask
             while slots[i] != 0 { i = (i + 1) & mask }
             slots[i] = slot
