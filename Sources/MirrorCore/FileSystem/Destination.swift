@@ -189,8 +189,8 @@ public final class Destination {
         return SystemError(verb, display(relative), code: code)
     }
 
-    /// The same DEST (the same descriptors) with a folder cache of its own, for a second thread
-    /// planning other entries (``Reconciler/forEachAction(in:window:known:_:)``): sharing one cache, two
+    /// The same DEST (the same descriptors) with a folder cache of its own, for another thread
+    /// planning other entries (``Reconciler/forEachAction(in:window:threads:known:_:)``): sharing one cache, two
     /// threads walking different folders would open a folder for nearly every entry.
     func sibling() -> Destination {
         Destination(path: path, root: root, stateRoot: stateRoot, generations: generations)

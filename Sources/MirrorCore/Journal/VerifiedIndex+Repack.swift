@@ -54,7 +54,9 @@ extension VerifiedIndex {
     /// "A compacted journal keeps its order").
     func forEachLiveInArenaOrder(_ body: (Int) throws -> Void) rethrows {
         // Records are at least `fixedSize` (53) bytes apart, so offset / 32 tells their starts
-        // apart: one bit for each 32 bytes of arena (400 KB for a 100 MB arena).
+        // apart: one bit for each 32 bytes of arena (400 KB for a 100 MB arena). A smaller
+        // record layout would let two starts share a bit and keep a dead record: refuse to run.
+        precondition(VerifiedIndex.fixedSize >= 32, "records closer than 32 bytes share a bit of the live map")
         var live = [UInt64](repeating: 0, count: arena.count >> 11 + 1)
         for offset in liveOffsets {
             live[offset >> 11] |= 1 << UInt64((offset >> 5) & 63)

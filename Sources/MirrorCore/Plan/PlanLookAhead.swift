@@ -7,7 +7,7 @@
 /// seconds more. DEST's journal is read meanwhile (``DryRun/Disk``, ``Background``), so from the
 /// moment it is there the second core can plan the entries read so far instead of waiting for the
 /// last one. Nothing is printed before the whole manifest is valid: an entry marked here is only
-/// not planned again in its turn (``Reconciler/forEachAction(in:window:known:_:)``).
+/// not planned again in its turn (``Reconciler/forEachAction(in:window:threads:known:_:)``).
 ///
 /// What it decides is the "up to date" of ``Planner/action(for:)`` and nothing else: a bit is
 /// set only when the file's `stat` is the one the journal verified, which is what the plan would

@@ -209,7 +209,7 @@ public enum StatusInspector {
                                        lastRun: journal?.lastRun, lastSuccess: journal?.lastSuccess, runningPid: state.flatMap(lockHolder),
                                        hasJournal: hasJournal)
         status.reserve(manifest.entries.count)
-        // Planned as a sync plans (two threads, in manifest order); only what is not done is kept.
+        // Planned as a sync plans (a thread per core, in manifest order); only what is not done is kept.
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials),
                                     journal: journal)
         reconciler.forEachAction(in: manifest.entries) { entry, action in

@@ -39,8 +39,8 @@ final class Lock: @unchecked Sendable {
 
 /// A `pthread_rwlock_t`: any number of readers at once, or one writer.
 ///
-/// Why not ``Lock``: planning asks the journal once per manifest entry from two threads
-/// (``Reconciler/forEachAction(in:window:known:_:)``); with a mutex they queued behind each other's lookups and
+/// Why not ``Lock``: planning asks the journal once per manifest entry from a thread per core
+/// (``Reconciler/forEachAction(in:window:threads:known:_:)``); with a mutex they queued behind each other's lookups and
 /// slept in the kernel (futex) whenever they met, for lookups that change nothing.
 final class ReadWriteLock: @unchecked Sendable {
     private let rwlock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)

@@ -1,5 +1,5 @@
 import Testing
-import MirrorCore
+@testable import MirrorCore
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -51,10 +51,11 @@ import Glibc
         #expect(why.contains("sub is a file, not a folder"), "\(why)")
     }
 
-    /// Planning on two threads (more entries than one window, made small) decides exactly what planning one
-    /// entry at a time decides, in manifest order: files verified by the journal, files present
-    /// but unknown, folders in the way, nothing there, across many folders.
-    @Test func planningOnTwoThreadsDecidesWhatOneThreadDecides() throws {
+    /// Planning on several threads (more entries than one window, made small) decides exactly what
+    /// planning one entry at a time decides, in manifest order: files verified by the journal, files
+    /// present but unknown, folders in the way, nothing there, across many folders; for two, three
+    /// and five threads, windows that do and do not divide the entries, and a last window of one.
+    @Test func planningOnSeveralThreadsDecidesWhatOneThreadDecides() throws {
         var entries: [ManifestEntry] = []
         for k in 0 ..< 37 { #expect(mkdir(dir.path("d\(k)"), 0o755) == 0) }
         for i in 0 ..< 2000 {
@@ -74,12 +75,30 @@ import Glibc
             entries.append(entry(path))
         }
         let reconciler = Reconciler(planner: fx.planner, journal: journal)
-        var seen: [(String, PlannedAction)] = []
-        reconciler.forEachAction(in: entries, window: 64) { seen.append(($0.path, $1)) }
-        #expect(seen.map(\.0) == entries.map(\.path))
         let one = entries.map { reconciler.action(for: $0) }
-        #expect(seen.map(\.1) == one)
+        for (threads, window) in [(2, 64), (3, 64), (5, 100), (3, 1999), (2, 7), (8, 2)] {
+            var seen: [(String, PlannedAction)] = []
+            reconciler.forEachAction(in: entries, window: window, threads: threads, known: nil) { seen.append(($0.path, $1)) }
+            #expect(seen.map(\.0) == entries.map(\.path), "\(threads) threads, window \(window)")
+            #expect(seen.map(\.1) == one, "\(threads) threads, window \(window)")
+        }
         #expect(one.filter { $0 == .upToDate }.count == 400)
         #expect(one.filter { $0 == .check }.count == 400)
+    }
+
+    /// A `body` that throws part-way stops the walk: nothing after it is handed on, and the call
+    /// returns (after the threads deciding the next window are done with the entries it lent).
+    @Test func aThrowingBodyStopsTheWalk() throws {
+        struct Stop: Error {}
+        let entries = (0 ..< 500).map { entry("f\($0)") }
+        let reconciler = Reconciler(planner: fx.planner, journal: journal)
+        var handed = 0
+        #expect(throws: Stop.self) {
+            try reconciler.forEachAction(in: entries, window: 64, threads: 3, known: nil) { _, _ in
+                handed += 1
+                if handed == 100 { throw Stop() }
+            }
+        }
+        #expect(handed == 100)
     }
 }
