@@ -16,6 +16,12 @@ import Glibc
 /// hashing falls behind, the transfer thread waits for a free buffer, which is the back-pressure a
 /// slow CPU must exert anyway. A new download of a small file is hashed by the thread that writes
 /// it instead (``PartialFile/hashesInline``): for 16 KiB the hand-off cost more than the hash.
+///
+/// libcurl delivers a body in pieces of at most 16 KiB. A piece that continues the file's last
+/// queued hash job, while this thread has not taken that job yet, is copied into the same buffer
+/// (``hash(_:_:)``), and a transfer thread wakes this one once per turn of its loop or when a buffer
+/// is full (``WriterWakes``), not once per piece: one job and one wake per buffer instead of per
+/// 16 KiB (docs/performance.md, "One wake per buffer").
 final class PartialWriter {
     enum Job {
         case hash(PartialFile, buffer: UnsafeMutableRawBufferPointer, count: Int)
@@ -28,13 +34,26 @@ final class PartialWriter {
     }
 
     static let bufferSize = 256 * 1024
-    static let bufferCount = 24
+    /// 2 MiB of queue a writer: with buffers filled whole (``hash(_:_:)``), more than the 24
+    /// buffers held when each took one 16 KiB piece; 24 whole ones added 4 MiB to a one-file run's
+    /// peak RSS (30.2 MiB against 26.0) for no gain measured (docs/performance.md, "One wake per buffer").
+    static let bufferCount = 8
 
     private let condition = Condition()
     private var queue: [Job] = []
     private var queueHead = 0
     private var freeBuffers: [UnsafeMutableRawBufferPointer] = []
     private var pendingPerFile: [ObjectIdentifier: Int] = [:]
+    /// Per file, the position (``removedJobs`` + index) of its last queued job when that is a hash
+    /// job with room left: later pieces of the file may join it until this thread takes it, or
+    /// until another job of the file is queued after it (which must see the bytes before it only).
+    private var openHash: [ObjectIdentifier: Int] = [:]
+    /// Jobs taken and dropped from the front of ``queue`` so far (positions stay valid across that).
+    private var removedJobs = 0
+    /// Work was queued without waking this thread; paid by ``payOwedWake()`` (``WriterWakes``).
+    private var wakeOwed = false
+    /// Jobs this thread has taken from the queue (tests: how many pieces became one job).
+    private var taken = 0
     private var stopping = false
     private var exited = false
     /// Seconds this thread spent waiting for work.
@@ -52,14 +71,41 @@ final class PartialWriter {
         for buffer in freeBuffers { buffer.deallocate() }
     }
 
-    /// Copies `bytes` into pooled buffers and queues them to be hashed.
+    /// Copies `bytes` into pooled buffers and queues them to be hashed: first into the room left
+    /// in the file's open hash job, if this thread has not taken it yet, then into new buffers.
+    /// The file's bytes reach the hash in the order they are given, as before: a piece joins only
+    /// the file's last queued job, and only while nothing of the file is queued after it.
     func hash(_ file: PartialFile, _ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        let key = ObjectIdentifier(file)
         var done = 0
+        condition.lock()
+        if let position = openHash[key] {
+            let index = position - removedJobs
+            if index >= queueHead, index < queue.count, case .hash(let owner, let buffer, let count) = queue[index], owner === file,
+               let target = buffer.baseAddress {
+                let n = min(buffer.count - count, bytes.count)
+                (target + count).copyMemory(from: source, byteCount: n)
+                queue[index] = .hash(owner, buffer: buffer, count: count + n)
+                done = n
+                if count + n == buffer.count {
+                    openHash.removeValue(forKey: key)
+                    wake(now: true)
+                }
+            } else {
+                openHash.removeValue(forKey: key)
+            }
+        }
+        condition.unlock()
         while done < bytes.count {
             let buffer = takeBuffer()
             let n = min(buffer.count, bytes.count - done)
-            if let src = bytes.baseAddress, let dst = buffer.baseAddress { dst.copyMemory(from: src + done, byteCount: n) }
-            enqueue(.hash(file, buffer: buffer, count: n), for: file)
+            if let target = buffer.baseAddress { target.copyMemory(from: source + done, byteCount: n) }
+            condition.lock()
+            append(.hash(file, buffer: buffer, count: n), for: key)
+            if n < buffer.count { openHash[key] = removedJobs + queue.count - 1 }
+            wake(now: n == buffer.count)
+            condition.unlock()
             done += n
         }
     }
@@ -91,14 +137,34 @@ final class PartialWriter {
     func drain(_ file: PartialFile) {
         let key = ObjectIdentifier(file)
         condition.lock()
-        while (pendingPerFile[key] ?? 0) > 0 { condition.wait() }
+        while (pendingPerFile[key] ?? 0) > 0 {
+            if wakeOwed { wake(now: true) }
+            condition.wait()
+        }
         condition.unlock()
     }
 
     /// Waits until every queued job is done.
     func drainAll() {
         condition.lock()
-        while queueHead < queue.count || !pendingPerFile.isEmpty { condition.wait() }
+        while queueHead < queue.count || !pendingPerFile.isEmpty {
+            if wakeOwed { wake(now: true) }
+            condition.wait()
+        }
+        condition.unlock()
+    }
+
+    /// Jobs taken so far.
+    var jobsTaken: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return taken
+    }
+
+    /// Wakes this thread if work was queued without waking it (``WriterWakes``).
+    func payOwedWake() {
+        condition.lock()
+        if wakeOwed { wake(now: true) }
         condition.unlock()
     }
 
@@ -114,18 +180,45 @@ final class PartialWriter {
 
     private func takeBuffer() -> UnsafeMutableRawBufferPointer {
         condition.lock()
-        while freeBuffers.isEmpty { condition.wait() }
+        while freeBuffers.isEmpty {
+            // The buffers are all queued; some of them perhaps without a wake yet.
+            if wakeOwed { wake(now: true) }
+            condition.wait()
+        }
         let buffer = freeBuffers.removeLast()
         condition.unlock()
         return buffer
     }
 
     private func enqueue(_ job: Job, for file: PartialFile) {
+        let key = ObjectIdentifier(file)
         condition.lock()
-        queue.append(job)
-        pendingPerFile[ObjectIdentifier(file), default: 0] += 1
-        condition.broadcast()
+        append(job, for: key)
+        // Nothing of the file joins a hash job queued before this one.
+        openHash.removeValue(forKey: key)
+        wake(now: false)
         condition.unlock()
+    }
+
+    /// Queues `job`. Called with `condition` held.
+    private func append(_ job: Job, for key: ObjectIdentifier) {
+        queue.append(job)
+        pendingPerFile[key, default: 0] += 1
+    }
+
+    /// Wakes this thread (and any thread waiting on `condition`), or, when `now` is false and the
+    /// calling thread is in a transfer turn (``WriterWakes/current``), leaves it to the end of the
+    /// turn. Called with `condition` held.
+    private func wake(now: Bool) {
+        if !now, let turn = WriterWakes.current {
+            if !wakeOwed {
+                wakeOwed = true
+                turn.owe(self)
+            }
+            return
+        }
+        wakeOwed = false
+        condition.broadcast()
     }
 
     private func run() {
@@ -144,8 +237,10 @@ final class PartialWriter {
             }
             let job = queue[queueHead]
             queueHead += 1
+            taken += 1
             if queueHead > 1024 && queueHead * 2 > queue.count {
                 queue.removeFirst(queueHead)
+                removedJobs += queueHead
                 queueHead = 0
             }
             condition.unlock()
@@ -172,7 +267,12 @@ final class PartialWriter {
             if let buffer { freeBuffers.append(buffer) }
             let key = ObjectIdentifier(file)
             let left = (pendingPerFile[key] ?? 1) - 1
-            if left == 0 { pendingPerFile.removeValue(forKey: key) } else { pendingPerFile[key] = left }
+            if left == 0 {
+                pendingPerFile.removeValue(forKey: key)
+                openHash.removeValue(forKey: key)
+            } else {
+                pendingPerFile[key] = left
+            }
             condition.broadcast()
             condition.unlock()
         }

@@ -6,7 +6,7 @@
 /// checkpoints after them, which one thread's queue guarantees. New files take the writers in
 /// turn; a writer is made when its turn first comes, up to ``limit`` (at most one per core, and
 /// one per file the run may have in flight). So a run of one large file has one writer, as
-/// before, and memory (``PartialWriter/bufferCount`` buffers of ``PartialWriter/bufferSize``: 6 MiB
+/// before, and memory (``PartialWriter/bufferCount`` buffers of ``PartialWriter/bufferSize``: 2 MiB
 /// a writer) grows only with the files a run hashes at once.
 final class PartialWriterPool {
     let limit: Int

@@ -29,6 +29,8 @@ public final class TransferEngine {
     private var threadExited = false
     /// Seconds the transfer thread spent asleep in `curl_multi_poll`.
     private let idle = IdleClock()
+    /// Wakes of hashing threads owed by this thread's current turn (``WriterWakes``).
+    private let wakes = WriterWakes()
     /// Downloads in the multi handle, keyed by easy handle. Transfer thread only.
     private var active: [UnsafeMutableRawPointer: Download] = [:]
     /// Submitted downloads waiting for a place among ``maxActive``, oldest first. Transfer thread only.
@@ -174,7 +176,8 @@ public final class TransferEngine {
                     curl_easy_pause(download.easy.handle, CURLPAUSE_CONT)
                 }
             }
-            _ = multi.perform()
+            // The pieces of a body that this turn writes wake their hashing threads once, at its end.
+            _ = wakes.deferring { multi.perform() }
             var done: [Download] = []
             for (handle, code) in multi.finished() {
                 guard let download = active.removeValue(forKey: handle) else { continue }
