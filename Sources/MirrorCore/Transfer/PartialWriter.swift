@@ -211,10 +211,10 @@ final class PartialWriter {
     /// turn. Called with `condition` held.
     private func wake(now: Bool) {
         if !now, let turn = WriterWakes.current {
-            if !wakeOwed {
-                wakeOwed = true
-                turn.owe(self)
-            }
+            // Every turn that defers a wake owes it, not only the first: another transfer
+            // thread's turn that owes it too may end later (or wait on another writer first).
+            wakeOwed = true
+            turn.owe(self)
             return
         }
         wakeOwed = false

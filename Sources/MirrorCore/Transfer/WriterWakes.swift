@@ -23,23 +23,24 @@ final class WriterWakes {
     /// The list of the turn the calling thread is in (`pthread_getspecific(3)`), nil outside one:
     /// then a writer is woken at once, as any thread but a transfer thread needs.
     static var current: WriterWakes? {
-        guard let pointer = pthread_getspecific(key) else { return nil }
+        guard let key, let pointer = pthread_getspecific(key) else { return nil }
         return Unmanaged<WriterWakes>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    private static let key: pthread_key_t = {
+    /// nil when `pthread_key_create` failed (`EAGAIN`: the process's keys are used up): then no
+    /// wake is deferred, and every one is paid at once, as before this type.
+    private static let key: pthread_key_t? = {
         var key = pthread_key_t()
-        // Without a key every wake is simply paid at once (``current`` stays nil).
-        _ = pthread_key_create(&key, nil)
-        return key
+        return pthread_key_create(&key, nil) == 0 ? key : nil
     }()
 
     /// Runs `body` (one turn of a transfer loop) with the wakes it causes deferred to its end. The
     /// thread-specific value points at `self` unretained: the caller holds `self` for the call.
     func deferring<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_setspecific(WriterWakes.key, Unmanaged.passUnretained(self).toOpaque())
+        guard let key = WriterWakes.key else { return try body() }
+        pthread_setspecific(key, Unmanaged.passUnretained(self).toOpaque())
         defer {
-            pthread_setspecific(WriterWakes.key, nil)
+            pthread_setspecific(key, nil)
             pay()
         }
         return try body()
