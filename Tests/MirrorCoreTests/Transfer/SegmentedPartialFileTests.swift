@@ -8,17 +8,12 @@ import Glibc
 /// Segmented downloads: ranges written out of order into one preallocated file, hashed in file
 /// order, checkpointed per segment, resumed per segment, and turned back into one stream.
 @Suite struct SegmentedPartialFileTests {
-    let dir: TemporaryDirectory
-    let folder: FileDescriptor
-    let journal: Journal
+    let fx: PartialFolder
+    var dir: TemporaryDirectory { fx.dir }
+    var folder: FileDescriptor { fx.folder }
+    var journal: Journal { fx.journal }
 
-    init() throws {
-        dir = try TemporaryDirectory()
-        let fd = Glibc.open(dir.path, O_RDONLY | O_DIRECTORY)
-        try #require(fd >= 0)
-        folder = FileDescriptor(fd: fd, displayPath: dir.path)
-        journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
-    }
+    init() throws { fx = try PartialFolder() }
 
     static let content = TestData.bytes(count: 12 << 20, seed: 91)
     static let identity = EntryIdentity(path: "big.bin", size: Int64(content.count),

@@ -11,17 +11,12 @@ import Glibc
 /// libcurl's 16 KiB pieces of one turn become one job per buffer, and still reach the hash in file
 /// order, with every checkpoint recording exactly the bytes queued before it.
 @Suite struct WriterWakesTests {
-    let dir: TemporaryDirectory
-    let folder: FileDescriptor
-    let journal: Journal
+    let fx: PartialFolder
+    var dir: TemporaryDirectory { fx.dir }
+    var folder: FileDescriptor { fx.folder }
+    var journal: Journal { fx.journal }
 
-    init() throws {
-        dir = try TemporaryDirectory()
-        let fd = open(dir.path, O_RDONLY | O_DIRECTORY)
-        try #require(fd >= 0)
-        folder = FileDescriptor(fd: fd, displayPath: dir.path)
-        journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
-    }
+    init() throws { fx = try PartialFolder() }
 
     static let content = TestData.bytes(count: 10 << 20, seed: 91)
     static let identity = EntryIdentity(path: "big.bin", size: Int64(content.count),
