@@ -51,7 +51,7 @@ public struct Reconciler {
                                known: PlanLookAhead.Decided?,
                                _ body: (ManifestEntry, PlannedAction) throws -> Void) rethrows {
         guard window > 1, entries.count > window, threads > 1 else {
-            for i in entries.indices { try body(entries[i], known?.isUpToDate(i) == true ? .upToDate : action(for: entries[i])) }
+            for i in entries.indices { try body(entries[i], decision(at: i, in: entries, known: known)) }
             return
         }
         let planners = (0 ..< threads).map { _ in
@@ -89,7 +89,7 @@ public struct Reconciler {
                     var from = start + part * run
                     while from < end {
                         for i in from ..< min(from + run, end) {
-                            out[i - start] = known?.isUpToDate(i) == true ? .upToDate : reconciler.action(for: entries[i])
+                            out[i - start] = reconciler.decision(at: i, in: entries, known: known)
                         }
                         from += threads * run
                     }
@@ -107,6 +107,11 @@ public struct Reconciler {
             swap(&current, &next)
             start = end
         }
+    }
+
+    /// Entry `i`'s action, by this reconciler's planner unless the look-ahead already found it up to date.
+    private func decision(at i: Int, in entries: UnsafeBufferPointer<ManifestEntry>, known: PlanLookAhead.Decided?) -> PlannedAction {
+        known?.isUpToDate(i) == true ? .upToDate : action(for: entries[i])
     }
 
     /// Entries a planning thread decides in a row (``forEachAction(in:window:threads:known:_:)``).
