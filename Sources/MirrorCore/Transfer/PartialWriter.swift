@@ -137,20 +137,14 @@ final class PartialWriter {
     func drain(_ file: PartialFile) {
         let key = ObjectIdentifier(file)
         condition.lock()
-        while (pendingPerFile[key] ?? 0) > 0 {
-            if wakeOwed { wake(now: true) }
-            condition.wait()
-        }
+        while (pendingPerFile[key] ?? 0) > 0 { waitForWriter() }
         condition.unlock()
     }
 
     /// Waits until every queued job is done.
     func drainAll() {
         condition.lock()
-        while queueHead < queue.count || !pendingPerFile.isEmpty {
-            if wakeOwed { wake(now: true) }
-            condition.wait()
-        }
+        while queueHead < queue.count || !pendingPerFile.isEmpty { waitForWriter() }
         condition.unlock()
     }
 
@@ -180,11 +174,8 @@ final class PartialWriter {
 
     private func takeBuffer() -> UnsafeMutableRawBufferPointer {
         condition.lock()
-        while freeBuffers.isEmpty {
-            // The buffers are all queued; some of them perhaps without a wake yet.
-            if wakeOwed { wake(now: true) }
-            condition.wait()
-        }
+        // The buffers are all queued; some of them perhaps without a wake yet.
+        while freeBuffers.isEmpty { waitForWriter() }
         let buffer = freeBuffers.removeLast()
         condition.unlock()
         return buffer
@@ -198,6 +189,14 @@ final class PartialWriter {
         openHash.removeValue(forKey: key)
         wake(now: false)
         condition.unlock()
+    }
+
+    /// Waits once on `condition` for this thread's progress, first paying a wake owed to it: work
+    /// queued without one would otherwise wait for a turn's end that may come only after this
+    /// wait (``WriterWakes``). Called with `condition` held, by any thread but this one.
+    private func waitForWriter() {
+        if wakeOwed { wake(now: true) }
+        condition.wait()
     }
 
     /// Queues `job`. Called with `condition` held.
