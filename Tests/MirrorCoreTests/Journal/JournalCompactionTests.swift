@@ -132,15 +132,7 @@ import Glibc
     static func verifiedPaths(_ file: String) throws -> [String] {
         let fd = open(file, O_RDONLY)
         try #require(fd >= 0)
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            try #require(n >= 0)
-            if n == 0 { break }
-            bytes += chunk[0 ..< n]
-        }
+        let bytes = try FileDescriptor(fd: fd, displayPath: file).readAll()
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
             guard fields.count > 2, fields[1] == "verified", fields[2].hasPrefix("path=") else { return nil }
