@@ -25,13 +25,30 @@ public final class Destination {
     public let generations: GenerationStore?
 
     /// Opens an existing DEST. Returns nil when it does not exist. A file at the path is said to
-    /// be one (`role` names what the folder is for, in the message).
-    /// An atomic DEST (a symlink to a generation of ``GenerationStore``) opens as its current
-    /// generation, with `.mirror` in the store.
-    public static func openExisting(_ path: String, role: String = "the destination") throws -> Destination? {
-        if let store = try? GenerationStore.open(path, create: false), case .generation(let n) = store.current() {
-            return Destination(path: path, root: try store.open(generation: n), stateRoot: store.store, generations: store)
+    /// be one. DEST is found by what it is (``DestinationIdentity``): an atomic DEST (a symlink to
+    /// a generation of ``GenerationStore``), named any way, opens as its current generation, with
+    /// `.mirror` in the store; so does a plain DEST whose conversion began (its state is in the
+    /// store already). A path into a store other than DEST's current set is refused.
+    public static func openExisting(_ path: String) throws -> Destination? {
+        let identity = try DestinationIdentity.resolve(path)
+        if let store = try? GenerationStore.open(identity, create: false) {
+            switch store.current() {
+            case .generation(let n):
+                return Destination(path: path, root: try store.open(generation: n), stateRoot: store.store, generations: store)
+            case .plainFolder where store.holdsState:
+                guard let plain = try openFolder(path, role: "the destination") else { return nil }
+                return Destination(path: path, root: plain.root, stateRoot: store.store, generations: store)
+            default:
+                break
+            }
         }
+        return try openFolder(path, role: "the destination")
+    }
+
+    /// Opens an existing folder as it is, no generation store looked for. Returns nil when it
+    /// does not exist; a file at the path is said to be one (`role` names what the folder is for,
+    /// in the message).
+    public static func openFolder(_ path: String, role: String) throws -> Destination? {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }

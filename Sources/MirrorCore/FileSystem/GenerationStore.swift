@@ -20,8 +20,12 @@ import Glibc
 public final class GenerationStore {
     public static let suffix = ".generations"
     static let buildingName = "building"
-    /// The new symlink's name before it is renamed over DEST (and the old folder's, after an exchange).
-    var switchName: String { "." + name + ".mirror-switch" }
+    /// The new symlink's name in the store before it is renamed over DEST, and the old plain
+    /// folder's after an exchange. It lives in the store, never in DEST's parent: mirror creates
+    /// and removes nothing there but DEST and the store, so it never removes what it did not make.
+    static let switchName = ".switch"
+    /// Generations being removed (``prune(keep:)``) have this prefix: no command lists them.
+    static let prunedPrefix = ".pruning-"
 
     /// DEST as the user named it, for messages.
     public let destPath: String
@@ -39,23 +43,15 @@ public final class GenerationStore {
         self.store = store
     }
 
-    /// DEST's folder and name: `lab/media/` is `media` in `lab`.
-    static func split(_ destPath: String) -> (folder: String, name: String)? {
-        var path = Substring(destPath)
-        while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
-        guard let slash = path.lastIndex(of: "/") else { return path.isEmpty ? nil : (".", String(path)) }
-        let name = String(path[path.index(after: slash)...])
-        let folder = slash == path.startIndex ? "/" : String(path[..<slash])
-        guard !name.isEmpty, name != ".", name != ".." else { return nil }
-        return (folder, name)
+    /// The store of DEST, or nil when DEST has none and `create` is false. With `create`,
+    /// DEST's folder and the store are made as needed. DEST is found by what it is
+    /// (``DestinationIdentity``), so every spelling of it finds this one store.
+    public static func open(_ destPath: String, create: Bool) throws -> GenerationStore? {
+        try open(DestinationIdentity.resolve(destPath), create: create)
     }
 
-    /// The store of DEST, or nil when DEST is not atomic (no store beside it) and `create` is
-    /// false. With `create`, DEST's folder and the store are made as needed.
-    public static func open(_ destPath: String, create: Bool) throws -> GenerationStore? {
-        guard let (folder, name) = split(destPath) else {
-            throw SystemError("use", "\(destPath) as an atomic destination (it names no folder)", code: EINVAL)
-        }
+    public static func open(_ identity: DestinationIdentity, create: Bool) throws -> GenerationStore? {
+        let folder = identity.folder
         if create { _ = try Destination.create(folder) }
         let parentFd = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if parentFd < 0 {
@@ -63,21 +59,45 @@ public final class GenerationStore {
             throw SystemError("open folder", folder)
         }
         let parent = FileDescriptor(fd: parentFd, displayPath: folder)
-        let storeName = name + suffix
+        let storeName = identity.name + suffix
         if create && mkdirat(parent.fd, storeName, 0o755) == 0 { try parent.sync() }
         let fd = openat(parent.fd, storeName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT && !create { return nil }
-            throw SystemError("open folder", folder + "/" + storeName)
+            throw SystemError("open folder", identity.storePath)
         }
-        let display = folder == "." && !destPath.hasPrefix("./") ? storeName : (folder.hasSuffix("/") ? folder : folder + "/") + storeName
-        return GenerationStore(destPath: destPath, parent: parent, name: name, store: FileDescriptor(fd: fd, displayPath: display))
+        let store = FileDescriptor(fd: fd, displayPath: identity.storePath)
+        return GenerationStore(destPath: identity.displayPath, parent: parent, name: identity.name, store: store)
     }
 
-    /// Whether DEST is an atomic destination: a symlink to a generation of its store.
+    /// Whether DEST is an atomic destination: a symlink to a generation of its store, or a
+    /// folder whose conversion has begun (the store holds DEST's state, `.mirror`).
     public static func isAtomic(_ destPath: String) -> Bool {
-        guard let store = try? open(destPath, create: false), case .generation = store.current() else { return false }
-        return true
+        guard let store = try? open(destPath, create: false) else { return false }
+        if case .generation = store.current() { return true }
+        return store.holdsState
+    }
+
+    /// Whoever could write the store or a set in it could plant a generation that DEST is then
+    /// switched to, or files that are linked into the next one (SECURITY.md): a command that
+    /// writes (sync, rollback) requires the store, its generations and `building/` to be this
+    /// user's alone (``StateOwnership``), and stops with exit 73 otherwise. Reading commands
+    /// (status, verify) do not ask: they trust nothing they find there.
+    func requireOwnership() throws {
+        try StateOwnership.require(store, store.displayPath)
+        for entry in try store.entryNames() {
+            let name = String(decoding: entry, as: UTF8.self)
+            guard GenerationStore.number(name) != nil || name == GenerationStore.buildingName else { continue }
+            let folder = try openFolder(name)
+            defer { folder.close() }
+            try StateOwnership.require(folder, folder.displayPath)
+        }
+    }
+
+    /// The store holds DEST's state (`.mirror`): DEST is atomic, or being made so.
+    public var holdsState: Bool {
+        var st = stat()
+        return fstatat(store.fd, Destination.stateFolderName, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
     public enum Current: Equatable {
@@ -100,9 +120,15 @@ public final class GenerationStore {
         let n = readlinkat(parent.fd, name, &buffer, buffer.count - 1)
         guard n > 0 else { return .other }
         let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let prefix = storeName + "/"
-        guard target.hasPrefix(prefix), let n = GenerationStore.number(String(target.dropFirst(prefix.count))) else { return .other }
+        guard let n = GenerationStore.generationNumber(inLink: target, storeName: storeName) else { return .other }
         return .generation(n)
+    }
+
+    /// `N` when a symlink's `target` is `STORE/gN`, the form ``switchTo(_:)`` writes; else nil.
+    static func generationNumber(inLink target: String, storeName: String) -> Int? {
+        let prefix = storeName + "/"
+        guard target.hasPrefix(prefix) else { return nil }
+        return number(String(target.dropFirst(prefix.count)))
     }
 
     /// `g12` is 12; anything else is no generation.
@@ -145,56 +171,70 @@ public final class GenerationStore {
         return next
     }
 
-    /// Points DEST at generation `n` in one step: a new symlink is made beside DEST and renamed
-    /// over it (`renameat`), or exchanged with a plain DEST folder (`renameat2(RENAME_EXCHANGE)`),
-    /// whose old tree is then removed (its unchanged files live on as links in the generation).
+    /// Points DEST at generation `n` in one step: a new symlink (relative, `DEST.generations/gN`)
+    /// is made in the store and renamed over DEST (`renameat`, across the two folders of one
+    /// file system), or exchanged with a plain DEST folder (`renameat2(RENAME_EXCHANGE)`), whose
+    /// old tree lands in the store and is then removed (its unchanged files live on as links in
+    /// the generation).
     public func switchTo(_ n: Int) throws {
         try removeLeftoverSwitch()
-        if symlinkat(storeName + "/g\(n)", parent.fd, switchName) != 0 {
-            throw SystemError("create", parent.displayPath + "/" + switchName)
+        let link = GenerationStore.switchName
+        if symlinkat(storeName + "/g\(n)", store.fd, link) != 0 {
+            throw SystemError("create", store.displayPath + "/" + link)
         }
         switch current() {
         case .plainFolder:
-            if mirror_rename_exchange(parent.fd, switchName, parent.fd, name) != 0 {
+            if mirror_rename_exchange(store.fd, link, parent.fd, name) != 0 {
                 throw SystemError("switch", destPath + " to generation \(n)")
             }
             try parent.sync()
+            try store.sync()
             try removeLeftoverSwitch()
         case .other:
-            _ = unlinkat(parent.fd, switchName, 0)
+            _ = unlinkat(store.fd, link, 0)
             throw SystemError("switch", destPath + " (it is neither a folder nor a generation's symlink; move it away)", code: EEXIST)
         case .none, .generation:
-            if renameat(parent.fd, switchName, parent.fd, name) != 0 {
+            if renameat(store.fd, link, parent.fd, name) != 0 {
                 throw SystemError("switch", destPath + " to generation \(n)")
             }
         }
         try parent.sync()
     }
 
-    /// A symlink or an old DEST folder left by a switch that a crash interrupted.
+    /// A symlink or an old DEST folder left in the store by a switch that a crash interrupted.
     func removeLeftoverSwitch() throws {
-        var st = stat()
-        guard fstatat(parent.fd, switchName, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return }
-        if FileStatus(st).isDirectory {
-            try GenerationStore.removeTree(switchName, in: parent)
-        } else if unlinkat(parent.fd, switchName, 0) != 0 && errno != ENOENT {
-            throw SystemError("remove", parent.displayPath + "/" + switchName)
-        }
+        try GenerationStore.removeTree(GenerationStore.switchName, in: store)
     }
 
     /// Removes the complete generations beyond the newest `keep`, never the current one.
-    /// Returns the numbers removed.
+    /// Returns the numbers removed. Each is first renamed to a hidden name (and the store synced),
+    /// then removed: a kill during the removal leaves a torn tree that no command lists or
+    /// switches to, which the next run sweeps (``sweepLeftovers()``). A listed `gN` is always whole.
     func prune(keep: Int) throws -> [Int] {
         guard case .generation(let now) = current() else { return [] }
         let all = try generations()
         let kept = Set(all.suffix(max(1, keep)) + [now])
         var removed: [Int] = []
         for n in all where !kept.contains(n) {
-            try GenerationStore.removeTree("g\(n)", in: store)
+            let hidden = GenerationStore.prunedPrefix + "g\(n)"
+            if renameat(store.fd, "g\(n)", store.fd, hidden) != 0 {
+                throw SystemError("remove", store.displayPath + "/g\(n)")
+            }
+            try store.sync()
+            CrashPoint.hit("prune-mid-removal")
+            try GenerationStore.removeTree(hidden, in: store)
             removed.append(n)
         }
         if !removed.isEmpty { try store.sync() }
         return removed
+    }
+
+    /// Removes what a killed run left of generations it was pruning and of a switch.
+    func sweepLeftovers() throws {
+        try removeLeftoverSwitch()
+        for entry in try store.entryNames() where entry.starts(with: Array(GenerationStore.prunedPrefix.utf8)) {
+            try GenerationStore.removeTree(entry, in: store)
+        }
     }
 
     /// `rm -r` of `name` in `folder`, no link followed (a symlink is removed, not entered).

@@ -20,7 +20,8 @@ public enum StateOwnership {
         case writableByOthers(mode: UInt32)
     }
 
-    /// The one rule, for `.mirror`, its journal and partial folder, and the kept manifest copy:
+    /// The one rule, for `.mirror`, its journal and partial folder, the kept manifest copy, and an
+    /// atomic DEST's generation store with its generations:
     /// owned by this process's effective uid, no group or other write bit.
     public static func problem(_ status: FileStatus) -> Problem? {
         if status.owner != geteuid() { return .owner(status.owner) }
@@ -35,8 +36,10 @@ public enum StateOwnership {
         case nil:
             return
         case .owner(let owner):
+            // Never "chown it": the folder may be another user's, planted or not, and taking it
+            // over would keep whatever they put in it.
             throw SystemError("trust", "\(displayPath) (it belongs to uid \(owner), not to uid \(me) who runs mirror; "
-                + "remove it, or chown it to uid \(me), and run again)", code: EPERM)
+                + "remove it, and run again)", code: EPERM)
         case .writableByOthers(let mode):
             throw SystemError("trust", "\(displayPath) (others may write it: mode \(String(mode, radix: 8)); "
                 + "chmod go-w it, or remove it, and run again)", code: EPERM)

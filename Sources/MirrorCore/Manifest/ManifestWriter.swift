@@ -69,7 +69,7 @@ public enum ManifestWriter {
                               threads: Int = WorkerPool.coreCount, chunksAbove: Int64? = nil) throws -> Result {
         let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
         try checkBaseURL(base)
-        guard let root = try Destination.openExisting(directory, role: "the folder to describe") else {
+        guard let root = try Destination.openFolder(directory, role: "the folder to describe") else {
             throw ManifestWriterError("\(directory): no such folder")
         }
         var found: [(bytes: [UInt8], file: FoundFile)] = []

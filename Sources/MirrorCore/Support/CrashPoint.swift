@@ -8,12 +8,21 @@ import Glibc
 /// one comparison against a value read once at start-up.
 ///
 /// The names: `checkpoint-before-record`, `install-before-record`, `compact-before-rename`,
-/// `compact-after-rename`.
+/// `compact-after-rename`, `prune-mid-removal` (a generation being pruned, renamed out of the
+/// list, before its files are removed).
+///
+/// `MIRROR_STOP_AT=<name>` stops the process there instead (`SIGSTOP`, as a scheduler might at
+/// any instant), so that a test can look at DEST with another command at exactly that moment and
+/// then let the run go on (`SIGCONT`): `seed-after-links` (an atomic run has linked the unchanged
+/// files into the next generation, their journal records not yet refreshed), `publish-after-prune`
+/// (old generations pruned, records not yet refreshed).
 public enum CrashPoint {
     static let armed: String? = getenv("MIRROR_CRASH_AT").map { String(cString: $0) }
+    static let stopAt: String? = getenv("MIRROR_STOP_AT").map { String(cString: $0) }
 
     @inline(__always)
     public static func hit(_ name: StaticString) {
+        if let stopAt, stopAt == name.description { raise(SIGSTOP) }
         guard let armed, armed == name.description else { return }
         kill(getpid(), SIGKILL)
     }

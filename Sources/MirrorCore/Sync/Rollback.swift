@@ -29,18 +29,23 @@ public enum Rollback {
         }
     }
 
-    /// Switches DEST to the newest complete generation older than the current one; returns both numbers.
+    /// Switches DEST to the newest complete generation older than the current one; returns both
+    /// numbers. The lock is taken first and the current generation read after it: a rollback
+    /// that waited behind a publishing sync goes back from what that sync published.
     public static func run(destination destPath: String, wait: Bool) throws(Failure) -> (from: Int, to: Int) {
         do {
-            guard let store = try GenerationStore.open(destPath, create: false), case .generation(let now) = store.current(),
-                  let dest = try Destination.openExisting(destPath), let state = try dest.stateFolder(create: false) else {
+            let identity = try DestinationIdentity.resolve(destPath)
+            guard let lock = try DestinationLock.take(identity, creating: .nothing, wait: wait) else {
                 throw Failure.notAtomic(destPath)
             }
-            let lock = try DestinationLock(stateFolder: state, destination: destPath, wait: wait)
             defer { lock.release() }
-            guard case .generation(let current) = store.current(), current == now,
-                  let previous = try store.generations().last(where: { $0 < current }) else {
-                throw Failure.noEarlierGeneration(destPath, current: now)
+            guard lock.stateIsInStore, let store = try GenerationStore.open(identity, create: false),
+                  case .generation(let current) = store.current() else {
+                throw Failure.notAtomic(destPath)
+            }
+            try store.requireOwnership()
+            guard let previous = try store.generations().last(where: { $0 < current }) else {
+                throw Failure.noEarlierGeneration(destPath, current: current)
             }
             try store.switchTo(previous)
             return (current, previous)

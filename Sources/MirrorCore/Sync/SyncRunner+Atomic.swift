@@ -8,22 +8,6 @@ import Glibc
 /// and the installs are those of any run, aimed at the building folder; only a run in which
 /// every listed file verified switches DEST to it.
 extension SyncRunner {
-    /// Moves a plain DEST's `.mirror` into the store, under that state's own lock, which the run
-    /// then keeps (it moved with the folder): the journal, partial downloads and the kept manifest
-    /// copy carry over, so turning a DEST atomic costs no download. nil when there is nothing to move.
-    func adoptPlainState(_ store: GenerationStore) throws -> DestinationLock? {
-        guard case .plainFolder = store.current(), faccessat(store.store.fd, Destination.stateFolderName, F_OK, AT_SYMLINK_NOFOLLOW) != 0,
-              let plain = try Destination.openExisting(store.destPath), let state = try plain.stateFolder(create: false) else { return nil }
-        try StateOwnership.require(state, plain.display(Destination.stateFolderName))
-        let lock = try DestinationLock(stateFolder: state, destination: store.destPath, wait: options.waitForLock)
-        if renameat(plain.root.fd, Destination.stateFolderName, store.store.fd, Destination.stateFolderName) != 0 {
-            throw SystemError("move", plain.display(Destination.stateFolderName) + " into " + store.store.displayPath)
-        }
-        try store.store.sync()
-        try plain.root.sync()
-        return lock
-    }
-
     /// The current set, when it already is exactly the manifest's: every entry verified in the
     /// current generation and nothing else in it. Then nothing is built (an hourly no-op run
     /// must not make a generation of links each time).
@@ -66,6 +50,7 @@ extension SyncRunner {
             }
             if verified { linked.append((entry, old)) }
         }
+        CrashPoint.hit("seed-after-links")
         try refreshRecords(linked, in: destination)
     }
 
@@ -104,6 +89,7 @@ extension SyncRunner {
                 if let path = String(validating: file.path, as: UTF8.self) { try journal.append(.removed(path: path), durable: false) }
             }
             _ = try store.prune(keep: options.keepGenerations)
+            CrashPoint.hit("publish-after-prune")
             if let published = try Destination.openExisting(store.destPath) { try refreshRecords(vouched, in: published) }
         } catch let error as SystemError {
             if fatal == nil { fatal = error }

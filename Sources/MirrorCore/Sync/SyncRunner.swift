@@ -112,7 +112,7 @@ public final class SyncRunner {
             let current: Destination?
             (lock, current) = try openState(destPath)
             if let generations {
-                try generations.removeLeftoverSwitch()
+                try generations.sweepLeftovers()
                 if try currentGenerationIsComplete(generations) {
                     try GenerationStore.removeTree(GenerationStore.buildingName, in: generations.store)
                     summary.upToDate = manifest.entries.count

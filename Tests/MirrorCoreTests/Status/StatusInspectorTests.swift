@@ -136,9 +136,7 @@ import Glibc
 
     @Test func aHeldLockNamesItsHolderWithoutBeingTaken() throws {
         let (manifest, _) = try scenario()
-        let destination = try #require(try Destination.openExisting(dest))
-        let state = try #require(try destination.stateFolder(create: false))
-        let lock = try DestinationLock(stateFolder: state, destination: dest, wait: false)
+        let lock = try #require(try DestinationLock.take(DestinationIdentity.resolve(dest), creating: .nothing, wait: false))
         let status = try StatusInspector.inspect(manifest: manifest, destinationPath: dest)
         #expect(status.runningPid == Int(getpid()))
         #expect(status.text.contains("a sync is running, pid \(getpid())"))

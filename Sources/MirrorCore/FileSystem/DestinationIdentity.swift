@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a DEST path names, found from the folder it leads to rather than from its spelling
+/// (docs/cli.md, "One run at a time").
+///
+/// `media`, `media/.`, `$PWD/media`, a symlink to `media` and, for an atomic DEST, the path of
+/// the generation it shows (`media.generations/g3`) all name one destination: the folder `media`
+/// in its canonical parent (`realpath(3)`). Every command finds DEST's lock and state from this
+/// identity, so two spellings can never take two locks. A path that leads into a generation
+/// store other than DEST's current set (an older generation, `building/`, the store itself) is
+/// refused: a run there would make a `.mirror` inside a set that another DEST owns.
+public struct DestinationIdentity: Sendable, Equatable {
+    /// DEST as the user named it, for messages.
+    public let displayPath: String
+    /// The canonical folder DEST is in, and DEST's name in it (never `.`, `..` or empty).
+    public let folder: String
+    public let name: String
+
+    /// DEST by its canonical path.
+    public var path: String { folder == "/" ? "/" + name : folder + "/" + name }
+    /// The generation store beside DEST (``GenerationStore``), whether or not it exists.
+    public var storePath: String { path + GenerationStore.suffix }
+
+    /// Resolves `destPath`. A DEST that does not exist yet is named by its parent's canonical
+    /// path (when the parent exists) and its last component.
+    public static func resolve(_ destPath: String) throws -> DestinationIdentity {
+        // An atomic DEST's own symlink (`media -> media.generations/g3`) names DEST even when the
+        // generation is gone: it is judged before anything is followed.
+        if let (folder, name) = lexicalSplit(destPath), let target = symlinkTarget(destPath),
+           GenerationStore.generationNumber(inLink: target, storeName: name + GenerationStore.suffix) != nil {
+            return DestinationIdentity(displayPath: destPath, folder: canonical(folder) ?? folder, name: name)
+        }
+        guard let real = canonical(destPath) else {
+            guard let (folder, name) = lexicalSplit(destPath) else {
+                throw SystemError("use", "\(destPath) as the destination (it names no folder)", code: EINVAL)
+            }
+            return DestinationIdentity(displayPath: destPath, folder: canonical(folder) ?? folder, name: name)
+        }
+        guard let (folder, name) = lexicalSplit(real) else {
+            throw SystemError("use", "\(destPath) as the destination (it is the root folder)", code: EINVAL)
+        }
+        if let owner = try storeOwner(ofGeneration: name, in: folder, named: destPath) { return owner.renamed(destPath) }
+        if name.hasSuffix(GenerationStore.suffix), isFolder(real + "/" + Destination.stateFolderName) {
+            let dest = String(name.dropLast(GenerationStore.suffix.count))
+            throw SystemError("use", "\(destPath) as the destination (it is the generation store of \(join(folder, dest)); "
+                + "name \(join(folder, dest)) instead)", code: EINVAL)
+        }
+        return DestinationIdentity(displayPath: destPath, folder: folder, name: name)
+    }
+
+    private func renamed(_ display: String) -> DestinationIdentity {
+        DestinationIdentity(displayPath: display, folder: folder, name: name)
+    }
+
+    /// When `name` in `folder` is a generation (`gN`) or the building folder of a store
+    /// (`folder` is `X.generations` holding `.mirror`): DEST `X` if its symlink shows exactly this
+    /// generation; otherwise the path is refused.
+    private static func storeOwner(ofGeneration name: String, in folder: String, named destPath: String) throws -> DestinationIdentity? {
+        guard GenerationStore.number(name) != nil || name == GenerationStore.buildingName,
+              let (outer, storeName) = lexicalSplit(folder), storeName.hasSuffix(GenerationStore.suffix),
+              isFolder(folder + "/" + Destination.stateFolderName) else { return nil }
+        let dest = String(storeName.dropLast(GenerationStore.suffix.count))
+        let owner = DestinationIdentity(displayPath: join(outer, dest), folder: outer, name: dest)
+        if let target = symlinkTarget(owner.path), let shown = GenerationStore.generationNumber(inLink: target, storeName: storeName),
+           "g\(shown)" == name {
+            return owner
+        }
+        let what = name == GenerationStore.buildingName ? "the folder the next generation is built in" : "a generation kept for rollback"
+        throw SystemError("use", "\(destPath) as the destination (it is \(what) of the atomic destination \(owner.path); "
+            + "name \(owner.path) instead)", code: EINVAL)
+    }
+
+    /// `realpath(3)`: every symlink, `.` and `..` resolved; nil when the path does not exist.
+    static func canonical(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The target of the symlink at `path` (`readlink(2)`), or nil when it is not one.
+    static func symlinkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func isFolder(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// A path's folder and last component, from its spelling: `lab/media/` and `lab/media/.` are
+    /// `media` in `lab`; nil when the last component is `..`, a lone `.` or missing.
+    static func lexicalSplit(_ destPath: String) -> (folder: String, name: String)? {
+        var path = Substring(destPath)
+        while path.count > 1 && (path.hasSuffix("/") || path.hasSuffix("/.")) { path = path.dropLast() }
+        guard let slash = path.lastIndex(of: "/") else {
+            return path.isEmpty || path == "." || path == ".." ? nil : (".", String(path))
+        }
+        let name = String(path[path.index(after: slash)...])
+        let folder = slash == path.startIndex ? "/" : String(path[..<slash])
+        guard !name.isEmpty, name != ".", name != ".." else { return nil }
+        return (folder, name)
+    }
+
+    private static func join(_ folder: String, _ name: String) -> String {
+        folder == "/" ? "/" + name : folder + "/" + name
+    }
+}
