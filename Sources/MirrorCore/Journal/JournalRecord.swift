@@ -99,6 +99,15 @@ public struct VerifiedRecord: Equatable, Sendable {
         status.isRegularFile && status.size == identity.size && status.inode == inode
             && status.device == device && status.mtime == mtime && status.ctime == ctime
     }
+
+    /// ``matches(_:)`` but for the change time: the same inode, size and modification time. A
+    /// hard link made or removed moves the ctime too, and an atomic run links every unchanged
+    /// file into the next generation (and prunes old ones) before it journals the new ctimes;
+    /// `status` beside such a run counts these files as done (docs/cli.md, "status").
+    public func matchesButForChangeTime(_ status: FileStatus) -> Bool {
+        status.isRegularFile && status.size == identity.size && status.inode == inode
+            && status.device == device && status.mtime == mtime
+    }
 }
 
 public struct PartialRecord: Equatable, Sendable {

@@ -212,8 +212,11 @@ public enum StatusInspector {
         // Planned as a sync plans (a thread per core, in manifest order); only what is not done is kept.
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials),
                                     journal: journal)
+        let syncRuns = status.runningPid != nil
         reconciler.forEachAction(in: manifest.entries) { entry, action in
             if case .upToDate = action {
+                status.addDone(size: entry.size)
+            } else if syncRuns, case .check = action, isBeingRelinked(entry, in: destination, journal: journal) {
                 status.addDone(size: entry.size)
             } else {
                 status.add(self.status(of: entry, action: action, journal: journal))
@@ -224,6 +227,16 @@ public enum StatusInspector {
                                              building: faccessat(store.store.fd, GenerationStore.buildingName, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         }
         return status
+    }
+
+    /// Whether a file the journal verified differs from its record only in its change time,
+    /// while a sync runs: that sync's hard links (an atomic run seeding or pruning generations)
+    /// moved it, and its records follow after the loop. Without a running sync the file is
+    /// `unverified`, as a sync would hash it.
+    static func isBeingRelinked(_ entry: ManifestEntry, in destination: Destination, journal: Journal?) -> Bool {
+        guard let record = journal?.records(for: entry.path)?.verified, record.identity == EntryIdentity(entry),
+              let now = try? destination.status(of: entry.path) else { return false }
+        return record.matchesButForChangeTime(now)
     }
 
     /// One entry's state: what a sync would plan for it (``Planner``, so records made for another
