@@ -36,13 +36,14 @@ extension Reconciler {
             }
         case .unlisted:
             let tree = try destination.walk(skippingTopLevel: Destination.stateFolderName)
+            let nested = NestedDestinations(folders: tree.folders)
             plan.known = tree.files.count
-            for item in tree.files where !listed.containsFile(item.path) {
+            for item in tree.files where !listed.containsFile(item.path) && !nested.contains(item.path) {
                 plan.files.append(DeletionPlan.Item(path: item.path, status: item.status))
             }
             // Every folder no listed entry lies in: with --delete-unlisted DEST holds the manifest's
             // files and nothing else, so an empty folder of the user's goes too.
-            for folder in tree.folders { emptied.insert(PathKey(bytes: folder)) }
+            for folder in tree.folders where !nested.contains(folder) { emptied.insert(PathKey(bytes: folder)) }
             let present = Set(tree.files.lazy.map { PathKey(bytes: $0.path) })
             for record in self.unlisted(listed: listed) where !present.contains(PathKey(record.identity.path)) {
                 plan.stale.append(record.identity.path)
