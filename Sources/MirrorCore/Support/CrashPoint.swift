@@ -8,7 +8,8 @@ import Glibc
 /// one comparison against a value read once at start-up.
 ///
 /// The names: `checkpoint-before-record`, `install-before-record`, `compact-before-rename`,
-/// `compact-after-rename`.
+/// `compact-after-rename`, `turn-before-remove`, `turn-before-rename` (``Installer``, a path that
+/// turns between file and folder).
 public enum CrashPoint {
     static let armed: String? = getenv("MIRROR_CRASH_AT").map { String(cString: $0) }
 
