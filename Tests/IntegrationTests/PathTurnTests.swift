@@ -49,6 +49,8 @@ import MirrorTestSupport
         #expect(first.exitCode == 0, "\(first)")
 
         let shas = try publish(fx, "v1", turn.v1, size: turn.newSize, seed: 11)
+        let dry = try fx.sync(flags + ["--dry-run"])
+        for path in turn.v1 { #expect(dry.stdout.contains("replace \(path) ("), "\(dry)") }
         let turned = try fx.sync(flags)
         #expect(turned.exitCode == 0, "the first run of v1 must converge: \(turned)")
         for (path, sha) in shas {
@@ -70,6 +72,24 @@ import MirrorTestSupport
                 #expect(journal.contains("forget path=\(path) all=1"), "the journal records that \(path) was removed")
             }
         }
+    }
+
+    /// A file moved into a folder of its own name (`x` republished as `x/y` with the same bytes):
+    /// its bytes are reused from the file in the way (copied, which leaves that file unchanged),
+    /// which then goes; nothing is fetched.
+    @Test func aFileMovedIntoAFolderOfItsNameIsReusedNotFetched() throws {
+        let fx = try SyncFixture()
+        let shas = try publish(fx, "v0", ["pf"], size: 2_500_000, seed: 1)
+        #expect(try fx.sync().exitCode == 0)
+        let before = try fx.requests(atLeast: 3).count
+
+        fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+        fx.manifest.add(path: "pf/inner.bin", size: 2_500_000, sha256: try #require(shas["pf"]), url: fx.server.url("v1/pf/inner.bin"))
+        try fx.writeManifest()
+        let moved = try fx.sync()
+        #expect(moved.exitCode == 0, "\(moved)")
+        #expect((try? TestData.sha256(ofFileAt: fx.destPath("pf/inner.bin"))) == shas["pf"])
+        #expect(try fx.requests().count == before, "the bytes came from the file in the way, not the server")
     }
 
     /// A kill just before the old file goes, and between its removal and the rename of the new
