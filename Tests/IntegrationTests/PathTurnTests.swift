@@ -66,6 +66,9 @@ import MirrorTestSupport
                                           environment: SyncFixture.loopbackOnly, timeout: 60)
         #expect(verify.exitCode == 0, "\(verify)")
         if flags.isEmpty {
+            // A file with no name that was given one to meet the folder in its way left nothing behind.
+            let left = try FileManager.default.contentsOfDirectory(atPath: fx.dest + "/.mirror/partial")
+            #expect(left.isEmpty, "\(left)")
             // The journal says the old path's files went: `forget ... all=1` for each.
             let journal = try String(contentsOfFile: fx.dest + "/.mirror/journal", encoding: .utf8)
             for path in turn.v0 {

@@ -102,7 +102,7 @@ extension Destination {
 
     private func changed(_ path: [UInt8]) -> SystemError {
         SystemError("replace", display(String(decoding: path, as: UTF8.self)) + " (it changed while the run went on; move it away)",
-                    code: EBUSY)
+                    code: EEXIST)
     }
 
     /// What is at `relative` (bytes), through ``SafePath`` (`O_PATH`, no link followed); nil when nothing is.
