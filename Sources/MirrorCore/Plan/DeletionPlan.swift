@@ -17,6 +17,10 @@ public struct DeletionPlan: Sendable {
         public var path: [UInt8]
         /// The file as seen when planned: it is removed only if it still is that file.
         public var status: FileStatus
+        public init(path: [UInt8], status: FileStatus) {
+            self.path = path
+            self.status = status
+        }
         public var display: String { String(decoding: path, as: UTF8.self) }
     }
 

@@ -7,8 +7,8 @@ public enum PlannedAction: Equatable, Sendable {
     case check
     /// Continue an earlier run's partial download from this many durable bytes.
     case resume(from: Int64, record: PartialRecord)
-    /// Fetch from zero. `replacing`: a different file is at the path now; it stays until the new
-    /// copy verifies.
+    /// Fetch from zero. `replacing`: a different file is at the path now, or mirror's own file or
+    /// folder is in the way of it (``PathTurn``); it stays until the new copy verifies.
     case download(replacing: Bool)
     /// Something that is not a regular file is at the path (a folder, a symlink, a device): the
     /// entry fails; nothing there is touched.
@@ -45,9 +45,23 @@ public struct Planner {
     }
 
     public func action(for entry: ManifestEntry) throws -> PlannedAction {
-        let status = try destination?.status(of: entry.path)
+        var status: FileStatus?
+        // Set when what is in the way is mirror's to replace (``PathTurn``): the entry is planned
+        // as if its path were free, and the old file goes when the new one is installed (``Installer``).
+        var turns = false
+        do {
+            status = try destination?.status(of: entry.path)
+        } catch let error as SystemError where error.code == ENOTDIR {
+            // One of its folders is a file.
+            guard mayReplaceWhatIsInTheWay(of: entry.path) else { throw error }
+            turns = true
+        }
         // The no-op path: one stat and one journal line compared in place (docs/journal.md, rule 3).
         if let status, let journal, journal.isVerified(entry, status: status) { return .upToDate }
+        if let found = status, found.isDirectory, mayReplaceWhatIsInTheWay(of: entry.path) {
+            status = nil
+            turns = true
+        }
         let records = journal?.records(for: entry.path)
         // Hex digests and a path string: made only when there is a record to compare them with
         // (none for any file of a first sync).
@@ -72,7 +86,15 @@ public struct Planner {
         if let status {
             return status.size == entry.size ? .check : .download(replacing: true)
         }
-        return .download(replacing: false)
+        return .download(replacing: turns)
+    }
+
+    /// Whether what is in the way of `path` (a file where one of its folders must be, or a folder
+    /// at the path) is mirror's own, unchanged and unlisted, and may go (``PathTurn/decide(_:vouched:)``).
+    /// Asked only when something is in the way.
+    func mayReplaceWhatIsInTheWay(of path: String) -> Bool {
+        guard let destination, let journal, let found = try? destination.inTheWay(of: path) else { return false }
+        return PathTurn.decide(found) { PathTurn.vouches(journal.records(for: $0)?.verified, for: $1) }.clearance != nil
     }
 
     /// Length of the entry's partial file, if there is one.

@@ -8,8 +8,9 @@ import Glibc
 /// one comparison against a value read once at start-up.
 ///
 /// The names: `checkpoint-before-record`, `install-before-record`, `compact-before-rename`,
-/// `compact-after-rename`, `prune-mid-removal` (a generation being pruned, renamed out of the
-/// list, before its files are removed).
+/// `compact-after-rename`, `turn-before-remove`, `turn-before-rename` (``Installer``, a path that
+/// turns between file and folder), `prune-mid-removal` (a generation being pruned, renamed out of
+/// the list, before its files are removed).
 ///
 /// `MIRROR_STOP_AT=<name>` stops the process there instead (`SIGSTOP`, as a scheduler might at
 /// any instant), so that a test can look at DEST with another command at exactly that moment and

@@ -10,9 +10,9 @@ import Glibc
 /// It decides nothing about retries or reporting: each call returns what happened, and
 /// ``SyncRunner`` turns that into the next attempt, a failure or a line of output.
 final class Installer {
-    private let destination: Destination
-    private let partialFolder: FileDescriptor
-    private let journal: Journal
+    let destination: Destination
+    let partialFolder: FileDescriptor
+    let journal: Journal
     private let batch = InstallBatch()
 
     init(destination: Destination, partialFolder: FileDescriptor, journal: Journal) {
@@ -100,16 +100,12 @@ final class Installer {
         }
 
         var installed: [(InstallBatch.Item, FileStatus)] = []
+        // Files that were in the way of a new one and went (``PathTurn``): journaled with the batch.
+        var removed: [JournalRecord] = []
         for item in items {
             defer { item.partial.close() }
             do {
-                let partial = item.partial
-                let status = partial.isUnnamed
-                    ? try destination.install(unnamed: partial.file, name: partial.name, partialFolder: partialFolder,
-                                              to: item.task.entry.path, syncFolder: single)
-                    : try destination.install(partial: partial.name, from: partialFolder,
-                                              to: item.task.entry.path, syncFolder: single, expected: partial.file)
-                installed.append((item, status))
+                installed.append((item, try install(item, syncFolder: single, removed: &removed)))
             } catch {
                 out.failed.append((item.task, error))
             }
@@ -119,7 +115,7 @@ final class Installer {
             if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
             CrashPoint.hit("install-before-record")
             // The partial file's identity is its entry's (``PartialFile/identity``), already made.
-            try journal.append(installed.map { item, status in
+            try journal.append(removed + installed.map { item, status in
                 .verified(VerifiedRecord(identity: item.partial.identity, status: status))
             })
             try journal.sync()

@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Installer {
+    /// Renames (or links) one verified, durable file into place. When the rename finds mirror's own
+    /// file or folder in the way, unchanged and no longer listed (a file where the entry needs a
+    /// folder: `ENOTDIR`; a folder at its path: `EISDIR`; ``PathTurn``), that goes and the rename
+    /// is tried once more: only now, with the new file verified and durable, so a run that fails or
+    /// is stopped earlier leaves the old file where it was. A crash between the removal and the
+    /// rename leaves neither at the path (the new file waits in the partial folder, its bytes
+    /// journaled for a named one); never a wrong file. The removed files' `forget path=... all=1`
+    /// records go into `removed`, journaled with the batch (docs/journal.md, "`forget`").
+    func install(_ item: InstallBatch.Item, syncFolder: Bool, removed: inout [JournalRecord]) throws -> FileStatus {
+        do {
+            return try place(item, syncFolder: syncFolder)
+        } catch let error as SystemError where error.code == ENOTDIR || error.code == EISDIR {
+            let path = item.task.entry.path
+            // Decided again from the disk as it is now, not from the plan: whatever came since counts.
+            guard let found = try destination.inTheWay(of: path),
+                  let clearance = PathTurn.decide(found, vouched: { [journal] in
+                      PathTurn.vouches(journal.records(for: $0)?.verified, for: $1)
+                  }).clearance else { throw error }
+            CrashPoint.hit("turn-before-remove")
+            let gone = try destination.clear(clearance)
+            // Valid UTF-8: ``PathTurn/decide(_:vouched:)`` replaces only what the journal recorded.
+            removed += gone.compactMap { String(validating: $0, as: UTF8.self) }.map { .removed(path: $0) }
+            destination.forgetInstallFolder()
+            CrashPoint.hit("turn-before-rename")
+            return try place(item, syncFolder: syncFolder)
+        }
+    }
+
+    /// The rename (a named partial file) or link (one with no name, ``PartialNaming``) into place.
+    private func place(_ item: InstallBatch.Item, syncFolder: Bool) throws -> FileStatus {
+        let partial = item.partial
+        return partial.isUnnamed
+            ? try destination.install(unnamed: partial.file, name: partial.name, partialFolder: partialFolder,
+                                      to: item.task.entry.path, syncFolder: syncFolder)
+            : try destination.install(partial: partial.name, from: partialFolder,
+                                      to: item.task.entry.path, syncFolder: syncFolder, expected: partial.file)
+    }
+}
