@@ -56,7 +56,7 @@ struct FoundFileOwnerTests {
 
         let run = try fx.sync()
         #expect(run.exitCode == 0, "\(run)")
-        #expect(run.stderr.contains("bin/tool: it belongs to uid 65534; it is replaced by a copy"), "\(run.stderr)")
+        #expect(run.stderr.contains("bin/tool: it belongs to uid 65534; its bytes are copied into a new file of this user's"), "\(run.stderr)")
         #expect(run.stdout.contains("replaced bin/tool"), "\(run.stdout)")
         let now = try #require(Self.found(fx.destPath("bin/tool")))
         #expect(now.owner == geteuid(), "still uid \(now.owner)")
@@ -143,6 +143,28 @@ struct FoundFileOwnerTests {
 
         let again = try fx.sync(["--json"])
         #expect(again.exitCode == 0 && Self.upToDate(again) == 2, "\(again)")
+    }
+
+    /// An atomic DEST whose manifest gives a file a new mode: the file in `building/` is one inode
+    /// with the published generation's, so it is copied, not `fchmod`ed: the published set keeps
+    /// its mode until the switch.
+    @Test func aNewModeDoesNotReachThePublishedGeneration() throws {
+        let fx = try SyncFixture()
+        let sha = try fx.addFile("x.sh", size: 5000, seed: 8)
+        try fx.writeManifest()
+        #expect(try fx.sync(["--atomic"]).exitCode == 0)
+        let published = try #require(Self.found(fx.destPath("x.sh")))
+        let first = try FileManager.default.destinationOfSymbolicLink(atPath: fx.dest)
+
+        fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+        fx.manifest.add(path: "x.sh", size: 5000, sha256: sha, extra: ["mode": "\"0755\""])
+        try fx.writeManifest()
+        let run = try fx.sync(["--atomic"])
+        #expect(run.exitCode == 0, "\(run)")
+        let now = try #require(Self.found(fx.destPath("x.sh")))
+        #expect(now.permissions == 0o755 && now.inode != published.inode, "\(now)")
+        let old = try #require(Self.found(fx.dir.path(first + "/x.sh")))
+        #expect(old.permissions == 0o644 && old.inode == published.inode, "the earlier generation changed: \(old)")
     }
 
     /// Reuse by content: a `--seed` file owned by nobody, mode 06777, gives its bytes to a new

@@ -20,7 +20,9 @@ import Glibc
 ///   is copied too, for the same reason: anyone could have opened it for writing while it was so;
 /// - this user's file whose mode is only otherwise wrong (setuid or setgid, sticky, other read or
 ///   execute bits) is fixed in place with `fchmod(2)` through the descriptor that was hashed:
-///   nobody but this user (and root) could have written it, so the bytes hashed stay its bytes.
+///   nobody but this user (and root) could have written it, so the bytes hashed stay its bytes;
+///   unless the inode has other names (hard links: another generation of an atomic DEST, a
+///   file elsewhere), whose mode a `fchmod` would change too: then it is copied.
 ///
 /// The file's group is not looked at: group write is allowed only where the manifest's mode
 /// gives it, and then to the file's group, as for a file mirror installs in a setgid folder.
@@ -45,11 +47,14 @@ public struct FoundFilePolicy: Sendable, Equatable {
         public var permissions: UInt32
         /// The entry's mode (``FoundFilePolicy/wantedMode(_:)``).
         public var wanted: UInt32
+        /// The inode's names (`st_nlink`).
+        public var links: UInt64
 
-        public init(owner: UInt32, permissions: UInt32, wanted: UInt32) {
+        public init(owner: UInt32, permissions: UInt32, wanted: UInt32, links: UInt64 = 1) {
             self.owner = owner
             self.permissions = permissions & 0o7777
             self.wanted = wanted & 0o7777
+            self.links = links
         }
     }
 
@@ -59,11 +64,14 @@ public struct FoundFilePolicy: Sendable, Equatable {
         case otherOwner(UInt32)
         /// Group or others may write it (these permission bits), which the entry's mode does not give.
         case writableByOthers(UInt32)
+        /// Its mode is not the entry's and the inode has this many names: a `fchmod` would change them all.
+        case linkedElsewhere(UInt64)
 
         public var description: String {
             switch self {
             case .otherOwner(let uid): "it belongs to uid \(uid)"
             case .writableByOthers(let mode): "group or others may write it (mode \(String(mode, radix: 8)))"
+            case .linkedElsewhere(let links): "its mode is to change and it has \(links) names (hard links)"
             }
         }
     }
@@ -71,7 +79,7 @@ public struct FoundFilePolicy: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         /// The file is this user's, with the entry's mode: vouch for it as it is.
         case keep
-        /// This user's file, not writable by others, with another mode: `fchmod` it to `mode`.
+        /// This user's file, not writable by others, with another mode and one name: `fchmod` it to `mode`.
         case fixMode(UInt32)
         /// Copy its bytes into a new file of this user's (verified like a download, renamed into
         /// place); the found inode is never vouched for nor linked.
@@ -85,12 +93,14 @@ public struct FoundFilePolicy: Sendable, Equatable {
         if facts.owner != user { return .copy(.otherOwner(facts.owner)) }
         let extraWrite = facts.permissions & 0o022 & ~facts.wanted
         if extraWrite != 0 { return .copy(.writableByOthers(facts.permissions)) }
-        return facts.permissions == facts.wanted ? .keep : .fixMode(facts.wanted)
+        if facts.permissions == facts.wanted { return .keep }
+        return facts.links > 1 ? .copy(.linkedElsewhere(facts.links)) : .fixMode(facts.wanted)
     }
 
     /// The decision for `status`, a file at `entry`'s path.
     public func decide(_ status: FileStatus, for entry: ManifestEntry) -> Action {
-        decide(Facts(owner: status.owner, permissions: status.permissions, wanted: FoundFilePolicy.wantedMode(entry)))
+        decide(Facts(owner: status.owner, permissions: status.permissions, wanted: FoundFilePolicy.wantedMode(entry),
+                     links: status.links))
     }
 
     /// ``decide(_:)`` says ``Action/keep``: the planner's no-op path asks this of every file

@@ -41,6 +41,13 @@ struct FoundFilePolicyTests {
         #expect(decide(0o644, wanted: 0o664) == .fixMode(0o664), "less than the manifest gives")
     }
 
+    @Test func aModeIsNotFixedThroughAnInodeWithOtherNames() {
+        #expect(policy.decide(.init(owner: 1000, permissions: 0o644, wanted: 0o755, links: 2)) == .copy(.linkedElsewhere(2)),
+                "another generation's file would change too")
+        #expect(policy.decide(.init(owner: 1000, permissions: 0o644, wanted: 0o644, links: 3)) == .keep,
+                "a file shared by generations is kept when nothing changes")
+    }
+
     @Test func theFileTypeBitsAreNotPartOfTheMode() {
         #expect(decide(0o100644) == .keep)
         #expect(decide(0o100644, wanted: 0o100644) == .keep)
