@@ -1,6 +1,7 @@
 /// What a run will do for one entry, decided from the disk and the journal before any request.
 public enum PlannedAction: Equatable, Sendable {
-    /// The journal verified this very file (same size, inode, mtime, ctime): nothing to do.
+    /// The journal verified this very file (same size, inode, mtime, ctime), and it is this user's
+    /// with the entry's mode (``FoundFilePolicy``): nothing to do.
     case upToDate
     /// A file of the right size is there but the journal cannot vouch for it: hash it. A match is
     /// recorded; a mismatch is downloaded again, and replaced only once the new copy verifies.
@@ -41,7 +42,7 @@ public struct Planner {
     /// true means ``action(for:)`` would say ``PlannedAction/upToDate``; false decides nothing.
     func isUpToDate(_ entry: ManifestEntry) -> Bool {
         guard let journal, let status = try? destination?.status(of: entry.path) else { return false }
-        return journal.isVerified(entry, status: status)
+        return FoundFilePolicy.current.keeps(status, for: entry) && journal.isVerified(entry, status: status)
     }
 
     public func action(for entry: ManifestEntry) throws -> PlannedAction {
@@ -56,8 +57,11 @@ public struct Planner {
             guard mayReplaceWhatIsInTheWay(of: entry.path) else { throw error }
             turns = true
         }
+        // A record vouches only for this user's file with the entry's mode (``FoundFilePolicy``):
+        // any other file is checked, and kept, fixed or copied there.
+        let kept = status.map { FoundFilePolicy.current.keeps($0, for: entry) } ?? false
         // The no-op path: one stat and one journal line compared in place (docs/journal.md, rule 3).
-        if let status, let journal, journal.isVerified(entry, status: status) { return .upToDate }
+        if let status, kept, let journal, journal.isVerified(entry, status: status) { return .upToDate }
         if let found = status, found.isDirectory, mayReplaceWhatIsInTheWay(of: entry.path) {
             status = nil
             turns = true
@@ -72,7 +76,7 @@ public struct Planner {
                 let what = status.isDirectory ? "a folder" : status.isSymlink ? "a symbolic link" : "not a regular file"
                 return .blocked("\(destination?.display(entry.path) ?? entry.path) is \(what); move it away so the file can be placed there")
             }
-            if let verified = records?.verified, verified.identity == identity, verified.matches(status) {
+            if kept, let verified = records?.verified, verified.identity == identity, verified.matches(status) {
                 return .upToDate
             }
         }

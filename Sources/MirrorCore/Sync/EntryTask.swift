@@ -72,6 +72,9 @@ struct Attempts {
     var fromZero = false
     /// A copy of a local file with the entry's content was tried (``ContentIndex``): once only.
     var triedLocalCopy = false
+    /// The file at the entry's path holds its bytes but may not stay (``FoundFilePolicy``): the
+    /// local copy is made from it, whatever the ``ContentIndex`` knows.
+    var copyFound = false
     /// The local file the partial file was copied from, when it was (for the output).
     var copiedFrom: String?
     /// A chunk delta from an older copy (``SyncRunner/startDelta(_:url:)``): tried once. Kept

@@ -39,7 +39,7 @@ final class Installer {
                 return .mismatch(detail: FileHashing.mismatchDescription(entry, digests),
                                  got: digests.first { _ in true }?.value.hex ?? "")
             }
-            try seal(partial, mode: entry.mode ?? 0o644, mtime: entry.mtime)
+            try seal(partial, mode: FoundFilePolicy.wantedMode(entry), mtime: entry.mtime)
             batch.add(task, partial)
             return .queued
         } catch {
@@ -116,7 +116,7 @@ final class Installer {
             CrashPoint.hit("install-before-record")
             // The partial file's identity is its entry's (``PartialFile/identity``), already made.
             try journal.append(removed + installed.map { item, status in
-                .verified(VerifiedRecord(identity: item.partial.identity, status: status))
+                .verified(VerifiedRecord(identity: item.partial.identity, status: status, adopted: Installer.isFoundCopy(item)))
             })
             try journal.sync()
         } catch let error as SystemError {
@@ -127,12 +127,24 @@ final class Installer {
         return out
     }
 
+    /// A copy of the bytes of a file found at the entry's path (``CheckResult/copy(_:)``) keeps
+    /// that file's standing: found, not installed, so `--delete` leaves it (`found=1`). A copy
+    /// that failed its digest and was then downloaded is an install like any other.
+    static func isFoundCopy(_ item: InstallBatch.Item) -> Bool {
+        guard item.task.attempt.copyFound, let local = item.task.attempt.copiedFrom else { return false }
+        return item.partial.sourceURL == "file://" + local
+    }
+
     enum CheckResult {
-        /// The file is the manifest's; journaled.
+        /// The file is the manifest's and may stay as it is (its mode fixed where only that was
+        /// wrong, ``FoundFilePolicy``); journaled.
         case verified
         /// Other bytes (or bytes that changed while read): fetch the entry again.
         case differs
-        /// The present file cannot be opened or read (permissions): that entry fails.
+        /// The file may not be vouched for as it is (another user's, or others may write it):
+        /// its bytes are to be copied into a new file of this user's, verified like a download.
+        case copy(FoundFilePolicy.CopyReason)
+        /// The present file cannot be opened or read (permissions), or its mode cannot be set: that entry fails.
         case unreadable(Error)
         /// Journaling failed: with a destination that refuses writes, the run stops.
         case failed(Error)
@@ -140,16 +152,30 @@ final class Installer {
 
     /// Hashes a file that is at its path but unknown to the journal. A match is journaled; a
     /// mismatch is fetched again, and the present file stays until the new copy verifies.
-    func check(_ entry: ManifestEntry) -> CheckResult {
-        let status: FileStatus
+    ///
+    /// Before a byte is read, ``FoundFilePolicy`` decides from its `fstat` whether mirror may vouch
+    /// for this inode at all: another user's file, or one group or others may write, is not
+    /// hashed in place but copied (``CheckResult/copy(_:)``); this user's file with only another
+    /// mode is hashed, then `fchmod`ed through the same descriptor and journaled with its new
+    /// change time.
+    func check(_ entry: ManifestEntry, policy: FoundFilePolicy = .current) -> CheckResult {
+        var status: FileStatus
         do {
             let file = try destination.openForReading(entry.path)
+            defer { file.close() }
             let before = try file.stat()
+            let decision = policy.decide(before, for: entry)
+            if case .copy(let reason) = decision { return .copy(reason) }
             let digests = try FileHashing.digests(of: file, for: entry)
             status = try file.stat()
             // A file written while it was read may hold bytes other than those hashed: it is
             // vouched for only if its change time did not move (a later run checks it again).
             guard FileHashing.matches(entry, digests), status == before else { return .differs }
+            if case .fixMode(let mode) = decision {
+                // fchmod(2) on the descriptor hashed: the very inode, whatever is at the name now.
+                if fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", file.displayPath) }
+                status = try file.stat()
+            }
         } catch {
             return .unreadable(error)
         }

@@ -79,6 +79,11 @@ extension SyncRunner {
         switch installer.check(entry) {
         case .verified: summary.checked += 1
         case .differs: addTask(entry, replacing: true)
+        case .copy(let reason):
+            // A new inode of this user's takes the name (``FoundFilePolicy``): copied from the
+            // file found (``copyLocally(_:)``), verified like a download, renamed into place.
+            report.warning("\(destination.display(entry.path)): \(reason); its bytes are copied into a new file of this user's")
+            addTask(entry, replacing: true, copyingFound: true)
         case .unreadable(let error): fail(entry, "\(error)", unreachable: false)
         case .failed(let error): stopOrFail(entry, error)
         }

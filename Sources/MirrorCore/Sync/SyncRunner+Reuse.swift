@@ -4,13 +4,25 @@ extension SyncRunner {
     /// file in DEST the journal verified, or a `--seed` file) is copied into its partial file
     /// (``LocalCopy``). True when the partial file now holds every byte: it is then verified like
     /// a download, and a mismatch sends the entry to its sources as usual. Tried once per entry.
+    ///
+    /// The copy is always a new inode, made by this process (``LocalCopy``, `O_CREAT | O_EXCL`)
+    /// and sealed with the entry's mode: never a link to the source, so a seed or a file of
+    /// another user's gives its bytes and nothing else (``FoundFilePolicy``). A file found at the
+    /// entry's own path that may not stay as it is (``Attempts/copyFound``) is the source first.
     func copyLocally(_ task: EntryTask) -> Bool {
         guard !task.attempt.triedLocalCopy, task.resume == nil, task.resumeOffset == 0, task.entry.size > 0,
-              let partialFolder, let index = contentIndex else { return false }
+              let partialFolder else { return false }
         task.attempt.triedLocalCopy = true
-        guard let source = index.source(for: task.entry) else { return false }
-        defer { source.file.close() }
         let path = task.entry.path
+        let source: ContentIndex.Source
+        if task.attempt.copyFound, let file = try? destination.openForReading(path) {
+            source = ContentIndex.Source(file: file, display: destination.display(path))
+        } else if let index = contentIndex, let found = index.source(for: task.entry) {
+            source = found
+        } else {
+            return false
+        }
+        defer { source.file.close() }
         let name = PartialFile.name(for: path)
         do {
             // A fresh file takes the name: the journal stops vouching for an old one first.

@@ -187,9 +187,12 @@ public final class SyncRunner {
         }
     }
 
-    /// Queues an entry found during the run (a present file that holds other bytes).
-    func addTask(_ entry: ManifestEntry, replacing: Bool) {
-        scheduler.enqueue(makeTask(entry, replacing: replacing))
+    /// Queues an entry found during the run (a present file that holds other bytes, or that may
+    /// not stay as it is: `copyingFound`, its bytes are copied from it first).
+    func addTask(_ entry: ManifestEntry, replacing: Bool, copyingFound: Bool = false) {
+        let task = makeTask(entry, replacing: replacing)
+        task.attempt.copyFound = copyingFound
+        scheduler.enqueue(task)
     }
 
     /// The entry's task, listed among the run's tasks: at planning for a resume, else when the

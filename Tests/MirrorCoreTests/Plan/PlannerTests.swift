@@ -85,6 +85,29 @@ import Glibc
         #expect(try planner.action(for: e) == .check)
     }
 
+    /// A record vouches only for this user's file with the entry's mode (``FoundFilePolicy``): a
+    /// record that matches the file's `stat` (one written before this rule, for a file of another
+    /// user's), or a manifest that now gives another mode, sends the entry to a check.
+    @Test func aRecordDoesNotVouchForAFileOfAnotherOwnerOrMode() throws {
+        try write("a.bin", bytes: 10)
+        #expect(chmod(dir.path("a.bin"), 0o644) == 0)
+        let e = entry("a.bin")
+        if geteuid() == 0 {
+            #expect(chown(dir.path("a.bin"), 65534, 65534) == 0)
+            let theirs = try #require(try destination.status(of: "a.bin"))
+            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: theirs)), durable: true)
+            #expect(journal.isVerified(e, status: theirs), "the record matches the stat")
+            #expect(try planner.action(for: e) == .check, "another user's file")
+            #expect(chown(dir.path("a.bin"), 0, 0) == 0)
+        }
+        let ours = try #require(try destination.status(of: "a.bin"))
+        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: ours)), durable: true)
+        #expect(try planner.action(for: e) == .upToDate)
+        var executable = e
+        executable.mode = 0o755
+        #expect(try planner.action(for: executable) == .check, "the manifest gives another mode")
+    }
+
     @Test func aRecordForAnOlderManifestEntryIsObsolete() throws {
         try write("a.bin", bytes: 10)
         let old = entry("a.bin")

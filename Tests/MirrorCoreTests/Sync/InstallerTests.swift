@@ -84,4 +84,34 @@ import Glibc
             return
         }
     }
+
+    /// ``FoundFilePolicy`` before a byte is read: another user's file (a policy for another uid
+    /// plays the running user here) is not hashed nor journaled but to be copied; this user's
+    /// setuid file is hashed, `fchmod`ed in place (same inode) and journaled with its new status.
+    @Test func aPresentFileIsKeptFixedOrCopiedByOwnerAndMode() throws {
+        let entry = ManifestEntry(path: "f.bin", url: .relative("f.bin"), size: Int64(Self.bytes.count),
+                                  digests: [.sha256: try #require(Digest(hex: TestData.sha256(of: Self.bytes), byteCount: 32))])
+        try Self.bytes.withUnsafeBytes { raw in
+            let fd = open(dir.path("f.bin"), O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            try #require(fd >= 0)
+            #expect(fchmod(fd, 0o4755) == 0)
+            try FileDescriptor(fd: fd, displayPath: "f.bin").write(raw, at: 0)
+        }
+        let before = try #require(try destination.status(of: "f.bin"))
+        let stranger = FoundFilePolicy(user: before.owner &+ 1)
+        guard case .copy(.otherOwner(before.owner)) = installer.check(entry, policy: stranger) else {
+            Issue.record("a file of another user is copied, not adopted")
+            return
+        }
+        #expect(journal.records(for: "f.bin")?.verified == nil)
+        #expect(try destination.status(of: "f.bin") == before, "nothing changed")
+
+        guard case .verified = installer.check(entry, policy: FoundFilePolicy(user: before.owner)) else {
+            Issue.record("this user's file with only another mode is fixed and vouched for")
+            return
+        }
+        let after = try #require(try destination.status(of: "f.bin"))
+        #expect(after.permissions == 0o644 && after.inode == before.inode)
+        #expect(journal.isVerified(entry, status: after))
+    }
 }
