@@ -26,10 +26,13 @@ struct Deleter {
                            + "(mirror forgets it and never deletes it)")
             try journal?.append(.removed(path: path), durable: false)
         }
+        // One remover for the batch: a plan made by a walk lists files depth first, and each
+        // folder is then opened about once however deep it is.
+        let remover = try destination.remover()
         for item in plan.files {
             let display = item.display
             do {
-                switch try destination.removeFile(item.path, expected: item.status) {
+                switch try remover.removeFile(item.path, expected: item.status) {
                 case .removed, .gone:
                     let result = EntryResult(path: display, outcome: .deleted, size: item.status.size, source: nil)
                     out.deleted.append(result)
@@ -50,7 +53,12 @@ struct Deleter {
                 report.entryFinished(result)
             }
         }
-        for folder in plan.folders where destination.removeFolderIfEmpty(folder) { out.foldersRemoved += 1 }
+        for folder in plan.folders where remover.removeFolderIfEmpty(folder) { out.foldersRemoved += 1 }
+        if let kept = plan.keptFolders {
+            // As for the folders above: best effort, a folder that cannot go stays.
+            out.foldersRemoved += (try? destination.removeEmptyFolders(skippingTopLevel: Destination.stateFolderName,
+                                                                       keeping: { kept.contains(PathKey(bytes: $0)) })) ?? 0
+        }
         if !plan.files.isEmpty || out.foldersRemoved > 0 { try destination.syncAll() }
         return out
     }
