@@ -28,7 +28,7 @@ final class FolderWalker {
     }
 
     /// Descriptors held at most, the root's included: whatever `ulimit -n` is, a walk needs a few.
-    static let defaultMaxOpen = 32
+    static let defaultMaxOpen = 16
 
     private struct Frame {
         var name: [UInt8]

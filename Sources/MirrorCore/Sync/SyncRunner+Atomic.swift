@@ -45,9 +45,11 @@ extension SyncRunner {
     func seedBuilding(from current: Destination?) throws {
         let listed = PathIndex(listing: manifest.entries)
         let leftover = try destination.walk(skippingTopLevel: "")
-        let remover = try destination.remover()
-        for file in leftover.files where !listed.containsFile(file.path) {
-            _ = try remover.removeFile(file.path, expected: file.status)
+        do {
+            let remover = try destination.remover()
+            for file in leftover.files where !listed.containsFile(file.path) {
+                _ = try remover.removeFile(file.path, expected: file.status)
+            }
         }
         // Every folder left empty; those the manifest's files need are made again when linked.
         _ = try? destination.removeEmptyFolders(skippingTopLevel: "", keeping: { _ in false })
