@@ -151,4 +151,22 @@ import MirrorTestSupport
         #expect(run.stderr.contains("need 32.0 MiB") && run.stderr.contains("20.0 MiB free"), "\(run)")
         #expect(try fx.requests().isEmpty, "a request was sent")
     }
+
+    /// A chain of folders 25,000 deep in DEST, its full path far past PATH_MAX, with files at
+    /// several depths: --delete-unlisted removes all of it under `ulimit -n 64` (no recursion, no
+    /// descriptor per level) and exits 0; the listed file and `.mirror/` stay.
+    @Test func deleteUnlistedRemovesAChainOfFolders25000Deep() throws {
+        let set = try Set(["keep.bin"])
+        #expect(try set.fx.sync().exitCode == 0)
+        try DeepChain.make(in: set.fx.dest, depth: 25_000, fileDepths: [1, 2, 12_345, 25_000])
+        defer { DeepChain.remove(in: set.fx.dest) }
+        let run = try ChildProcess.run("/bin/sh", ["-c", "ulimit -n 64 && exec \"$0\" \"$@\"", try MirrorBinary.path(),
+                                                   "sync", set.fx.manifestPath, "--dest", set.fx.dest, "--delete-unlisted",
+                                                   "--max-delete", "100%", "--summary"],
+                                       environment: SyncFixture.loopbackOnly, timeout: 300)
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(run.stdout.contains("4 deleted"), "\(run)")
+        #expect(DeepChain.depth(in: set.fx.dest) == 0)
+        #expect(set.has("keep.bin") && set.has(".mirror/journal"))
+    }
 }

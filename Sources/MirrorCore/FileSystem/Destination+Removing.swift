@@ -4,63 +4,47 @@ import Glibc
 
 /// Walking DEST and removing from it, for deletions (docs/cli.md, "Deleting"). Paths are bytes,
 /// as `readdir` gives them; every folder is opened with `openat(O_NOFOLLOW | O_DIRECTORY)` from
-/// DEST's descriptor, so a symlink planted in DEST is removed as a link and never followed, and
-/// nothing outside DEST is ever read or removed.
+/// its parent, so a symlink planted in DEST is removed as a link and never followed, and nothing
+/// outside DEST is ever read or removed. Walks and removals hold a bounded number of descriptors
+/// and cost linear time however deep the tree is (``FolderWalker``, ``FolderCursor``).
 extension Destination {
     public struct Tree: Sendable {
         /// Everything that is not a folder (files, symlinks, sockets...), with its status.
         public var files: [(path: [UInt8], status: FileStatus)] = []
-        public var folders: [[UInt8]] = []
+        /// Every folder, each after the folder it is in. A folder is its name and the index of its
+        /// parent here (nil: at the top), not its whole path: the paths of a chain of folders n
+        /// deep would take n²/2 names' bytes. ``path(ofFolder:)`` spells one out.
+        public var folders: [(name: [UInt8], parent: Int?)] = []
+
+        /// The relative path of `folders[index]`.
+        public func path(ofFolder index: Int) -> [UInt8] {
+            var names: [[UInt8]] = []
+            var at: Int? = index
+            while let i = at {
+                names.append(folders[i].name)
+                at = folders[i].parent
+            }
+            return Array(names.reversed().joined(separator: [UInt8(ascii: "/")]))
+        }
     }
 
     /// Every name under DEST but `skipping` at its top (the state folder), depth first.
     func walk(skippingTopLevel skipping: String) throws -> Tree {
         var tree = Tree()
-        let top = FileDescriptor(fd: dup(root.fd), displayPath: path)
-        if top.fd < 0 { throw SystemError("read folder", path) }
-        try walk(top, prefix: [], skipping: Array(skipping.utf8), into: &tree)
+        let walker = try FolderWalker(root, skippingTopLevel: Array(skipping.utf8))
+        var parents: [Int] = []
+        while let event = try walker.next() {
+            switch event {
+            case .entry(let name, let status):
+                tree.files.append((walker.path(of: name), status))
+            case .enter(let name):
+                tree.folders.append((name, parents.last))
+                parents.append(tree.folders.count - 1)
+            case .leave:
+                parents.removeLast()
+            }
+        }
         return tree
-    }
-
-    private func walk(_ folder: FileDescriptor, prefix: [UInt8], skipping: [UInt8]?, into tree: inout Tree) throws {
-        defer { folder.close() }
-        for name in try folder.entryNames() {
-            if let skipping, name == skipping { continue }
-            let relative = prefix.isEmpty ? name : prefix + [UInt8(ascii: "/")] + name
-            var st = stat()
-            let found = name.withCString { fstatat(folder.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }
-            if found != 0 {
-                if errno == ENOENT { continue }
-                throw SystemError("inspect", display(String(decoding: relative, as: UTF8.self)))
-            }
-            let status = FileStatus(st)
-            guard status.isDirectory else {
-                tree.files.append((relative, status))
-                continue
-            }
-            tree.folders.append(relative)
-            let fd = name.withCString { openat(folder.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-            if fd < 0 { throw SystemError("open folder", display(String(decoding: relative, as: UTF8.self))) }
-            try walk(FileDescriptor(fd: fd, displayPath: display(String(decoding: relative, as: UTF8.self))),
-                     prefix: relative, skipping: nil, into: &tree)
-        }
-    }
-
-    /// The folder `components` lead to, each opened without following a link; nil when one is gone.
-    private func openFolder(bytes components: ArraySlice<[UInt8]>) throws -> FileDescriptor? {
-        var current = FileDescriptor(fd: dup(root.fd), displayPath: path)
-        if current.fd < 0 { throw SystemError("open destination", path) }
-        for component in components {
-            let fd = component.withCString { openat(current.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-            let code = errno
-            current.close()
-            if fd < 0 {
-                if code == ENOENT { return nil }
-                throw SystemError("open folder", display(String(decoding: Array(components.joined(separator: [UInt8(ascii: "/")])), as: UTF8.self)), code: code)
-            }
-            current = FileDescriptor(fd: fd, displayPath: path)
-        }
-        return current
     }
 
     public enum Removal: Sendable, Equatable {
@@ -71,40 +55,92 @@ extension Destination {
         case changed
     }
 
-    /// Removes the file at `relative` if it is still `expected` (same inode, device, size, mtime
-    /// and ctime, by `fstatat` just before `unlinkat`): a file written or replaced since the plan
-    /// stays. The folder's entry is made durable by the caller (``syncFolder(of:)``) or a `syncfs`.
+    /// Removals by path for one batch (a run's deletions): the folders opened for one path are kept
+    /// for the next (``FolderCursor``), so files listed depth first cost linear time.
+    public final class Remover {
+        let destination: Destination
+        let cursor: FolderCursor
+
+        init(_ destination: Destination) throws {
+            self.destination = destination
+            cursor = try FolderCursor(destination.root)
+        }
+
+        /// Removes the file at `relative` if it is still `expected` (same inode, device, size, mtime
+        /// and ctime, by `fstatat` just before `unlinkat`): a file written or replaced since the plan
+        /// stays. The folder's entry is made durable by the caller (``syncFolder(of:)``) or a `syncfs`.
+        public func removeFile(_ relative: [UInt8], expected: FileStatus) throws -> Removal {
+            guard let (folder, name) = try cursor.parent(of: relative) else { return .gone }
+            var st = stat()
+            if name.withCString({ fstatat(folder, $0, &st, AT_SYMLINK_NOFOLLOW) }) != 0 {
+                if errno == ENOENT { return .gone }
+                throw SystemError("inspect", destination.display(String(decoding: relative, as: UTF8.self)))
+            }
+            let now = FileStatus(st)
+            guard !now.isDirectory, now.inode == expected.inode, now.device == expected.device, now.size == expected.size,
+                  now.mtime == expected.mtime, now.ctime == expected.ctime else { return .changed }
+            if name.withCString({ unlinkat(folder, $0, 0) }) != 0 {
+                if errno == ENOENT { return .gone }
+                throw SystemError("delete", destination.display(String(decoding: relative, as: UTF8.self)))
+            }
+            return .removed
+        }
+
+        /// Removes the folder at `relative` if it is empty (`unlinkat(AT_REMOVEDIR)`, which refuses a
+        /// folder with anything in it). True when removed.
+        public func removeFolderIfEmpty(_ relative: [UInt8]) -> Bool {
+            guard let (folder, name) = try? cursor.parent(of: relative) else { return false }
+            return name.withCString { unlinkat(folder, $0, AT_REMOVEDIR) } == 0
+        }
+    }
+
+    /// A ``Remover`` for a batch of removals.
+    public func remover() throws -> Remover { try Remover(self) }
+
+    /// ``Remover/removeFile(_:expected:)`` alone: every folder on the way opened from DEST.
     public func removeFile(_ relative: [UInt8], expected: FileStatus) throws -> Removal {
-        let parts = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map(Array.init)
-        guard let name = parts.last else { return .gone }
-        guard let folder = try openFolder(bytes: parts.dropLast()[...]) else { return .gone }
-        defer { folder.close() }
-        var st = stat()
-        if name.withCString({ fstatat(folder.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) != 0 {
-            if errno == ENOENT { return .gone }
-            throw SystemError("inspect", display(String(decoding: relative, as: UTF8.self)))
+        try remover().removeFile(relative, expected: expected)
+    }
+
+    /// ``Remover/removeFolderIfEmpty(_:)`` alone.
+    public func removeFolderIfEmpty(_ relative: [UInt8]) -> Bool {
+        (try? remover())?.removeFolderIfEmpty(relative) ?? false
+    }
+
+    /// Removes every empty folder under DEST (one left empty by the removal of the folders in it
+    /// too), but `skipping` at the top and the folders `keep` names, in one walk (``FolderWalker``,
+    /// `unlinkat(AT_REMOVEDIR)` once a folder's entries were walked). `keep` is asked only about a
+    /// folder whose parent it kept (or at the top): a folder in one it does not keep is not kept
+    /// either, so that a chain thousands deep costs no path per folder. Returns how many went.
+    /// `leavingWhole` names folders kept with everything in them (another destination's,
+    /// ``NestedDestinations``); it is asked about every folder not inside one, so pass nil when
+    /// there are none.
+    func removeEmptyFolders(skippingTopLevel skipping: String, keeping keep: ([UInt8]) -> Bool,
+                            leavingWhole: (([UInt8]) -> Bool)? = nil) throws -> Int {
+        let walker = try FolderWalker(root, skippingTopLevel: Array(skipping.utf8))
+        // Whether each folder from the top to the current one is kept (the root is), and whether
+        // it is left whole with what it holds.
+        var kept = [true]
+        var whole = [false]
+        var removed = 0
+        while let event = try walker.next() {
+            switch event {
+            case .entry: continue
+            case .enter:
+                let inWhole = whole[whole.count - 1] || leavingWhole?(walker.path) == true
+                whole.append(inWhole)
+                kept.append(inWhole || (kept[kept.count - 1] && keep(walker.path)))
+            case .leave(let name):
+                whole.removeLast()
+                if kept.removeLast() { continue }
+                if name.withCString({ unlinkat(walker.folder, $0, AT_REMOVEDIR) }) == 0 { removed += 1 }
+            }
         }
-        let now = FileStatus(st)
-        guard !now.isDirectory, now.inode == expected.inode, now.device == expected.device, now.size == expected.size,
-              now.mtime == expected.mtime, now.ctime == expected.ctime else { return .changed }
-        if name.withCString({ unlinkat(folder.fd, $0, 0) }) != 0 {
-            if errno == ENOENT { return .gone }
-            throw SystemError("delete", display(String(decoding: relative, as: UTF8.self)))
-        }
-        return .removed
+        return removed
     }
 
     /// Makes every removal in DEST durable: one `syncfs(2)` for the whole file system.
     func syncAll() throws { try root.syncFilesystem() }
-
-    /// Removes the folder at `relative` if it is empty (`unlinkat(AT_REMOVEDIR)`, which refuses a
-    /// folder with anything in it). True when removed.
-    public func removeFolderIfEmpty(_ relative: [UInt8]) -> Bool {
-        let parts = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map(Array.init)
-        guard let name = parts.last, let folder = try? openFolder(bytes: parts.dropLast()[...]) else { return false }
-        defer { folder.close() }
-        return name.withCString { unlinkat(folder.fd, $0, AT_REMOVEDIR) } == 0
-    }
 }
 
 extension Array where Element == UInt8 {

@@ -133,7 +133,12 @@ extension FileDescriptor {
     /// The entry names of this open folder, as bytes, without `.` and `..` (`fdopendir`/`readdir`
     /// on a duplicate descriptor, since `closedir` closes the one it was given).
     func entryNames() throws -> [[UInt8]] {
-        let fd = dup(self.fd)
+        try FileDescriptor.entryNames(ofFolder: fd, displayPath: displayPath)
+    }
+
+    /// ``entryNames()`` of a folder descriptor that no ``FileDescriptor`` owns (``FolderWalker``'s).
+    static func entryNames(ofFolder folder: Int32, displayPath: String) throws -> [[UInt8]] {
+        let fd = dup(folder)
         if fd < 0 { throw SystemError("read folder", displayPath) }
         guard let dir = fdopendir(fd) else {
             let code = errno

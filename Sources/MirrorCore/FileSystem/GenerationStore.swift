@@ -242,31 +242,9 @@ public final class GenerationStore {
         try removeTree(Array(name.utf8), in: folder)
     }
 
-    /// Names are bytes, as `readdir` gives them: a name that is not UTF-8 is removed too.
+    /// Names are bytes, as `readdir` gives them: a name that is not UTF-8 is removed too. Without
+    /// recursion and with a bounded number of descriptors, however deep the tree (``FolderWalker``).
     static func removeTree(_ name: [UInt8], in folder: FileDescriptor) throws {
-        let display = folder.displayPath + "/" + String(decoding: name, as: UTF8.self)
-        let fd = name.withCString { openat(folder.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-        if fd < 0 {
-            if errno == ENOENT { return }
-            if errno == ENOTDIR || errno == ELOOP {
-                if name.withCString({ unlinkat(folder.fd, $0, 0) }) != 0 && errno != ENOENT { throw SystemError("remove", display) }
-                return
-            }
-            throw SystemError("open folder", display)
-        }
-        let sub = FileDescriptor(fd: fd, displayPath: display)
-        defer { sub.close() }
-        for entry in try sub.entryNames() {
-            var st = stat()
-            guard entry.withCString({ fstatat(sub.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { continue }
-            if FileStatus(st).isDirectory {
-                try removeTree(entry, in: sub)
-            } else if entry.withCString({ unlinkat(sub.fd, $0, 0) }) != 0 && errno != ENOENT {
-                throw SystemError("remove", display + "/" + String(decoding: entry, as: UTF8.self))
-            }
-        }
-        if name.withCString({ unlinkat(folder.fd, $0, AT_REMOVEDIR) }) != 0 && errno != ENOENT {
-            throw SystemError("remove", display)
-        }
+        try FolderWalker.removeTree(name, in: folder)
     }
 }

@@ -29,6 +29,14 @@ public struct DeletionPlan: Sendable {
     /// Folders to remove once empty, deepest first: folders that held a file removed here and
     /// that no listed entry lies in. A folder that still holds anything stays.
     public var folders: [[UInt8]] = []
+    /// With `--delete-unlisted`, the folders in DEST that a listed entry lies in: every other
+    /// folder goes too, once empty. Those are found by a walk when the files are gone
+    /// (``Destination/removeEmptyFolders(skippingTopLevel:keeping:)``), not listed in ``folders``:
+    /// the paths of a chain of folders n deep would take n²/2 names' bytes.
+    public var keptFolders: Set<PathKey>?
+    /// With `--delete-unlisted`, folders that are destinations of their own (they hold a
+    /// `.mirror`; ``NestedDestinations``): nothing in them is removed, not even an empty folder.
+    public var otherDestinations: Set<PathKey> = []
     /// Paths the journal says mirror installed but that changed since (another inode, size or
     /// time): kept, with a warning, and forgotten by the journal (they are the user's now).
     public var changed: [String] = []

@@ -5,18 +5,18 @@
 /// that DEST could then start beside the first. Paths are bytes, relative to the outer DEST.
 struct NestedDestinations {
     /// The folders that are another destination or store, and the symlinks of atomic ones.
-    private var roots: Set<[UInt8]> = []
+    private(set) var roots: Set<PathKey> = []
 
-    /// Finds them in the folders of a walk of the outer DEST (its own `.mirror` skipped).
-    init(folders: [[UInt8]]) {
+    /// Finds them in a walk of the outer DEST (its own `.mirror` skipped).
+    init(_ tree: Destination.Tree) {
         let state = Array(Destination.stateFolderName.utf8)
         let suffix = Array(GenerationStore.suffix.utf8)
-        for folder in folders {
-            guard let slash = folder.lastIndex(of: UInt8(ascii: "/")), Array(folder[(slash + 1)...]) == state else { continue }
-            let owner = Array(folder[..<slash])
-            roots.insert(owner)
+        for folder in tree.folders where folder.name == state {
+            guard let parent = folder.parent else { continue }
+            let owner = tree.path(ofFolder: parent)
+            roots.insert(PathKey(bytes: owner))
             if owner.count > suffix.count, owner.suffix(suffix.count).elementsEqual(suffix) {
-                roots.insert(Array(owner.dropLast(suffix.count)))
+                roots.insert(PathKey(bytes: Array(owner.dropLast(suffix.count))))
             }
         }
     }
@@ -25,12 +25,16 @@ struct NestedDestinations {
 
     /// Whether `path` is one of them or lies inside one.
     func contains(_ path: [UInt8]) -> Bool {
+        NestedDestinations.contains(path, in: roots)
+    }
+
+    static func contains(_ path: [UInt8], in roots: Set<PathKey>) -> Bool {
         guard !roots.isEmpty else { return false }
-        if roots.contains(path) { return true }
+        if roots.contains(PathKey(bytes: path)) { return true }
         var prefix = path
         while let slash = prefix.lastIndex(of: UInt8(ascii: "/")) {
             prefix.removeSubrange(slash...)
-            if roots.contains(prefix) { return true }
+            if roots.contains(PathKey(bytes: prefix)) { return true }
         }
         return false
     }

@@ -36,14 +36,15 @@ extension Reconciler {
             }
         case .unlisted:
             let tree = try destination.walk(skippingTopLevel: Destination.stateFolderName)
-            let nested = NestedDestinations(folders: tree.folders)
+            let nested = NestedDestinations(tree)
             plan.known = tree.files.count
             for item in tree.files where !listed.containsFile(item.path) && !nested.contains(item.path) {
                 plan.files.append(DeletionPlan.Item(path: item.path, status: item.status))
             }
             // Every folder no listed entry lies in: with --delete-unlisted DEST holds the manifest's
             // files and nothing else, so an empty folder of the user's goes too.
-            for folder in tree.folders where !nested.contains(folder) { emptied.insert(PathKey(bytes: folder)) }
+            plan.keptFolders = Reconciler.listedFolders(in: tree, listed: listed)
+            plan.otherDestinations = nested.roots
             let present = Set(tree.files.lazy.map { PathKey(bytes: $0.path) })
             for record in self.unlisted(listed: listed) where !present.contains(PathKey(record.identity.path)) {
                 plan.stale.append(record.identity.path)
@@ -52,6 +53,21 @@ extension Reconciler {
         plan.folders = emptied.lazy.map(\.bytes).filter { !listed.containsFolder($0) }
             .sorted { a, b in a.count != b.count ? a.count > b.count : a.lexicographicallyPrecedes(b) }
         return plan
+    }
+
+    /// The folders of `tree` that some listed entry lies in. A folder in one that is not listed
+    /// is not either: only those in a listed folder (or at the top) are spelled out and looked up,
+    /// so a chain of folders thousands deep costs no path per folder.
+    static func listedFolders(in tree: Destination.Tree, listed: PathIndex) -> Set<PathKey> {
+        var isListed = [Bool](repeating: false, count: tree.folders.count)
+        var out = Set<PathKey>()
+        for (i, folder) in tree.folders.enumerated() where folder.parent.map({ isListed[$0] }) ?? true {
+            let path = tree.path(ofFolder: i)
+            guard listed.containsFolder(path) else { continue }
+            isListed[i] = true
+            out.insert(PathKey(bytes: path))
+        }
+        return out
     }
 
     /// The folders `path` lies in, nearest first, DEST itself not included.

@@ -236,7 +236,7 @@ public enum StatusInspector {
     static func isBeingRelinked(_ entry: ManifestEntry, in destination: Destination, journal: Journal?) -> Bool {
         guard let record = journal?.records(for: entry.path)?.verified, record.identity == EntryIdentity(entry),
               let now = try? destination.status(of: entry.path) else { return false }
-        return record.matchesButForChangeTime(now)
+        return record.matchesButForChangeTime(now) && FoundFilePolicy.current.keeps(now, for: entry)
     }
 
     /// One entry's state: what a sync would plan for it (``Planner``, so records made for another

@@ -26,15 +26,18 @@ struct Deleter {
                            + "(mirror forgets it and never deletes it)")
             try journal?.append(.removed(path: path), durable: false)
         }
+        // One remover for the batch: a plan made by a walk lists files depth first, and each
+        // folder is then opened about once however deep it is.
+        var remover: Destination.Remover? = try destination.remover()
         for item in plan.files {
             let display = item.display
             do {
-                switch try destination.removeFile(item.path, expected: item.status) {
+                switch try remover?.removeFile(item.path, expected: item.status) {
                 case .removed, .gone:
                     let result = EntryResult(path: display, outcome: .deleted, size: item.status.size, source: nil)
                     out.deleted.append(result)
                     report.entryFinished(result)
-                case .changed:
+                case .changed, nil:
                     report.warning("kept \(destination.display(display)): it changed while the run went on "
                                    + "(mirror forgets it and never deletes it)")
                 }
@@ -50,7 +53,15 @@ struct Deleter {
                 report.entryFinished(result)
             }
         }
-        for folder in plan.folders where destination.removeFolderIfEmpty(folder) { out.foldersRemoved += 1 }
+        for folder in plan.folders where remover?.removeFolderIfEmpty(folder) == true { out.foldersRemoved += 1 }
+        remover = nil  // its descriptors closed before the walk opens its own
+        if let kept = plan.keptFolders {
+            // As for the folders above: best effort, a folder that cannot go stays.
+            let others = plan.otherDestinations
+            out.foldersRemoved += (try? destination.removeEmptyFolders(
+                skippingTopLevel: Destination.stateFolderName, keeping: { kept.contains(PathKey(bytes: $0)) },
+                leavingWhole: others.isEmpty ? nil : { others.contains(PathKey(bytes: $0)) })) ?? 0
+        }
         if !plan.files.isEmpty || out.foldersRemoved > 0 { try destination.syncAll() }
         return out
     }

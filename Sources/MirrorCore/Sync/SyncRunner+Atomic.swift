@@ -29,10 +29,14 @@ extension SyncRunner {
     func seedBuilding(from current: Destination?) throws {
         let listed = PathIndex(listing: manifest.entries)
         let leftover = try destination.walk(skippingTopLevel: "")
-        for file in leftover.files where !listed.containsFile(file.path) {
-            _ = try destination.removeFile(file.path, expected: file.status)
+        do {
+            let remover = try destination.remover()
+            for file in leftover.files where !listed.containsFile(file.path) {
+                _ = try remover.removeFile(file.path, expected: file.status)
+            }
         }
-        for folder in leftover.folders.reversed() { _ = destination.removeFolderIfEmpty(folder) }
+        // Every folder left empty; those the manifest's files need are made again when linked.
+        _ = try? destination.removeEmptyFolders(skippingTopLevel: "", keeping: { _ in false })
         guard let current else { return }
         var linked: [(ManifestEntry, FileStatus)] = []
         for entry in manifest.entries {

@@ -28,6 +28,7 @@ extension SyncRunner {
             if decision != .delete {
                 plan.files = []
                 plan.folders = []
+                plan.keptFolders = nil
             }
             let done = try Deleter(destination: destination, journal: journal, report: report).run(plan)
             summary.deleted += done.deleted.count
