@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What an atomic DEST's generations may and may not be (docs/cli.md, "Atomic destinations"):
+/// every listed generation is one version's whole set, even after a kill during pruning; mirror
+/// removes nothing beside DEST that it did not make; a store that is not this user's alone is
+/// refused, never published.
+@Suite(.serialized) struct GenerationSafetyTests {
+    static func files(_ seed: UInt64) -> [String: (Int64, UInt64)] {
+        var out: [String: (Int64, UInt64)] = [:]
+        for i in 0..<20 { out["set/f\(i).bin"] = (2048, seed * 100 + UInt64(i)) }
+        return out
+    }
+
+    /// v0, v1, then v2 with `--keep 1`, killed while it prunes g1: no command lists or switches
+    /// to a half-removed generation, and the next run sweeps what the kill left.
+    @Test func aKillDuringPruningLeavesNoTornGenerationForRollback() throws {
+        let d = try SharedDestination(limitRate: "64m")
+        for v in 0..<3 { try d.version("v\(v)", Self.files(UInt64(v + 1))) }
+        #expect(try d.sync("v0", ["--atomic"]).exitCode == 0)
+        #expect(try d.sync("v1").exitCode == 0)
+        let killed = try d.sync("v2", ["--keep", "1"], environment: ["MIRROR_CRASH_AT": "prune-mid-removal"])
+        #expect(killed.signal == SIGKILL, "\(killed)")
+
+        try expectEveryGenerationWhole(d)
+        let back = try d.run(["rollback", "--dest", d.dest], timeout: 60)
+        if back.exitCode == 0 {
+            #expect(try d.versionHeld(by: d.dest) != nil, "rollback switched to a set of no version: \(back)")
+        } else {
+            #expect(back.exitCode == 1, "\(back)")
+        }
+        try expectEveryGenerationWhole(d)
+        #expect(try d.sync("v2").exitCode == 0)
+        let left = try FileManager.default.contentsOfDirectory(atPath: d.store).filter { $0.hasPrefix(".pruning") }
+        #expect(left.isEmpty, "the next run left \(left)")
+        #expect(try d.versionHeld(by: d.dest) == "v2")
+    }
+
+    func expectEveryGenerationWhole(_ d: SharedDestination) throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: d.store).filter { $0.hasPrefix("g") }
+        for name in names {
+            let held = try SharedDestination.contents(of: d.store + "/" + name)
+            #expect(try d.versionHeld(by: d.store + "/" + name) != nil, "\(name) is listed but holds no version's whole set: \(held.count) files")
+        }
+        let status = try d.run(["status", d.manifestPath("v2"), "--dest", d.dest], timeout: 60)
+        #expect(!status.stdout.contains(".pruning"), "\(status.stdout)")
+    }
+
+    /// A folder beside DEST named as an old version's switch (`.NAME.mirror-switch`), with a file
+    /// in it, is never removed: mirror creates and removes nothing in DEST's parent but DEST and
+    /// its store, through a conversion, new versions and a rollback.
+    @Test func atomicRunsLeaveWhatIsBesideDestAlone() throws {
+        let d = try SharedDestination(limitRate: "64m")
+        for v in 0..<2 { try d.version("v\(v)", Self.files(UInt64(v + 1))) }
+        let planted = d.fx.dir.path(".dest.mirror-switch")
+        try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: true)
+        try Data("a user's notes".utf8).write(to: URL(fileURLWithPath: planted + "/notes.txt"))
+        let before = try Set(FileManager.default.contentsOfDirectory(atPath: d.fx.dir.path))
+
+        #expect(try d.sync("v0").exitCode == 0)
+        #expect(try d.sync("v1", ["--atomic"]).exitCode == 0)
+        #expect(try d.sync("v0").exitCode == 0)
+        #expect(try d.run(["rollback", "--dest", d.dest], timeout: 60).exitCode == 0)
+
+        #expect(d.fx.exists(planted + "/notes.txt"), "a folder beside DEST that mirror did not make was removed")
+        let after = try Set(FileManager.default.contentsOfDirectory(atPath: d.fx.dir.path))
+        #expect(after.subtracting(before) == ["dest", "dest.generations"], "new beside DEST: \(after.subtracting(before))")
+    }
+
+    /// A store another user made first (here uid 65534, as in a sticky shared parent), with a
+    /// `building/` they filled: the run stops with exit 73, says to remove it, never publishes it.
+    @Test func aStoreOfAnotherUserIsRefused() throws {
+        guard geteuid() == 0 else { return }  // only root can make a folder another user's
+        let d = try SharedDestination(limitRate: "64m")
+        try d.version("v0", Self.files(1))
+        try FileManager.default.createDirectory(atPath: d.store + "/building/set", withIntermediateDirectories: true)
+        try Data("planted".utf8).write(to: URL(fileURLWithPath: d.store + "/building/set/f0.bin"))
+        for path in [d.store, d.store + "/building", d.store + "/building/set", d.store + "/building/set/f0.bin"] {
+            #expect(chown(path, 65534, 65534) == 0)
+        }
+
+        let result = try d.sync("v0", ["--atomic"])
+        #expect(result.exitCode == 73, "\(result)")
+        #expect(result.stderr.contains("remove it"), "\(result.stderr)")
+        #expect(!result.stderr.contains("chown"), "\(result.stderr)")
+        #expect(SharedDestination.symlinkTarget(d.dest) == nil, "DEST was switched to a store another user made")
+        #expect(try String(contentsOfFile: d.store + "/building/set/f0.bin", encoding: .utf8) == "planted")
+    }
+}
