@@ -11,6 +11,9 @@ struct RollbackCommand: ParsableCommand {
             that opened DEST before keeps reading the set it opened. The next sync builds a new \
             generation from the set DEST then holds.
 
+            The lock is taken first and the current generation read after it: a rollback that \
+            waited behind a publishing sync goes back from what that sync published.
+
             Exit codes: 0 switched; 1 DEST is not atomic or keeps no earlier generation; 73 DEST \
             cannot be changed; 75 a sync holds DEST's lock (see --wait).
             """

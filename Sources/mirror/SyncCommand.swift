@@ -116,7 +116,7 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: "Complete generations kept with --atomic (at least 1), for `mirror rollback`.")
     var keep: Int = 2
 
-    @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75.")
+    @Flag(name: .long, help: "Wait for another run on the same destination to finish instead of exiting 75; SIGINT or SIGTERM end the wait (exit 75).")
     var wait = false
 
     @Option(name: .long, help: ArgumentHelp("Ask BASE_URL + each file's path first (a site cache, a neighbour); the manifest's sources follow on a 404 or wrong bytes. Repeatable.", valueName: "BASE_URL"),
