@@ -51,6 +51,31 @@ import Glibc
         #expect(!status.stdout.contains(".pruning"), "\(status.stdout)")
     }
 
+    /// The first `--atomic` run on a plain DEST that held a complete set keeps that set as its own
+    /// generation, so `rollback` goes back to it; a plain DEST holding a file mirror never
+    /// verified converts as before, in one generation.
+    @Test func aConversionKeepsTheOldSetForRollback() throws {
+        let d = try SharedDestination(limitRate: "64m")
+        for v in 0..<2 { try d.version("v\(v)", Self.files(UInt64(v + 1))) }
+        #expect(try d.sync("v0").exitCode == 0)
+        let converted = try d.sync("v1", ["--atomic"])
+        #expect(converted.exitCode == 0, "\(converted)")
+        #expect(try d.versionHeld(by: d.store + "/g1") == "v0", "the set DEST held is not kept")
+        #expect(try d.versionHeld(by: d.store + "/g2") == "v1")
+        #expect(AtomicTests.inode(d.store + "/g1/set/f0.bin")?.links == 1, "the old set's files are not the ones DEST held")
+        let back = try d.run(["rollback", "--dest", d.dest], timeout: 60)
+        #expect(back.exitCode == 0, "\(back)")
+        #expect(try d.versionHeld(by: d.dest) == "v0")
+
+        let other = try SharedDestination(limitRate: "64m")
+        for v in 0..<2 { try other.version("v\(v)", Self.files(UInt64(v + 1))) }
+        #expect(try other.sync("v0").exitCode == 0)
+        try Data("the user's".utf8).write(to: URL(fileURLWithPath: other.dest + "/notes.txt"))
+        #expect(try other.sync("v1", ["--atomic", "--max-delete", "100%"]).exitCode == 0)
+        let kept = try FileManager.default.contentsOfDirectory(atPath: other.store).filter { $0.hasPrefix("g") }
+        #expect(kept == ["g1"], "a set with a file mirror never verified was kept: \(kept)")
+    }
+
     /// A folder beside DEST named as an old version's switch (`.NAME.mirror-switch`), with a file
     /// in it, is never removed: mirror creates and removes nothing in DEST's parent but DEST and
     /// its store, through a conversion, new versions and a rollback.

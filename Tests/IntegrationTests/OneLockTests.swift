@@ -192,7 +192,7 @@ import Glibc
 
         let next = try d.sync("vb")
         #expect(next.exitCode == 0, "\(next)")
-        #expect(SharedDestination.symlinkTarget(d.dest) == "dest.generations/g1", "DEST was not made atomic")
+        #expect(SharedDestination.symlinkTarget(d.dest)?.hasPrefix("dest.generations/g") == true, "DEST was not made atomic")
         #expect(try d.versionHeld(by: d.dest) == "vb")
         let big = try d.fx.requests(atLeast: 1).filter { $0.uri == "/vb/big.bin" }
         #expect(big.last?.rangeHeader != nil, "the partial download was not resumed: \(big)")

@@ -124,3 +124,49 @@ extension SyncRunner {
         }
     }
 }
+
+extension SyncRunner {
+    /// The first atomic run on a plain DEST keeps the set DEST showed as a generation of its own
+    /// (g1), so that `rollback` can go back to it: every file of the plain folder is hard-linked
+    /// into `building/`, which is sealed and switched to like any generation; the run then builds
+    /// the manifest's set as the next one. Only a set worth going back to is kept: the last run
+    /// ended `ok` and the journal vouches for every file in the folder (nothing of the user's,
+    /// nothing half-updated). A conversion that a kill interrupted (files in `building/` already)
+    /// goes on as it was. True when DEST now shows the kept set.
+    func keepPlainSet(_ plain: Destination, in store: GenerationStore) throws -> Bool {
+        guard case .plainFolder = store.current(), journal.lastRun?.succeeded == true, try store.generations().isEmpty,
+              try destination.walk(skippingTopLevel: "").files.isEmpty else { return false }
+        let tree = try plain.walk(skippingTopLevel: Destination.stateFolderName)
+        var vouched: [(VerifiedRecord, String)] = []
+        for file in tree.files {
+            guard let path = String(validating: file.path, as: UTF8.self), let record = journal.records(for: path)?.verified,
+                  record.matches(file.status) else { return false }
+            vouched.append((record, path))
+        }
+        guard !vouched.isEmpty else { return false }
+        let building = try Destination.building(store)
+        for (_, path) in vouched {
+            let (from, name) = try plain.openParent(of: path, create: false)
+            defer { from.close() }
+            let (to, _) = try building.openParent(of: path, create: true)
+            defer { to.close() }
+            guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
+                // A file that cannot be linked (another file system, too many links): the set is
+                // not kept whole, so it is not kept; the run converts as before.
+                try GenerationStore.removeTree(GenerationStore.buildingName, in: store.store)
+                return false
+            }
+        }
+        try building.syncAll()
+        let n = try store.sealBuilding()
+        try store.switchTo(n)
+        // The links made and the old folder's removed moved every file's change time.
+        guard let kept = try Destination.openExisting(store.destPath) else { return true }
+        for (record, path) in vouched {
+            guard let now = try? kept.status(of: path), now.inode == record.inode, now.device == record.device, now.mtime == record.mtime else { continue }
+            try journal.append(.verified(VerifiedRecord(identity: record.identity, status: now, adopted: record.adopted)), durable: false)
+        }
+        report.notice("\(store.destPath): the set it held is kept as generation \(n), for `mirror rollback`")
+        return true
+    }
+}

@@ -21,7 +21,7 @@ extension SyncRunner {
             throw SystemError("create", identity.displayPath + "/" + Destination.stateFolderName, code: ENOENT)
         }
         do {
-            let current = try openDestination(destPath, identity: identity, lock: lock)
+            var current = try openDestination(destPath, identity: identity, lock: lock)
             guard let state = try destination.stateFolder(create: true),
                   let partials = try destination.stateFolder("partial", create: true) else {
                 throw SystemError("create", destination.displayState(Destination.stateFolderName), code: ENOENT)
@@ -33,6 +33,10 @@ extension SyncRunner {
             partialNaming = PartialNaming(canLinkOpenFiles: PartialFile.canLinkUnnamedFiles(in: partials))
             journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
+            if let store = generations, let plain = current, try keepPlainSet(plain, in: store) {
+                current = try Destination.openExisting(destPath)
+                destination = try Destination.building(store)
+            }
             installer = Installer(destination: destination, partialFolder: partials, journal: journal)
             contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)
             localTrees = [destination] + (current.map { [$0] } ?? [])
