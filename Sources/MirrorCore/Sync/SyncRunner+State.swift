@@ -34,7 +34,9 @@ extension SyncRunner {
             journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
             installer = Installer(destination: destination, partialFolder: partials, journal: journal)
-            contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)
+            keptGenerations = generations.map { keptSets(of: $0) } ?? []
+            contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []) + keptGenerations,
+                                        seeds: options.seeds)
             localTrees = [destination] + (current.map { [$0] } ?? [])
             return (lock, current)
         } catch {
