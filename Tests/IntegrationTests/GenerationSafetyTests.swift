@@ -35,6 +35,10 @@ import Glibc
             #expect(back.exitCode == 1, "\(back)")
         }
         try expectEveryGenerationWhole(d)
+        if back.exitCode == 0 {
+            // The rollback holds against v2 (docs/cli.md, "mirror rollback"): released by hand.
+            #expect(try d.run(["rollback", "--dest", d.dest, "--release"]).exitCode == 0)
+        }
         #expect(try d.sync("v2").exitCode == 0)
         let left = try FileManager.default.contentsOfDirectory(atPath: d.store).filter { $0.hasPrefix(".pruning") }
         #expect(left.isEmpty, "the next run left \(left)")

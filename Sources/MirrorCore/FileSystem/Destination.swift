@@ -64,6 +64,13 @@ public final class Destination {
         Destination(path: store.destPath, root: try store.building(), stateRoot: store.store, generations: store)
     }
 
+    /// A complete generation DEST does not show, read as a source (``SyncRunner/keptCopy(of:)``),
+    /// named in messages by where it is (`DEST.generations/g2/PATH`).
+    static func keptGeneration(_ store: GenerationStore, _ n: Int) throws -> Destination {
+        Destination(path: store.store.displayPath + "/g\(n)", root: try store.open(generation: n), stateRoot: store.store,
+                    generations: store)
+    }
+
     /// Opens DEST, creating it and its missing parents (mode 0755) first.
     public static func create(_ path: String) throws -> Destination {
         try makeDirectories(path)

@@ -113,6 +113,9 @@ public final class ConsoleReport {
 
     /// `mirror: 3 downloaded (1.0 GiB), 1 failed, 198 up to date, 12.3 s`.
     public static func summaryLine(_ s: SyncSummary) -> String {
+        if let hold = s.hold {
+            return "mirror: held at generation \(hold.generation) by a rollback; nothing changed in \(Formatting.duration(s.seconds))"
+        }
         var parts: [String] = []
         if s.downloaded > 0 { parts.append("\(s.downloaded) downloaded" + (s.copied > 0 ? " (\(s.copied) copied from this machine)" : "")) }
         if s.replaced > 0 { parts.append("\(s.replaced) replaced") }

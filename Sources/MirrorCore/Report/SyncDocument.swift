@@ -67,11 +67,13 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     /// The end of the last run that ended `ok`, this one included: null when none did, or when
     /// the run ended before it could read the journal (the metrics file carries it over then).
     public var lastSuccess: OrNull<MomentDocument>
+    /// Only for a run that changed nothing because a rollback holds DEST (``HoldPolicy``).
+    public var held: HoldDocument?
 
     enum CodingKeys: String, CodingKey {
         case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
         case deletionRefused = "deletion_refused"
-        case exitCode = "exit_code", manifest, lastSuccess = "last_success", dryRun = "dry_run"
+        case exitCode = "exit_code", manifest, lastSuccess = "last_success", dryRun = "dry_run", held
     }
 
     public init(_ s: SyncSummary) {
@@ -101,6 +103,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         dryRun = s.dryRun
         manifest = s.manifest.map { ManifestDocument($0, now: currentUnixTime()) }
         lastSuccess = OrNull(s.lastSuccess.map(MomentDocument.init))
+        held = s.hold.map(HoldDocument.init)
     }
 
     /// A run that ended before it could plan (invalid or unreachable manifest, lock held,
@@ -134,5 +137,20 @@ extension SyncSummary {
         document.plan = []
         try JSONOutput.write(document, array: SyncDocument.CodingKeys.plan.stringValue, count: plan.count,
                              element: { plan[$0] }, to: out)
+    }
+}
+
+/// A rollback's hold in `sync --json` (`held`) and `status --json` (`hold`): the generation DEST
+/// is held at, the one it was rolled back from, and the SHA-256 of the manifests a sync of which
+/// changes nothing (docs/cli.md, "mirror rollback").
+public struct HoldDocument: Codable, Equatable, Sendable {
+    public var generation: Int
+    public var from: Int
+    public var manifests: [String]
+
+    public init(_ hold: RollbackHold) {
+        generation = hold.generation
+        from = hold.from
+        manifests = hold.manifests
     }
 }

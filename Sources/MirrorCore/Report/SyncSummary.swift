@@ -83,8 +83,16 @@ public struct SyncSummary: Sendable {
     public var manifest: ManifestProvenance?
     /// Unix end of the last run that ended `ok` on this destination, this one included; nil when none.
     public var lastSuccess: Int64?
+    /// Set when the run changed nothing because DEST is held by a rollback (``HoldPolicy``).
+    public var hold: RollbackHold?
 
     public init() {}
+
+    /// The notice of a held run: where DEST is held, why, and how to go forward.
+    public static func heldLine(_ hold: RollbackHold, dest: String) -> String {
+        "\(dest) is held at generation \(hold.generation) by a rollback from generation \(hold.from), whose manifest this is: "
+            + "nothing was changed; a sync of another manifest, or `\(HoldPolicy.releaseAdvice(dest))`, releases the hold"
+    }
 
     /// An entry that changed or failed: kept for the report at the end when ``keepsResults``.
     public mutating func add(_ result: EntryResult) {

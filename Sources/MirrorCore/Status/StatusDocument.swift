@@ -82,6 +82,8 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         public var kept: [Int]
         public var current: Int
         public var building: Bool
+        /// A rollback's hold; absent when none.
+        public var hold: HoldDocument?
     }
 
     enum CodingKeys: String, CodingKey {
@@ -114,7 +116,8 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         lastSuccess = OrNull(status.lastSuccess.map { MomentDocument($0.end) })
         manifest = OrNull(status.manifest.map { ManifestDocument($0, now: currentUnixTime()) })
         self.entries = entries
-        generations = status.generations.map { Generations(kept: $0.kept, current: $0.current, building: $0.building) }
+        generations = status.generations.map { Generations(kept: $0.kept, current: $0.current, building: $0.building,
+                                                                    hold: $0.hold.map(HoldDocument.init)) }
     }
 }
 

@@ -118,6 +118,8 @@ public struct DestinationStatus: Sendable {
         public var kept: [Int]
         public var current: Int
         public var building: Bool
+        /// A rollback's hold (``HoldPolicy``), read as found: status trusts nothing and changes nothing.
+        public var hold: RollbackHold? = nil
     }
 
     public init(destination: String, destinationExists: Bool, entries: [EntryStatus] = [], lastRun: RunRecord?,
@@ -225,6 +227,10 @@ public enum StatusInspector {
         if let store = destination.generations, case .generation(let current) = store.current() {
             status.generations = DestinationStatus.Generations(kept: (try? store.generations()) ?? [current], current: current,
                                              building: faccessat(store.store.fd, GenerationStore.buildingName, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+            if let state = try? store.stateFolder() {
+                status.generations?.hold = try? HoldFile.readHold(in: state, trust: false)
+                state.close()
+            }
         }
         return status
     }

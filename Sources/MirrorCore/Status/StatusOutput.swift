@@ -29,6 +29,10 @@ extension DestinationStatus {
             let kept = generations.kept.reversed().map { $0 == generations.current ? "g\($0) (current)" : "g\($0)" }
             try line("generations: " + kept.joined(separator: ", ")
                      + (generations.building ? "; the next one is being built" : ""))
+            if let hold = generations.hold {
+                try line("held at generation \(hold.generation) by a rollback from generation \(hold.from): a sync of its manifest "
+                         + "changes nothing until another manifest or `\(HoldPolicy.releaseAdvice(destination))` releases it")
+            }
         }
         for entry in entries {
             switch entry.state {

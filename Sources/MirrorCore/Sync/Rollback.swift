@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `mirror rollback --dest DEST`: points an atomic DEST back at the complete generation before the
 /// current one, in one `renameat(2)` (``GenerationStore/switchTo(_:)``; docs/cli.md, "Atomic
 /// destinations"). Under DEST's lock, so it never races a sync that is about to switch.
@@ -29,10 +33,51 @@ public enum Rollback {
         }
     }
 
-    /// Switches DEST to the newest complete generation older than the current one; returns both
-    /// numbers. The lock is taken first and the current generation read after it: a rollback
-    /// that waited behind a publishing sync goes back from what that sync published.
-    public static func run(destination destPath: String, wait: Bool) throws(Failure) -> (from: Int, to: Int) {
+    /// What a rollback did: the generations, and the hold it recorded (nil when the generation
+    /// rolled back from has no recorded manifest: the next sync then builds again).
+    public struct Switched: Equatable, Sendable {
+        public var from: Int
+        public var to: Int
+        public var hold: RollbackHold?
+    }
+
+    /// Switches DEST to the newest complete generation older than the current one, after
+    /// recording a hold (``HoldPolicy``): a later sync of the manifest the current generation was
+    /// built from changes nothing. The hold is durable before the switch, so a crash between the
+    /// two leaves a hold that the next sync drops (DEST does not show its generation), never a
+    /// rollback without one. The lock is taken first and the current generation read after it:
+    /// a rollback that waited behind a publishing sync goes back from what that sync published.
+    public static func run(destination destPath: String, wait: Bool) throws(Failure) -> Switched {
+        try locked(destPath, wait: wait) { store, current, state throws in
+            guard let previous = try store.generations().last(where: { $0 < current }) else {
+                throw Failure.noEarlierGeneration(destPath, current: current)
+            }
+            let hold = HoldPolicy.afterRollback(existing: try? HoldFile.readHold(in: state), from: current, to: previous,
+                                                fromManifest: try HoldFile.builtFrom(in: state)[current])
+            if let hold { try HoldFile.writeHold(hold, in: state) } else { try HoldFile.removeHold(in: state) }
+            do {
+                try store.switchTo(previous)
+            } catch {
+                _ = try? HoldFile.removeHold(in: state)
+                throw error
+            }
+            return Switched(from: current, to: previous, hold: hold)
+        }
+    }
+
+    /// `mirror rollback --release`: removes the hold, under the lock, and switches nothing; the
+    /// next sync builds from its manifest as usual. Returns the generation DEST shows and whether
+    /// there was a hold to remove.
+    public static func release(destination destPath: String, wait: Bool) throws(Failure) -> (current: Int, released: Bool) {
+        try locked(destPath, wait: wait) { _, current, state throws in
+            (current, try HoldFile.removeHold(in: state))
+        }
+    }
+
+    /// Runs `body` under DEST's lock with the store (owned by this user), the generation DEST
+    /// shows and the store's state folder (``StateOwnership``).
+    private static func locked<T>(_ destPath: String, wait: Bool,
+                                  _ body: (GenerationStore, Int, FileDescriptor) throws -> T) throws(Failure) -> T {
         do {
             let identity = try DestinationIdentity.resolve(destPath)
             guard let lock = try DestinationLock.take(identity, creating: .nothing, wait: wait) else {
@@ -44,11 +89,9 @@ public enum Rollback {
                 throw Failure.notAtomic(destPath)
             }
             try store.requireOwnership()
-            guard let previous = try store.generations().last(where: { $0 < current }) else {
-                throw Failure.noEarlierGeneration(destPath, current: current)
-            }
-            try store.switchTo(previous)
-            return (current, previous)
+            let state = try store.stateFolder()
+            defer { state.close() }
+            return try body(store, current, state)
         } catch let failure as Failure {
             throw failure
         } catch let error as SystemError {
@@ -58,5 +101,18 @@ public enum Rollback {
         } catch {
             throw .destination(SystemError("roll back", destPath, code: 5))
         }
+    }
+}
+
+extension GenerationStore {
+    /// The store's state folder (`DEST.generations/.mirror`), opened without following a link
+    /// and required to be this user's alone (``StateOwnership``).
+    func stateFolder() throws -> FileDescriptor {
+        let display = store.displayPath + "/" + Destination.stateFolderName
+        let fd = openat(store.fd, Destination.stateFolderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 { throw SystemError("open folder", display) }
+        let folder = FileDescriptor(fd: fd, displayPath: display)
+        try StateOwnership.require(folder, display)
+        return folder
     }
 }

@@ -37,14 +37,24 @@ extension SyncRunner {
         }
         // Every folder left empty; those the manifest's files need are made again when linked.
         _ = try? destination.removeEmptyFolders(skippingTopLevel: "", keeping: { _ in false })
-        guard let current else { return }
+        guard current != nil || !keptGenerations.isEmpty else { return }
         var linked: [(ManifestEntry, FileStatus)] = []
         for entry in manifest.entries {
-            guard try destination.status(of: entry.path) == nil,
-                  let old = try? current.status(of: entry.path), old.isRegularFile else { continue }
-            let verified = journal.isVerified(entry, status: old)
+            guard try destination.status(of: entry.path) == nil else { continue }
+            // The current set's file, else this version verified in a kept generation (rolling
+            // forward after a rollback), else the current set's file unless known as another version.
+            let here = (try? current?.status(of: entry.path)).flatMap { $0 }.flatMap { $0.isRegularFile ? $0 : nil }
+            var source: (Destination, FileStatus, Bool)?
+            if let current, let old = here, journal.isVerified(entry, status: old) {
+                source = (current, old, true)
+            } else if let (set, old) = keptCopy(of: entry) {
+                source = (set, old, true)
+            } else if let current, let old = here {
+                source = (current, old, false)
+            }
+            guard let (set, old, verified) = source else { continue }
             if !verified, let record = journal.records(for: entry.path)?.verified, record.identity != EntryIdentity(entry) { continue }
-            let (from, name) = try current.openParent(of: entry.path, create: false)
+            let (from, name) = try set.openParent(of: entry.path, create: false)
             defer { from.close() }
             let (to, _) = try destination.openParent(of: entry.path, create: true)
             defer { to.close() }
@@ -85,6 +95,7 @@ extension SyncRunner {
             let vouched = verifiedStatuses(in: destination)
             let n = try store.sealBuilding()
             try store.switchTo(n)
+            recordBuiltFrom(store, generation: n)
             for file in dropped {
                 let result = EntryResult(path: String(decoding: file.path, as: UTF8.self), outcome: .deleted, size: file.status.size, source: nil)
                 summary.deleted += 1

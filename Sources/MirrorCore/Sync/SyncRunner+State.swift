@@ -38,7 +38,9 @@ extension SyncRunner {
                 destination = try Destination.building(store)
             }
             installer = Installer(destination: destination, partialFolder: partials, journal: journal)
-            contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []), seeds: options.seeds)
+            keptGenerations = generations.map { keptSets(of: $0) } ?? []
+            contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []) + keptGenerations,
+                                        seeds: options.seeds)
             localTrees = [destination] + (current.map { [$0] } ?? [])
             return (lock, current)
         } catch {

@@ -50,6 +50,12 @@ public final class SyncRunner {
     var generations: GenerationStore?
     /// Set once the building folder is seeded: only then is there a generation to publish.
     var buildsGeneration = false
+    /// The complete generations of an atomic DEST other than the one it shows, newest first:
+    /// sources of unchanged files and of reuse by content (``keptCopy(of:)``).
+    var keptGenerations: [Destination] = []
+    /// SHA-256 of the manifest's bytes, asked for only when an atomic run needs it (a hold to
+    /// check, a generation to record; ``HoldPolicy``). Set by ``SyncSession``.
+    public var manifestDigest: () -> String? = { nil }
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
     /// The hashing threads (``PartialWriterPool``); each partial file takes one as it is opened
@@ -113,7 +119,12 @@ public final class SyncRunner {
             (lock, current) = try openState(destPath)
             if let generations {
                 try generations.sweepLeftovers()
+                if try isHeld(generations) {
+                    lock.release()
+                    return summary
+                }
                 if try currentGenerationIsComplete(generations) {
+                    recordBuiltFromIfMissing(generations)
                     try GenerationStore.removeTree(GenerationStore.buildingName, in: generations.store)
                     summary.upToDate = manifest.entries.count
                     finishRun()

@@ -83,6 +83,15 @@ public enum SyncSession {
             destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
             let runner = SyncRunner(manifest: loaded, options: options, report: report)
             runner.manifestSource = provenance?.source
+            // A local manifest is hashed only when an atomic run asks (a hold to check, a
+            // generation to record), once: most runs never need it.
+            let known = provenance?.sha256
+            var hashed: String?? = nil
+            runner.manifestDigest = {
+                if let known { return known }
+                if hashed == nil { hashed = .some(ManifestProvenance.ofFile(manifest)?.sha256) }
+                return hashed ?? nil
+            }
             if destination == options.destination {
                 runner.dryRunDisk = dryRunDisk
                 runner.dryRunLookAhead = lookAhead

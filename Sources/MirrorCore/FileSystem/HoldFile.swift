@@ -1,0 +1,157 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What an atomic DEST's state folder (`DEST.generations/.mirror/`) keeps for a rollback that
+/// holds (``HoldPolicy``; docs/cli.md, "mirror rollback"):
+///
+/// - `hold`: the generation DEST is held at, the one it was rolled back from, and the SHA-256 of
+///   each manifest a sync of which changes nothing; written by `mirror rollback`, removed by
+///   `mirror rollback --release` or by a sync of another manifest.
+/// - `built-from`: for each generation, the SHA-256 of the manifest it was built from, written
+///   by the sync that publishes it; rollback reads it to know what to hold against.
+///
+/// Both are small text files written whole (a temporary file, `fsync`, `renameat(2)`, `fsync`
+/// of the folder), so a crash leaves the old file or the new one. Like the journal they must be
+/// this user's, writable by nobody else, and regular files (``StateOwnership``): anyone who could
+/// write `hold` could stop every sync of DEST.
+enum HoldFile {
+    static let holdName = "hold"
+    static let builtFromName = "built-from"
+    /// Far above any real file: a bigger one is not mirror's.
+    static let maximumSize = 64 << 10
+
+    // MARK: - The hold
+
+    /// The recorded hold, nil when there is none. `trust`: a writing command (sync, rollback)
+    /// refuses a file another user could have written; `status` reads it either way.
+    static func readHold(in state: FileDescriptor, trust: Bool = true) throws -> RollbackHold? {
+        guard let text = try read(holdName, in: state, trust: trust) else { return nil }
+        return parseHold(text)
+    }
+
+    static func writeHold(_ hold: RollbackHold, in state: FileDescriptor) throws {
+        try write(formatHold(hold), to: holdName, in: state)
+    }
+
+    /// Removes the hold; true when there was one.
+    @discardableResult
+    static func removeHold(in state: FileDescriptor) throws -> Bool {
+        if unlinkat(state.fd, holdName, 0) != 0 {
+            if errno == ENOENT { return false }
+            throw SystemError("remove", state.displayPath + "/" + holdName)
+        }
+        try state.sync()
+        return true
+    }
+
+    static func formatHold(_ hold: RollbackHold) -> String {
+        "mirror-hold 1\ngeneration \(hold.generation)\nfrom \(hold.from)\n"
+            + hold.manifests.map { "manifest \($0)\n" }.joined()
+    }
+
+    /// Nil for text that is not a whole hold: an unknown first line, a missing field, a digest
+    /// that is not 64 hex digits. Such a file holds nothing.
+    static func parseHold(_ text: String) -> RollbackHold? {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+        guard lines.first == "mirror-hold 1" else { return nil }
+        var generation: Int?
+        var from: Int?
+        var manifests: [String] = []
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { return nil }
+            switch parts[0] {
+            case "generation": generation = Int(parts[1])
+            case "from": from = Int(parts[1])
+            case "manifest":
+                guard isDigest(parts[1]) else { return nil }
+                manifests.append(parts[1])
+            default: continue  // a later version's field
+            }
+        }
+        guard let generation, let from, !manifests.isEmpty else { return nil }
+        return RollbackHold(generation: generation, from: from, manifests: manifests)
+    }
+
+    // MARK: - Which manifest built each generation
+
+    /// Generation number to manifest digest; empty when nothing is recorded.
+    static func builtFrom(in state: FileDescriptor, trust: Bool = true) throws -> [Int: String] {
+        guard let text = try read(builtFromName, in: state, trust: trust) else { return [:] }
+        return parseBuiltFrom(text)
+    }
+
+    /// Records that generation `n` was built from the manifest with `digest`, keeping only the
+    /// generations in `existing` (a pruned one's line goes with it).
+    static func recordBuiltFrom(_ digest: String, generation n: Int, existing: [Int], in state: FileDescriptor) throws {
+        var notes = try builtFrom(in: state).filter { existing.contains($0.key) }
+        notes[n] = digest.lowercased()
+        try write(formatBuiltFrom(notes), to: builtFromName, in: state)
+    }
+
+    static func formatBuiltFrom(_ notes: [Int: String]) -> String {
+        notes.sorted { $0.key < $1.key }.map { "g\($0.key) \($0.value)\n" }.joined()
+    }
+
+    static func parseBuiltFrom(_ text: String) -> [Int: String] {
+        var notes: [Int: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ").map(String.init)
+            guard parts.count == 2, let n = GenerationStore.number(parts[0]), isDigest(parts[1]) else { continue }
+            notes[n] = parts[1]
+        }
+        return notes
+    }
+
+    static func isDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
+    }
+
+    // MARK: - Files
+
+    /// The file's text, nil when it does not exist. Opened without following a link; with
+    /// `trust`, refused (`EPERM`, exit 73) unless this user's alone and a regular file.
+    private static func read(_ name: String, in state: FileDescriptor, trust: Bool) throws -> String? {
+        let display = state.displayPath + "/" + name
+        let fd = openat(state.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("open", display)
+        }
+        let file = FileDescriptor(fd: fd, displayPath: display)
+        defer { file.close() }
+        let status = try file.stat()
+        guard status.isRegularFile, status.size <= maximumSize else {
+            throw SystemError("trust", "\(display) (not a small regular file; remove it, and run again)", code: EPERM)
+        }
+        if trust { try StateOwnership.require(file, display) }
+        return String(decoding: try file.readAll(), as: UTF8.self)
+    }
+
+    /// `name` replaced whole by `text`: `name.tmp` (mode 0600, `O_EXCL`), `fsync`, `renameat`,
+    /// `fsync` of the folder.
+    private static func write(_ text: String, to name: String, in state: FileDescriptor) throws {
+        let temporary = name + ".tmp"
+        let display = state.displayPath + "/" + temporary
+        if unlinkat(state.fd, temporary, 0) != 0 && errno != ENOENT { throw SystemError("remove", display) }
+        let fd = openat(state.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd < 0 { throw SystemError("create", display) }
+        let file = FileDescriptor(fd: fd, displayPath: display)
+        do {
+            try Array(text.utf8).withUnsafeBytes { try file.write($0, at: 0) }
+            try file.sync()
+            file.close()
+        } catch {
+            file.close()
+            _ = unlinkat(state.fd, temporary, 0)
+            throw error
+        }
+        if renameat(state.fd, temporary, state.fd, name) != 0 {
+            let error = SystemError("rename", display)
+            _ = unlinkat(state.fd, temporary, 0)
+            throw error
+        }
+        try state.sync()
+    }
+}
