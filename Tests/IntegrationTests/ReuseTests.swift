@@ -43,6 +43,31 @@ import MirrorTestSupport
         #expect(verify.exitCode == 0, "\(verify)")
     }
 
+    /// Two files that swap contents (A=X, B=Y becoming A=Y, B=X): each is copied from the other
+    /// before either is replaced, and nothing is downloaded or hashed before the copy.
+    @Test(arguments: [false, true]) func twoFilesThatSwapContentsCostNoDownload(atomic: Bool) throws {
+        let fx = try SyncFixture()
+        let mode = atomic ? ["--atomic"] : []
+        let x = try fx.addFile("a.bin", size: 3 << 20, seed: 1)
+        let y = try fx.addFile("b.bin", size: 3 << 20, seed: 2)
+        try fx.writeManifest()
+        #expect(try fx.sync(mode).exitCode == 0)
+        let before = try fx.requests(atLeast: 2).count
+
+        fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+        fx.manifest.add(path: "a.bin", size: 3 << 20, sha256: y, url: fx.server.baseURL + "b.bin")
+        fx.manifest.add(path: "b.bin", size: 3 << 20, sha256: x, url: fx.server.baseURL + "a.bin")
+        try fx.writeManifest()
+        let dry = try fx.sync(["--dry-run"])
+        #expect(!dry.stdout.contains("check"), "a file the journal knows as the old version is hashed first: \(dry.stdout)")
+        let run = try fx.sync()
+        #expect(run.exitCode == 0, "\(run)")
+        let requested = try fx.requests().dropFirst(before).map(\.uri)
+        #expect(requested.isEmpty, "a swap downloaded: \(requested)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == y)
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("b.bin")) == x)
+    }
+
     /// An entry whose file is there but holds other bytes (a check finds them) is copied from the
     /// verified file that has its new content, even after the run began fetching something else:
     /// here its own URL answers 404, so only a copy can finish the run.

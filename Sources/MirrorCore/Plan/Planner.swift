@@ -88,6 +88,13 @@ public struct Planner {
             if usable > 0 { return .resume(from: usable, record: partial) }
         }
         if let status {
+            // A file the journal verified as another version of the entry, unchanged since, holds
+            // that version's bytes: hashing it would only say so. It is replaced, and stays a
+            // source for reuse by content (a swap of two files' contents copies each from the
+            // other) until the new file is installed.
+            if let verified = records?.verified, verified.matches(status), EntryIdentity.holdsOtherBytes(verified.identity, entry) {
+                return .download(replacing: true)
+            }
             return status.size == entry.size ? .check : .download(replacing: true)
         }
         return .download(replacing: turns)

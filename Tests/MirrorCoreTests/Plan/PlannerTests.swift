@@ -56,7 +56,7 @@ import Glibc
         let rehashed = ManifestEntry(path: e.path, url: .relative(e.path), size: 10,
                                      digests: [.sha256: Digest(bytes: [UInt8](repeating: 8, count: 32))])
         #expect(!journal.isVerified(rehashed, status: status), "another checksum in the manifest")
-        #expect(try planner.action(for: rehashed) == .check)
+        #expect(try planner.action(for: rehashed) == .download(replacing: true), "the journal knows these are other bytes")
         #expect(!journal.isVerified(entry("a b=%.bi"), status: status), "a path that is a prefix")
     }
 
@@ -115,7 +115,11 @@ import Glibc
         try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
         var changed = old
         changed.digests[.sha256] = Digest(bytes: [UInt8](repeating: 8, count: 32))
-        #expect(try planner.action(for: changed) == .check, "same size, new checksum: must be hashed, not trusted")
+        #expect(try planner.action(for: changed) == .download(replacing: true),
+                "same size, new checksum: never trusted, and known to be other bytes without hashing")
+        var widened = old
+        widened.digests[.sha512] = Digest(bytes: [UInt8](repeating: 9, count: 64))
+        #expect(try planner.action(for: widened) == .check, "a digest added beside the same one: hashed, maybe kept")
     }
 
     @Test(arguments: [(held: 4000, recorded: 3000, expected: 3000), (held: 2000, recorded: 3000, expected: 2000)])
