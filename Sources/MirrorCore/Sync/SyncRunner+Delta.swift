@@ -138,7 +138,14 @@ extension SyncRunner {
         let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: manifest.chunkIndexSources(for: task.entry))
         guard !urls.isEmpty else { throw DeltaError("the manifest has no base_url to fetch its chunk index from") }
         var last = DeltaError("no source")
-        for url in urls where !unreachableHosts.contains(hostKey(of: url)) {
+        // A source whose index is not the manifest's is asked once more, revalidating: a cache
+        // may hold the index of the version before a republish (docs/fleet.md).
+        let attempts = urls.filter { !unreachableHosts.contains(hostKey(of: $0)) }.flatMap { [($0, false), ($0, true)] }
+        for (url, revalidating) in attempts {
+            if revalidating {
+                guard last.isStale else { continue }
+                task.history.revalidate(url)
+            }
             let response: SmallFetch.Response
             do {
                 // Bounded in time as well as size: 60 s plus 100 KB/s of index, and the deadline.
@@ -157,7 +164,7 @@ extension SyncRunner {
             }
             guard Int64(response.body.count) == reference.size,
                   Hasher.digest(.sha256, of: response.body) == reference.sha256 else {
-                last = DeltaError("chunk index \(redactedURL(url)): not the size and sha256 the manifest gives")
+                last = DeltaError("chunk index \(redactedURL(url)): not the size and sha256 the manifest gives", isStale: !revalidating)
                 continue
             }
             let index = try ChunkIndex.parse(response.body)
@@ -186,6 +193,12 @@ extension SyncRunner {
             guard !wrong.isEmpty, wrong.count <= DeltaPlan.maxSegments else { return false }
             try partial.reopen(wrong)
             task.history.revalidate(url)
+            // Each range is checked against the chunk index, and the whole file against its
+            // digest: it needs no If-Range. The validator held is the stale bytes' (a cache's old
+            // object), and with it a cache that revalidates finds the origin's new one different
+            // and answers 200 with the whole file (RFC 9110 §13.1.5); without it, 206 with the
+            // ranges. The first answer sets the validator the other ranges are compared with.
+            partial.validator = nil
             let bytes = wrong.reduce(0) { $0 + $1.count }
             report.warning("\(task.entry.path): \(bytes) bytes of the delta were not the chunk index's; fetching them again")
             scheduler.enqueue(task)
@@ -199,7 +212,12 @@ extension SyncRunner {
 /// Why a delta was not used (the entry is then downloaded whole).
 struct DeltaError: Error, CustomStringConvertible {
     var description: String
-    init(_ description: String) { self.description = description }
+    /// The index served was not the manifest's: a cache may hold an older one.
+    var isStale = false
+    init(_ description: String, isStale: Bool = false) {
+        self.description = description
+        self.isStale = isStale
+    }
 }
 
 /// What a chunk delta did for one entry, for the output.
