@@ -75,6 +75,10 @@ extension PartialFile {
         lastCheckpoint = total
         durableLength = total
         hashedLength = hashed
+        keptAtResume = total
+        // Whatever the saved state does not cover is read back: the contiguous prefix past it, and
+        // the later segments' bytes once the hash reaches them (SHA-2 takes bytes in file order).
+        rehashedAtResume = total - hashed
         feed = HashFeed(fed: hashed)
         feedFromFile(all: true)
     }

@@ -81,6 +81,11 @@ public final class PartialFile {
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
     public internal(set) var resumedFromSavedState = false
+    /// Bytes of an earlier run this file kept when it was resumed, and how many of them this run
+    /// reads back from the file to hash them (those the saved hash state does not cover): what
+    /// `sync --json` reports as `resumed` (docs/cli.md). Both 0 for a new file.
+    public internal(set) var keptAtResume: Int64 = 0
+    public internal(set) var rehashedAtResume: Int64 = 0
     /// Whether this run laid the file out from an older local copy (``beginDelta(_:from:url:)``)
     /// and it still holds those bytes (a restart from zero or a fall back to one stream clears it).
     public internal(set) var isDelta = false
@@ -187,6 +192,7 @@ public final class PartialFile {
         segments = PartialFile.oneStream(size: identity.size, written: keep)
         acceptedLength = keep
         lastCheckpoint = keep
+        keptAtResume = keep
         guard keep > 0 else { return }
         if let trusted, trusted.bytes == keep, hashers.restore(trusted.hashStates) {
             resumedFromSavedState = true
@@ -199,6 +205,7 @@ public final class PartialFile {
             // Until the hash has caught up, new bytes are read back from the file too (``HashFeed``),
             // so the transfer never waits for the writer's buffers behind that read.
             lastCheckpoint = 0
+            rehashedAtResume = keep
             feed = HashFeed(fed: 0, readingBack: writer != nil)
             feedFromFile(all: true)
         }
