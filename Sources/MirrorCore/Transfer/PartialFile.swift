@@ -163,8 +163,9 @@ public final class PartialFile {
         hashesInline = writer != nil && !opened.resumed && identity.size <= PartialFile.inlineHashLimit
         guard opened.resumed else { return }
         let st = try file.stat()
-        // The saved hash state is trusted only over the very file it was computed on, unchanged
-        // since and nobody else's (PartialRecord.describes); anything else is hashed again.
+        // The saved hash state is trusted only over the very file it was computed on, still this
+        // user's 0600 file with one name and at least as long (PartialRecord.describes); bytes
+        // past it are cut below, anything else is hashed again, and the final digest checks all.
         let trusted = saved.flatMap { $0.describes(st, owner: geteuid()) ? $0 : nil }
         if let saved, let recorded = saved.segments {
             try resumeSegments(recorded, saved: saved, trusted: trusted != nil, fileSize: st.size)
@@ -174,7 +175,9 @@ public final class PartialFile {
     }
 
     /// Continues one stream: keeps the first `resumeFrom` bytes the file still holds and cuts the
-    /// rest; restores the hash state if it describes exactly those bytes, else hashes them again.
+    /// rest (`ftruncate`: what a killed run wrote past its last checkpoint was never durable, so
+    /// it is fetched again); restores the hash state if it describes exactly those bytes, else
+    /// hashes them again.
     private func resumeStream(from resumeFrom: Int64, saved: PartialRecord?, trusted: PartialRecord?, fileSize: Int64) throws {
         let keep = max(0, min(resumeFrom, fileSize, identity.size))
         if let saved, let records, saved.bytes != keep || trusted == nil {
