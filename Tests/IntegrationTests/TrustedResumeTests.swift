@@ -58,6 +58,12 @@ import MirrorTestSupport
         return document
     }
 
+    func changeTime(_ path: String) -> FileTime? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return FileTime(seconds: Int64(st.st_ctim.tv_sec), nanoseconds: Int64(st.st_ctim.tv_nsec))
+    }
+
     var partialName: String { ".mirror/partial/" + PartialFile.name(for: "big.bin") }
 
     @Test func aKilledDownloadResumesWithoutReadingItsDurablePrefixAgain() throws {
@@ -70,6 +76,40 @@ import MirrorTestSupport
         // The bytes past the checkpoint were cut, and the transfer asked for the rest only.
         let big = try fx.requests(atLeast: before + 1).dropFirst(before).filter { $0.uri == "/big.bin" }
         #expect(big.count == 1 && big.first?.rangeHeader == "bytes=\(record.bytes)-", "\(big)")
+    }
+
+    /// Segmented (`--segments 4`): killed after a checkpoint journaled every segment's durable
+    /// part, the rerun restores the state for the prefix it covers and reads back only the other
+    /// segments' durable bytes (SHA-2 takes bytes in file order); each segment asks for the rest.
+    @Test func aKilledSegmentedDownloadReadsBackOnlyWhatTheStateDoesNotCover() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "8m"))
+        let sha = try fx.addFile("big.bin", size: Self.size, seed: 92)
+        try fx.writeManifest()
+        let flags = ["--segments", "4", "--segments-above", "1M"]
+        let victim = try fx.startSync(flags)
+        let deadline = Date().addingTimeInterval(60)
+        while victim.isRunning && Date() < deadline {
+            // A checkpoint with a hash state, and the file written since (its change time moved).
+            if let record = try partialRecord(fx), record.segments != nil, record.bytes > 0, record.hashStates[.sha256] != nil,
+               let written = changeTime(fx.destPath(partialName)), written != record.fileChangeTime { break }
+            usleep(5_000)
+        }
+        victim.signal(SIGKILL)
+        _ = try victim.wait(timeout: 30)
+        let record = try #require(try partialRecord(fx))
+        let segments = try #require(record.segments)
+        try #require(changeTime(fx.destPath(partialName)) != record.fileChangeTime, "the killed run wrote past its checkpoint")
+        let before = try fx.requests().count
+        let result = try fx.sync(flags + ["--json"])
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == sha)
+        let document = try JSONOutput.makeDecoder().decode(SyncDocument.self, from: Data(result.stdout.utf8))
+        let resumed = try #require(document.resumed, "\(document)")
+        #expect(resumed.bytes == record.durableBytes && resumed.rehashedBytes == record.durableBytes - record.bytes, "\(resumed), \(record)")
+        let asked = Set(try fx.requests(atLeast: before + 1).dropFirst(before).filter { $0.uri == "/big.bin" }.compactMap(\.rangeHeader))
+        for segment in segments where segment.done < segment.end - segment.start {
+            #expect(asked.contains { $0.hasPrefix("bytes=\(segment.start + segment.done)-") }, "\(asked)")
+        }
     }
 
     /// The limit of the rule, pinned (docs/journal.md, rule 8): the durable prefix overwritten in
