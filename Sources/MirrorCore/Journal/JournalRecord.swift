@@ -138,9 +138,10 @@ public struct PartialRecord: Equatable, Sendable {
     public var segments: [SegmentRecord]?
     /// The partial file these bytes are in: its inode and change time, taken (`fstat`) before the
     /// `fdatasync` that made them durable. The saved hash states are only ever restored over that
-    /// very file, unchanged since (``PartialFile``; docs/journal.md, "Partial records"): a record is
-    /// bound to one file, never to a path alone. nil in records of older versions: their states
-    /// are never trusted, the prefix is hashed again.
+    /// very inode (``describes(_:owner:)``; docs/journal.md, "Partial records"): a record is bound
+    /// to one file, never to a path alone. nil in records of older versions: their states are
+    /// never trusted, the prefix is hashed again. The change time is still written (versions
+    /// before trusted resumes compare it) but no longer compared.
     public var fileInode: UInt64?
     public var fileChangeTime: FileTime?
 
@@ -157,14 +158,22 @@ public struct PartialRecord: Equatable, Sendable {
         self.fileChangeTime = fileChangeTime
     }
 
-    /// Whether `status` is the partial file this record was written for, unchanged since, and
-    /// nobody else's to change: a regular file with one name, owned by `owner` (this process's
-    /// effective uid), mode 0600, same inode and change time. A write, truncate, chmod, chown or
-    /// rename by anyone moves the change time, and only root can set it back.
+    /// Whether the saved hash states may be restored over `status` (docs/journal.md, rule 8): it
+    /// is the partial file this record was written for (same inode), a regular file with one
+    /// name, owned by `owner` (this process's effective uid), mode 0600 as mirror left it, and it
+    /// still holds the `bytes` the states describe (the caller cuts what lies past them).
+    ///
+    /// The change time is not compared: a run killed (SIGKILL, a power cut) after a checkpoint
+    /// had written past it, which moves the change time though the durable prefix is as recorded;
+    /// comparing it made every such resume read the whole prefix again. Nobody else can have
+    /// written the file: `DEST/.mirror/partial` is this user's alone (``StateOwnership``), and a
+    /// partial file is created `O_EXCL`, mode 0600. What this takes on trust is that this user
+    /// (or root) did not overwrite the prefix in place since: the final digest is computed from
+    /// the restored state, so it would not see that; `mirror verify` reads the file.
     public func describes(_ status: FileStatus, owner: UInt32) -> Bool {
-        guard let fileInode, let fileChangeTime else { return false }
+        guard let fileInode else { return false }
         return status.isRegularFile && status.links == 1 && status.owner == owner && status.permissions == 0o600
-            && status.inode == fileInode && status.ctime == fileChangeTime
+            && status.inode == fileInode && status.size >= bytes
     }
 
     /// Durable bytes in all: the prefix, or the sum of the segments' durable parts.

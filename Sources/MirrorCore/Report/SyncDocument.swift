@@ -45,11 +45,25 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var error: String
     }
 
+    /// Partial files of earlier runs this run continued: how many, the bytes they kept, and how
+    /// many of those bytes it read back from disk to hash (not covered by a trusted saved hash
+    /// state, docs/journal.md rule 8). Absent when the run resumed nothing.
+    public struct Resumed: Codable, Equatable, Sendable {
+        public var files: Int
+        public var bytes: Int64
+        public var rehashedBytes: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case files, bytes, rehashedBytes = "rehashed_bytes"
+        }
+    }
+
     public var result: String
     /// Why an incomplete run stopped, or what ended a run before it could plan; absent otherwise.
     public var reason: String?
     public var files: Files
     public var bytesTransferred: Int64
+    public var resumed: Resumed?
     /// The run's duration, to the millisecond.
     public var seconds: Double
     public var changed: [Changed]
@@ -71,7 +85,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var held: HoldDocument?
 
     enum CodingKeys: String, CodingKey {
-        case result, reason, files, bytesTransferred = "bytes_transferred", seconds, changed, failures, plan
+        case result, reason, files, bytesTransferred = "bytes_transferred", resumed, seconds, changed, failures, plan
         case deletionRefused = "deletion_refused"
         case exitCode = "exit_code", manifest, lastSuccess = "last_success", dryRun = "dry_run", held
     }
@@ -82,6 +96,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         files = Files(total: s.total, upToDate: s.upToDate + s.checked, checked: s.checked, downloaded: s.downloaded,
                       replaced: s.replaced, failed: s.failed, pending: s.pending, deleted: s.deleted)
         bytesTransferred = s.bytesTransferred
+        if s.resumedFiles > 0 { resumed = Resumed(files: s.resumedFiles, bytes: s.resumedBytes, rehashedBytes: s.rehashedBytes) }
         seconds = (s.seconds * 1000).rounded() / 1000
         changed = s.results.compactMap { r in
             let action: String

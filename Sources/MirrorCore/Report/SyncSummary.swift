@@ -68,6 +68,11 @@ public struct SyncSummary: Sendable {
     /// Why deleting was refused (``DeletionPolicy/refusal(_:)``): the run then fails (exit 1).
     public var deletionRefused: String?
     public var bytesTransferred: Int64 = 0
+    /// Partial files of earlier runs this run continued, the bytes they kept, and how many of
+    /// those were read back from disk to be hashed (docs/journal.md, rule 8).
+    public var resumedFiles = 0
+    public var resumedBytes: Int64 = 0
+    public var rehashedBytes: Int64 = 0
     public var seconds = 0.0
     /// Each entry that changed or failed, for `--json` (``keepsResults``).
     public var results: [EntryResult] = []

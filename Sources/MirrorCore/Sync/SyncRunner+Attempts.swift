@@ -42,6 +42,11 @@ extension SyncRunner {
                     partial.sourceURL = record.url
                     partial.validator = record.validator
                 }
+                if partial.keptAtResume > 0 {
+                    summary.resumedFiles += 1
+                    summary.resumedBytes += partial.keptAtResume
+                    summary.rehashedBytes += partial.rehashedAtResume
+                }
                 task.partial = partial
             }
             guard let partial = task.partial else { return }

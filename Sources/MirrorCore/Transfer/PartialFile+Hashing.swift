@@ -46,9 +46,9 @@ extension PartialFile {
         let durable = segments.map { $0.reduce(0) { $0 + $1.done } } ?? hashedLength
         guard failure == nil, durable != durableLength, let records else { return }
         do {
-            // The file's identity before the fdatasync: if nothing changes it after, a later run
-            // finds the same change time and may trust the hash state; any later write (ours,
-            // after this checkpoint, or anyone's) moves it, and the prefix is hashed again.
+            // The file's inode (and change time) before the fdatasync: a later run restores the
+            // hash state only over this inode, still this user's 0600 file with one name and at
+            // least this long (PartialRecord.describes), after cutting what follows the checkpoint.
             let status = try file.stat()
             try file.syncData()
             CrashPoint.hit("checkpoint-before-record")

@@ -52,6 +52,10 @@ extension PartialFile {
     /// Continues a segmented download: each segment keeps the durable part the journal recorded,
     /// trimmed to what the file still holds; the hash state is restored if it describes a prefix
     /// of those bytes, and the rest of the contiguous prefix is queued to be hashed from the file.
+    /// What a killed run wrote past a segment's durable part stays in the file (it cannot be cut
+    /// from the middle) but is neither hashed nor vouched for: the segment's transfer starts at its
+    /// durable end and writes over it before the hash reaches it (``HashFeed`` reads a segment
+    /// only up to what this run counts as written).
     func resumeSegments(_ recorded: [SegmentRecord], saved: PartialRecord, trusted: Bool, fileSize: Int64) throws {
         let list = recorded.map { r in
             Segment(start: r.start, end: r.end, written: max(0, min(r.done, fileSize - r.start)))
@@ -75,6 +79,10 @@ extension PartialFile {
         lastCheckpoint = total
         durableLength = total
         hashedLength = hashed
+        keptAtResume = total
+        // Whatever the saved state does not cover is read back: the contiguous prefix past it, and
+        // the later segments' bytes once the hash reaches them (SHA-2 takes bytes in file order).
+        rehashedAtResume = total - hashed
         feed = HashFeed(fed: hashed)
         feedFromFile(all: true)
     }

@@ -81,6 +81,11 @@ public final class PartialFile {
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
     public internal(set) var resumedFromSavedState = false
+    /// Bytes of an earlier run this file kept when it was resumed, and how many of them this run
+    /// reads back from the file to hash them (those the saved hash state does not cover): what
+    /// `sync --json` reports as `resumed` (docs/cli.md). Both 0 for a new file.
+    public internal(set) var keptAtResume: Int64 = 0
+    public internal(set) var rehashedAtResume: Int64 = 0
     /// Whether this run laid the file out from an older local copy (``beginDelta(_:from:url:)``)
     /// and it still holds those bytes (a restart from zero or a fall back to one stream clears it).
     public internal(set) var isDelta = false
@@ -158,8 +163,9 @@ public final class PartialFile {
         hashesInline = writer != nil && !opened.resumed && identity.size <= PartialFile.inlineHashLimit
         guard opened.resumed else { return }
         let st = try file.stat()
-        // The saved hash state is trusted only over the very file it was computed on, unchanged
-        // since and nobody else's (PartialRecord.describes); anything else is hashed again.
+        // The saved hash state is trusted only over the very file it was computed on, still this
+        // user's 0600 file with one name and at least as long (PartialRecord.describes); bytes
+        // past it are cut below, anything else is hashed again, and the final digest checks all.
         let trusted = saved.flatMap { $0.describes(st, owner: geteuid()) ? $0 : nil }
         if let saved, let recorded = saved.segments {
             try resumeSegments(recorded, saved: saved, trusted: trusted != nil, fileSize: st.size)
@@ -169,7 +175,9 @@ public final class PartialFile {
     }
 
     /// Continues one stream: keeps the first `resumeFrom` bytes the file still holds and cuts the
-    /// rest; restores the hash state if it describes exactly those bytes, else hashes them again.
+    /// rest (`ftruncate`: what a killed run wrote past its last checkpoint was never durable, so
+    /// it is fetched again); restores the hash state if it describes exactly those bytes, else
+    /// hashes them again.
     private func resumeStream(from resumeFrom: Int64, saved: PartialRecord?, trusted: PartialRecord?, fileSize: Int64) throws {
         let keep = max(0, min(resumeFrom, fileSize, identity.size))
         if let saved, let records, saved.bytes != keep || trusted == nil {
@@ -187,6 +195,7 @@ public final class PartialFile {
         segments = PartialFile.oneStream(size: identity.size, written: keep)
         acceptedLength = keep
         lastCheckpoint = keep
+        keptAtResume = keep
         guard keep > 0 else { return }
         if let trusted, trusted.bytes == keep, hashers.restore(trusted.hashStates) {
             resumedFromSavedState = true
@@ -199,6 +208,7 @@ public final class PartialFile {
             // Until the hash has caught up, new bytes are read back from the file too (``HashFeed``),
             // so the transfer never waits for the writer's buffers behind that read.
             lastCheckpoint = 0
+            rehashedAtResume = keep
             feed = HashFeed(fed: 0, readingBack: writer != nil)
             feedFromFile(all: true)
         }

@@ -100,6 +100,34 @@ import Glibc
         #expect(try resumed.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256])
     }
 
+    /// A run killed after a checkpoint had written past each segment's durable part (wrong bytes
+    /// there, as a power cut may leave): the saved state is restored all the same, each segment
+    /// resumes at its durable end and writes over what lies past it, and the file ends correct.
+    @Test func aKillPastTheCheckpointResumesEachSegmentFromTheSavedState() throws {
+        let first = try partial()
+        try first.beginSegments(count: 3)
+        try feed(first, segment: 0, count: 3 << 20)
+        try feed(first, segment: 1, count: 2 << 20)
+        try feed(first, segment: 2, count: 3 << 20 + 5)  // 8 MiB in all: a checkpoint
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        usleep(20_000)
+        let junk = [UInt8](repeating: 0x5A, count: 64 << 10)
+        for offset: Int64 in [3 << 20, 6 << 20, (11 << 20) + 5] {
+            try junk.withUnsafeBytes { try first.file.write($0, at: offset) }
+        }
+        #expect(try first.file.stat().ctime != record.fileChangeTime)
+        first.close()
+
+        let resumed = try partial(saved: record)
+        #expect(resumed.resumedFromSavedState)
+        #expect(resumed.keptAtResume == record.durableBytes)
+        #expect(resumed.rehashedAtResume == record.durableBytes - record.bytes, "only what the state does not cover is read")
+        #expect(resumed.openSegments().map(\.from) == [3 << 20, 6 << 20, (11 << 20) + 5])
+        for index in [2, 1, 0] { try feed(resumed, segment: index, count: 4 << 20) }
+        #expect(try resumed.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256])
+        #expect(TestData.sha256(of: Array(try resumed.file.readAll())) == Self.identity.digests[.sha256])
+    }
+
     @Test func aResumeTrimsSegmentsTheFileNoLongerHoldsAndRecordsThat() throws {
         let first = try partial()
         try first.beginSegments(count: 3)
