@@ -3,14 +3,18 @@
 /// (``MismatchPolicy``). docs/fleet.md describes the site cache these serve.
 extension SyncRunner {
     /// The settings of one request of `task` at `url`: it asks caches to revalidate once that URL
-    /// gave wrong bytes, and a `--prefer` URL does not get the `--auth-header-env` header, which
-    /// is meant for the manifest's sources (netrc credentials still go by host).
-    func transferSettings(for task: EntryTask, url: String) -> TransferSettings {
+    /// gave wrong bytes; a `--prefer` URL does not get the `--auth-header-env` header, which is
+    /// meant for the manifest's sources; and netrc credentials go only to the origins of
+    /// `manifestSources` (the entry's own URLs unless given: a chunk index has its own) and of the
+    /// manifest URL (``CredentialScope``).
+    func transferSettings(for task: EntryTask, url: String, manifestSources: [String]? = nil) -> TransferSettings {
         var settings = options.transfer
+        let named = manifestSources ?? manifest.sources(for: task.entry)
         settings.revalidate = task.history.revalidating.contains(url)
-        if options.sourceOrder.isPreferred(url) && !manifest.sources(for: task.entry).contains(url) {
+        if options.sourceOrder.isPreferred(url) && !named.contains(url) {
             settings.security.authorization = nil
         }
+        if settings.security.netrc != nil { settings.security.manifestSources = named }
         return settings
     }
 
