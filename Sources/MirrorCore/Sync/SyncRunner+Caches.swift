@@ -18,6 +18,12 @@ extension SyncRunner {
         return settings
     }
 
+    /// Whether `url` is one of `entry`'s `--prefer` URLs and none of the manifest's own: a source
+    /// that is passed over at once when it refuses, throttles or stalls (``RetryPolicy``).
+    func isPreferredOnly(_ url: String, of entry: ManifestEntry) -> Bool {
+        options.sourceOrder.isPreferred(url) && !manifest.sources(for: entry).contains(url)
+    }
+
     /// The verified digest of `task`'s bytes is not the manifest's: the file is fetched again from
     /// zero (revalidating, or from the next source) or the entry fails; never is it installed.
     func checksumMismatch(_ task: EntryTask, partial: PartialFile, detail: String, got: String) {
