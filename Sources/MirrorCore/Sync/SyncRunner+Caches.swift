@@ -9,11 +9,12 @@ extension SyncRunner {
     /// manifest URL (``CredentialScope``).
     func transferSettings(for task: EntryTask, url: String, manifestSources: [String]? = nil) -> TransferSettings {
         var settings = options.transfer
-        let named = manifestSources ?? manifest.sources(for: task.entry)
         settings.revalidate = task.history.revalidating.contains(url)
-        if options.sourceOrder.isPreferred(url) && !named.contains(url) {
-            settings.security.authorization = nil
-        }
+        let preferred = options.sourceOrder.isPreferred(url)
+        // Most requests of a run need neither: no URL is resolved for them.
+        guard preferred || settings.security.netrc != nil else { return settings }
+        let named = manifestSources ?? manifest.sources(for: task.entry)
+        if preferred && !named.contains(url) { settings.security.authorization = nil }
         if settings.security.netrc != nil { settings.security.manifestSources = named }
         return settings
     }
