@@ -126,7 +126,7 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Trust this CA (PEM) in addition to the system's, for lab servers. TLS verification is always on.", valueName: "PEM"))
     var caFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("Credentials by host (netrc format); never sent after a redirect to another origin.", valueName: "PATH"))
+    @Option(name: .long, help: ArgumentHelp("Credentials by host (netrc format), for the origins the manifest names (`default`: the manifest URL's only); never to a --prefer source, nor after a redirect to another origin.", valueName: "PATH"))
     var netrcFile: String?
 
     @Option(name: .long, help: ArgumentHelp("Send `Authorization: <value of VAR>` to the manifest's sources (never after a redirect to another host).", valueName: "VAR"))
@@ -229,6 +229,8 @@ struct Sync: ParsableCommand {
         // use file: URLs; SyncSession takes that right back when the manifest comes from the kept copy.
         let lowered = manifest.lowercased()
         options.transfer.security.manifestIsLocal = !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://"))
+        // A netrc `default` entry goes to the manifest URL's origin only (CredentialScope).
+        options.transfer.security.credentialScope = CredentialScope(manifestURL: options.transfer.security.manifestIsLocal ? nil : manifest)
         if let rate = options.limitRate {
             // A transfer held below the stall threshold by --limit-rate itself is not stalled.
             options.transfer.lowSpeedLimit = Int(max(1, min(Int64(options.transfer.lowSpeedLimit), rate / Int64(jobs) / 2)))

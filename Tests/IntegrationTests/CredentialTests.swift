@@ -167,8 +167,6 @@ import MirrorTestSupport
         return hits
     }
 
-    /// The header value must come from the environment: a missing variable is a usage error that
-    /// names the variable, before any request.
     /// A `--prefer` source (a site cache, a neighbour) is the machine's choice, not one of the
     /// manifest's sources: the `--auth-header-env` header meant for those does not go there.
     @Test func theAuthorizationHeaderIsNotSentToAPreferredSource() throws {
@@ -188,6 +186,65 @@ import MirrorTestSupport
         #expect(manifests.first?.headers["authorization"] == scene.expectedAuthorization, "the manifest's source still gets it")
     }
 
+    /// netrc credentials go to the origins the manifest names: a `--prefer` source on the same
+    /// host name (127.0.0.1, another port) is another origin, and plain http, so it gets no
+    /// `Authorization` header, while the manifest's source still does.
+    @Test func netrcCredentialsAreNotSentToAPreferredSource() throws {
+        let scene = try Scene(.netrc, elsewhere: .otherPort)
+        let a = scene.serve(scene.origin, "a.bin", size: 30_000, seed: 91)
+        let b = scene.serve(scene.origin, "b.bin", size: 30_000, seed: 92)
+        scene.other.serve("/a.bin", bytes: a)
+        scene.list("a.bin", a)
+        scene.list("b.bin", b)
+        let result = try scene.sync(["--prefer", scene.other.baseURL])
+        #expect(result.exitCode == 0, "\(result)")
+        let preferred = scene.other.waitForRequests(count: 2)
+        #expect(preferred.map { "\($0.path) \($0.status)" }.sorted() == ["/a.bin 200", "/b.bin 404"], "\(preferred)")
+        #expect(preferred.allSatisfy { $0.headers["authorization"] == nil },
+                "the preferred source got \(preferred.map { $0.headers["authorization"] ?? "none" })")
+        let manifests = scene.origin.waitForRequests(count: 1)
+        #expect(manifests.map(\.path) == ["/b.bin"], "\(manifests)")
+        #expect(manifests.first?.headers["authorization"] == scene.expectedAuthorization, "the manifest's source still gets it")
+    }
+
+    /// A netrc `default` entry is for the manifest's own origin (scheme, host and port of the
+    /// manifest URL): the manifest and its files there get it; another origin the manifest names
+    /// (an entry's absolute URL on 127.0.0.2) and a `--prefer` source (127.0.0.1, another port) do not.
+    @Test func aNetrcDefaultEntryGoesOnlyToTheManifestsOrigin() throws {
+        let scene = try Scene(.netrc, elsewhere: .otherHost)
+        let preferred = try FaultServer(host: "127.0.0.1")
+        try Data("default login \(CredentialTests.user) password \(scene.secret)\n".utf8)
+            .write(to: URL(fileURLWithPath: scene.dir.path("netrc")))
+        let a = scene.serve(scene.origin, "a.bin", size: 20_000, seed: 93)
+        scene.list("a.bin", a)
+        let b = scene.serve(scene.other, "b.bin", size: 20_000, seed: 94)
+        scene.manifest.add(path: "b.bin", size: Int64(b.count), sha256: TestData.sha256(of: b), url: scene.other.url("/b.bin"))
+        let c = scene.serve(preferred, "c.bin", size: 20_000, seed: 95)
+        scene.serve(scene.origin, "c.bin", size: 20_000, seed: 95)
+        scene.list("c.bin", c)
+        scene.origin.serve("/set.yaml", bytes: Array(scene.manifest.yaml.utf8))
+
+        let result = try ChildProcess.run(try MirrorBinary.path(),
+                                          ["sync", scene.origin.url("/set.yaml"), "--dest", scene.dest, "--stall-timeout", "2s",
+                                           "--retries", "0", "--prefer", preferred.baseURL] + scene.args,
+                                          environment: scene.environment, timeout: 90)
+
+        #expect(result.exitCode == 0, "\(result)")
+        // The manifest, its signature (fetched to be kept with it; 404 here) and the file.
+        let atOrigin = scene.origin.waitForRequests(count: 3)
+        #expect(atOrigin.map(\.path).sorted() == ["/a.bin", "/set.yaml", "/set.yaml.sig"], "\(atOrigin)")
+        #expect(atOrigin.allSatisfy { $0.headers["authorization"] == scene.expectedAuthorization },
+                "the manifest's origin gets the default entry: \(atOrigin.map { $0.headers["authorization"] ?? "none" })")
+        let atOther = scene.other.waitForRequests(count: 1)
+        #expect(atOther.map(\.path) == ["/b.bin"] && atOther.allSatisfy { $0.headers["authorization"] == nil },
+                "another origin the manifest names: \(atOther.map { "\($0.path) \($0.headers["authorization"] ?? "none")" })")
+        let atPreferred = preferred.waitForRequests(count: 3)
+        #expect(atPreferred.count == 3 && atPreferred.allSatisfy { $0.headers["authorization"] == nil },
+                "the preferred source: \(atPreferred.map { "\($0.path) \($0.headers["authorization"] ?? "none")" })")
+    }
+
+    /// The header value must come from the environment: a missing variable is a usage error that
+    /// names the variable, before any request.
     @Test func aMissingAuthVariableIsAUsageError() throws {
         let scene = try Scene(.netrc)
         scene.list("good.bin", scene.serve(scene.origin, "good.bin", size: 100, seed: 1))

@@ -13,6 +13,11 @@
 ///   is marked (a connection that brought no byte for the stall timeout counts as not reached,
 ///   ``TransferFailure/stalled(seconds:)``): no entry asks it again in this run, so a dead server with 20,000 entries costs
 ///   two connection attempts, not 20,000.
+/// - A `--prefer` source (a site cache or a neighbour, none of the manifest's sources) that fails
+///   without real progress, whatever the failure (5xx, 429, a `Retry-After`, a stall, a reset), is
+///   passed over for that entry at once: the entry goes on to the manifest's sources, and the
+///   preferred source's `Retry-After` never delays them (docs/fleet.md, "--prefer"). It is only a
+///   cheaper place to ask; waiting for it would hold a file the origin could serve now.
 /// - An entry stops after 50 attempts that made no progress, whatever the sources.
 public struct RetryPolicy: Sendable, Equatable {
     /// `--retries`: failed attempts without progress per source.
@@ -45,9 +50,11 @@ public struct RetryPolicy: Sendable, Equatable {
         /// Attempts at any entry that could not reach this source's host since it last answered,
         /// this one included.
         public var hostUnreachableFailures: Int
+        /// The source is a `--prefer` URL and none of the manifest's sources for the entry.
+        public var preferredSource: Bool
 
         public init(failure: TransferFailure, progress: Int64, remainingAtStart: Int64, failuresWithoutProgress: Int,
-                    attempts: Int, jitter: Double = 1, hostUnreachableFailures: Int = 0) {
+                    attempts: Int, jitter: Double = 1, hostUnreachableFailures: Int = 0, preferredSource: Bool = false) {
             self.failure = failure
             self.progress = progress
             self.remainingAtStart = remainingAtStart
@@ -55,6 +62,7 @@ public struct RetryPolicy: Sendable, Equatable {
             self.attempts = attempts
             self.jitter = jitter
             self.hostUnreachableFailures = hostUnreachableFailures
+            self.preferredSource = preferredSource
         }
     }
 
@@ -86,6 +94,10 @@ public struct RetryPolicy: Sendable, Equatable {
         if facts.failure.isUnreachable, failures >= 2 || facts.hostUnreachableFailures >= 2 { unreachable = true }
         if !facts.failure.isTransient || unreachable || failures > retries {
             return decision(.nextSource(markHostUnreachable: unreachable))
+        }
+        if facts.preferredSource {
+            // Its Retry-After (RFC 9110 §10.2.3) speaks for the preferred host only.
+            return decision(progressed ? .retry(after: 0) : .nextSource(markHostUnreachable: false))
         }
         if let asked = facts.failure.retryAfter { return decision(.retry(after: min(asked, RetryPolicy.retryAfterCap))) }
         if progressed { return decision(.retry(after: 0)) }

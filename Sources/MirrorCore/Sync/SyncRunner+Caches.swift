@@ -3,15 +3,26 @@
 /// (``MismatchPolicy``). docs/fleet.md describes the site cache these serve.
 extension SyncRunner {
     /// The settings of one request of `task` at `url`: it asks caches to revalidate once that URL
-    /// gave wrong bytes, and a `--prefer` URL does not get the `--auth-header-env` header, which
-    /// is meant for the manifest's sources (netrc credentials still go by host).
-    func transferSettings(for task: EntryTask, url: String) -> TransferSettings {
+    /// gave wrong bytes; a `--prefer` URL does not get the `--auth-header-env` header, which is
+    /// meant for the manifest's sources; and netrc credentials go only to the origins of
+    /// `manifestSources` (the entry's own URLs unless given: a chunk index has its own) and of the
+    /// manifest URL (``CredentialScope``).
+    func transferSettings(for task: EntryTask, url: String, manifestSources: [String]? = nil) -> TransferSettings {
         var settings = options.transfer
         settings.revalidate = task.history.revalidating.contains(url)
-        if options.sourceOrder.isPreferred(url) && !manifest.sources(for: task.entry).contains(url) {
-            settings.security.authorization = nil
-        }
+        let preferred = options.sourceOrder.isPreferred(url)
+        // Most requests of a run need neither: no URL is resolved for them.
+        guard preferred || settings.security.netrc != nil else { return settings }
+        let named = manifestSources ?? manifest.sources(for: task.entry)
+        if preferred && !named.contains(url) { settings.security.authorization = nil }
+        if settings.security.netrc != nil { settings.security.manifestSources = named }
         return settings
+    }
+
+    /// Whether `url` is one of `entry`'s `--prefer` URLs and none of the manifest's own: a source
+    /// that is passed over at once when it refuses, throttles or stalls (``RetryPolicy``).
+    func isPreferredOnly(_ url: String, of entry: ManifestEntry) -> Bool {
+        options.sourceOrder.isPreferred(url) && !manifest.sources(for: entry).contains(url)
     }
 
     /// The verified digest of `task`'s bytes is not the manifest's: the file is fetched again from

@@ -135,7 +135,8 @@ extension SyncRunner {
     /// The entry's chunk index from its first source that serves it, checked against the
     /// manifest (size, SHA-256) and against the entry (same size and SHA-256 of the whole file).
     func fetchChunkIndex(_ reference: ChunkIndexReference, for task: EntryTask) throws -> ChunkIndex {
-        let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: manifest.chunkIndexSources(for: task.entry))
+        let named = manifest.chunkIndexSources(for: task.entry)
+        let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: named)
         guard !urls.isEmpty else { throw DeltaError("the manifest has no base_url to fetch its chunk index from") }
         var last = DeltaError("no source")
         // A source whose index is not the manifest's is asked once more, revalidating: a cache
@@ -150,7 +151,7 @@ extension SyncRunner {
             do {
                 // Bounded in time as well as size: 60 s plus 100 KB/s of index, and the deadline.
                 response = try SmallFetch.get(url, validators: nil, limit: Int(clamping: reference.size),
-                                              settings: transferSettings(for: task, url: url), stopAt: scheduler.deadline,
+                                              settings: transferSettings(for: task, url: url, manifestSources: named), stopAt: scheduler.deadline,
                                               timeLimit: 60 + Int(clamping: reference.size / 100_000))
             } catch SmallFetch.Failure.interrupted {
                 throw Chunker.Stopped()

@@ -17,7 +17,8 @@ extension SyncRunner {
         let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.attempt.lengthAtStart,
                                       remainingAtStart: task.entry.size - task.attempt.lengthAtStart,
                                       failuresWithoutProgress: task.source.failuresWithoutProgress, attempts: task.attempt.count,
-                                      jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: unreachableCounts[host] ?? 0)
+                                      jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: unreachableCounts[host] ?? 0,
+                                      preferredSource: task.currentSource.map { isPreferredOnly($0, of: task.entry) } ?? false)
         let decision = retryPolicy.decide(facts)
         task.source.failuresWithoutProgress = decision.failuresWithoutProgress
         switch decision.action {

@@ -2,15 +2,18 @@
 import Glibc
 #endif
 
-/// Credentials by host from a netrc file (`--netrc-file`), looked up by `mirror` itself.
+/// Credentials by host from a netrc file (`--netrc-file`), looked up by `mirror` itself, for the
+/// origins ``CredentialScope`` allows: those the manifest names, never a `--prefer` source.
 ///
 /// Why not libcurl's `CURLOPT_NETRC`: libcurl consults the netrc again for every redirect target
 /// by host name, so a redirect to the same host on another port (another origin, possibly another
 /// service) received the password (seen with libcurl 7.88; CredentialTests proves the fix), and
-/// its netrc handling has had leaks on redirect before (CVE-2024-11053). Here the entry for the
-/// original URL's host is handed to libcurl as `CURLOPT_USERNAME`/`CURLOPT_PASSWORD`, which libcurl
-/// treats like URL credentials: sent only to that scheme, host and port, never after a redirect
-/// elsewhere (`CURLOPT_UNRESTRICTED_AUTH` = 0).
+/// its netrc handling has had leaks on redirect before (CVE-2024-11053); it also matches by host
+/// name alone, so a neighbour on another port, or any host at all for a `default` entry, would get
+/// the password. Here the entry for the original URL's host, when ``CredentialScope`` allows its
+/// origin, is handed to libcurl as `CURLOPT_USERNAME`/`CURLOPT_PASSWORD`, which libcurl treats like
+/// URL credentials: sent only to that scheme, host and port, never after a redirect elsewhere
+/// (`CURLOPT_UNRESTRICTED_AUTH` = 0).
 ///
 /// The format (as curl and ftp read it): whitespace-separated tokens `machine NAME`, `default`,
 /// `login NAME`, `password SECRET`, `account X`, and `macdef NAME` whose body runs to the next
@@ -76,11 +79,21 @@ public struct Netrc: Sendable {
         self.entries = entries
     }
 
-    /// The login and password for `host` (case-insensitive), else the `default` entry; nil when
-    /// neither has a password.
-    public func credentials(forHost host: String) -> (login: String, password: String)? {
-        let host = host.lowercased()
-        let entry = entries.first { $0.machine == host } ?? entries.first { $0.machine == nil }
+    /// The login and password ``CredentialScope`` allows for one request: the `machine` entry for
+    /// its host (case-insensitive), and the `default` entry only where the scope says so (the
+    /// manifest URL's origin); nil when there is none, or it has no password.
+    public func credentials(for lookup: CredentialScope.Lookup) -> (login: String, password: String)? {
+        let entry: Entry?
+        switch lookup {
+        case .none:
+            return nil
+        case .machine(let host):
+            let host = host.lowercased()
+            entry = entries.first { $0.machine == host }
+        case .machineOrDefault(let host):
+            let host = host.lowercased()
+            entry = entries.first { $0.machine == host } ?? entries.first { $0.machine == nil }
+        }
         guard let entry, let password = entry.password else { return nil }
         return (entry.login ?? "", password)
     }
@@ -160,16 +173,4 @@ extension Netrc: CustomStringConvertible {
     public var description: String {
         "Netrc(\(path): \(entries.map { $0.machine ?? "default" }.joined(separator: ", ")))"
     }
-}
-
-/// The host of a URL's authority, without user-info, port or IPv6 brackets (RFC 3986 §3.2.2).
-func hostName(of url: String) -> String? {
-    guard let parts = URLParts(url) else { return nil }
-    let hostPort = parts.hostAndPort
-    if hostPort.hasPrefix("[") {
-        guard let close = hostPort.firstIndex(of: "]") else { return nil }
-        return String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
-    }
-    if let colon = hostPort.lastIndex(of: ":") { return String(hostPort[..<colon]) }
-    return String(hostPort)
 }

@@ -14,10 +14,13 @@ import Glibc
 ///   `CURLOPT_SSL_VERIFYHOST` = 2) and nothing turns them off. `caFile` (`--ca-file`) becomes
 ///   `CURLOPT_CAINFO`; libcurl's built-in `CURLOPT_CAPATH` (the system's hashed certificate folder,
 ///   `/etc/ssl/certs` on Debian) stays set, so the lab CA is trusted in addition to the system's.
-/// - Credentials: URL user-info, else the netrc entry for the URL's host (``Netrc``, looked up
-///   here and passed as `CURLOPT_USERNAME`/`CURLOPT_PASSWORD`, not through libcurl's own netrc
-///   support, which re-reads the file for redirect targets), and an `Authorization` header whose
-///   value comes from an environment variable (never from the manifest). libcurl sends none of
+/// - Credentials: URL user-info, else the netrc entry ``CredentialScope`` allows for the URL's
+///   origin (one the manifest names; `default` only for the manifest URL's own; never a
+///   `--prefer` source), looked up here and passed as `CURLOPT_USERNAME`/`CURLOPT_PASSWORD`, not
+///   through libcurl's own netrc support (`CURLOPT_NETRC` is set to `CURL_NETRC_IGNORED`: it
+///   matches by host name alone and re-reads the file for redirect targets), and an
+///   `Authorization` header whose value comes from an environment variable (never from the
+///   manifest). libcurl sends none of
 ///   them to another scheme, host or port after a redirect (`CURLOPT_UNRESTRICTED_AUTH` = 0, the
 ///   default, set explicitly; custom `Authorization` headers are dropped on such a redirect since
 ///   libcurl 7.83, CVE-2022-27776).
@@ -25,8 +28,15 @@ import Glibc
 public struct RequestSecurity: Sendable {
     /// `--ca-file`: an extra trusted CA (PEM).
     public var caFile: String?
-    /// `--netrc-file`: credentials by host.
+    /// `--netrc-file`: credentials by host, for the origins ``credentialScope`` allows.
     public var netrc: Netrc?
+    /// Where netrc credentials may go: the manifest URL's origin (set once the manifest URL is
+    /// known), and ``manifestSources``' origins.
+    public var credentialScope = CredentialScope()
+    /// The manifest's URLs for what this request fetches (an entry's `base_url`, mirrors or
+    /// absolute `url`; a chunk index's), set per request by the runner. Empty (the default): only
+    /// the manifest URL's origin may get a netrc credential.
+    public var manifestSources: [String] = []
     /// The value of the `Authorization` header (read from the environment variable named by
     /// `--auth-header-env`). Never printed: ``CustomStringConvertible`` masks it.
     public var authorization: String?
@@ -47,9 +57,11 @@ public struct RequestSecurity: Sendable {
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
         if let caFile { try easy.set(CURLOPT_CAINFO, caFile) }
         try easy.set(CURLOPT_UNRESTRICTED_AUTH, 0)
+        // Said explicitly: libcurl's own netrc lookup goes by host name alone (CredentialScope).
+        try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_IGNORED.rawValue))
         if isFile { return [] }
-        if let netrc, URLParts(url)?.userInfo == nil, let host = hostName(of: url),
-           let credentials = netrc.credentials(forHost: host) {
+        if let netrc, URLParts(url)?.userInfo == nil,
+           let credentials = netrc.credentials(for: credentialScope.lookup(for: url, manifestSources: manifestSources)) {
             try easy.set(CURLOPT_USERNAME, credentials.login)
             try easy.set(CURLOPT_PASSWORD, credentials.password)
         }

@@ -54,6 +54,35 @@ struct RetryPolicyTests {
         #expect(second.action == .nextSource(markHostUnreachable: true))
     }
 
+    func preferred(_ failure: TransferFailure, progress: Int64 = 0, failures: Int = 0, hostUnreachable: Int = 0) -> RetryPolicy.Facts {
+        RetryPolicy.Facts(failure: failure, progress: progress, remainingAtStart: 10 << 20, failuresWithoutProgress: failures,
+                          attempts: 1, hostUnreachableFailures: hostUnreachable, preferredSource: true)
+    }
+
+    @Test func aPreferredSourceThatRefusesOrThrottlesIsPassedOverAtOnce() {
+        for failure in [TransferFailure.httpStatus(503, retryAfter: 1500), .httpStatus(429, retryAfter: 86_400),
+                        .httpStatus(500, retryAfter: nil), .httpStatus(502, retryAfter: nil), Self.reset,
+                        .shortBody(received: 10, expected: 1 << 20)] {
+            #expect(policy.decide(preferred(failure)).action == .nextSource(markHostUnreachable: false), "\(failure)")
+        }
+    }
+
+    @Test func aPreferredSourceThatStallsIsPassedOverAndMarkedLikeAnyHost() {
+        #expect(policy.decide(preferred(.stalled(seconds: 30))).action == .nextSource(markHostUnreachable: false))
+        #expect(policy.decide(preferred(.stalled(seconds: 30), hostUnreachable: 2)).action == .nextSource(markHostUnreachable: true),
+                "a second entry's stall marks the host, as for any source")
+        #expect(policy.decide(preferred(.unreachable("refused"), hostUnreachable: 1)).action == .nextSource(markHostUnreachable: false))
+    }
+
+    @Test func aPreferredSourceThatMadeProgressIsAskedAgainAtOnce() {
+        let d = policy.decide(preferred(Self.reset, progress: 1 << 20, failures: 1))
+        #expect(d.action == .retry(after: 0) && d.madeProgress && d.failuresWithoutProgress == 0)
+    }
+
+    @Test func theManifestsSourcesStillHonourRetryAfter() {
+        #expect(policy.decide(facts(.httpStatus(503, retryAfter: 1500))).action == .retry(after: 300))
+    }
+
     @Test func fiftyAttemptsWithoutProgressStopTheEntryButProgressDoesNot() {
         #expect(policy.decide(facts(Self.reset, attempts: 50)).action == .stop)
         #expect(policy.decide(facts(Self.reset, progress: 1 << 20, attempts: 500)).action == .retry(after: 0))

@@ -15,17 +15,20 @@ import Testing
         default login anon password guest
         """
         let netrc = try Netrc(path: "n", text: text)
-        #expect(netrc.credentials(forHost: "files.lab.example")?.login == "alice")
-        #expect(netrc.credentials(forHost: "files.lab.example")?.password == "p a\"ss")
-        #expect(netrc.credentials(forHost: "other.example")?.password == "hunter2", "host names compare case-insensitively")
-        #expect(netrc.credentials(forHost: "unknown.example")?.login == "anon", "default applies to other hosts")
+        #expect(netrc.credentials(for: .machine("files.lab.example"))?.login == "alice")
+        #expect(netrc.credentials(for: .machine("files.lab.example"))?.password == "p a\"ss")
+        #expect(netrc.credentials(for: .machine("OTHER.example"))?.password == "hunter2", "host names compare case-insensitively")
+        #expect(netrc.credentials(for: .machineOrDefault("unknown.example"))?.login == "anon", "default where the scope allows it")
+        #expect(netrc.credentials(for: .machineOrDefault("other.example"))?.login == "bob", "a machine entry before default")
+        #expect(netrc.credentials(for: .machine("unknown.example")) == nil, "no default where the scope does not allow it")
+        #expect(netrc.credentials(for: .none) == nil)
         #expect(!netrc.description.contains("hunter2"))
     }
 
     @Test func aMachineWithoutPasswordGivesNothing() throws {
         let netrc = try Netrc(path: "n", text: "machine a.example login alice\n")
-        #expect(netrc.credentials(forHost: "a.example") == nil)
-        #expect(netrc.credentials(forHost: "b.example") == nil)
+        #expect(netrc.credentials(for: .machineOrDefault("a.example")) == nil)
+        #expect(netrc.credentials(for: .machineOrDefault("b.example")) == nil)
     }
 
     @Test func errorsNameTheLineNotTheSecret() throws {
@@ -37,11 +40,5 @@ import Testing
             #expect(failure.description.contains("line 2"), "\(failure)")
             #expect(!failure.description.contains("topsecret"))
         }
-    }
-
-    @Test func hostNameOfURLs() {
-        #expect(hostName(of: "https://u:p@Files.Example:8443/a") == "Files.Example")
-        #expect(hostName(of: "http://[::1]:80/") == "::1")
-        #expect(hostName(of: "http://127.0.0.1/x") == "127.0.0.1")
     }
 }
