@@ -17,20 +17,6 @@ public final class FileDescriptor {
         self.displayPath = displayPath
     }
 
-    /// A regular file at an absolute `path` given by the user (a `--seed` folder's file), opened
-    /// for reading without following a link at its last component and without blocking on a FIFO,
-    /// with its status; nil for anything else.
-    static func openRegularFile(atPath path: String) -> (file: FileDescriptor, status: FileStatus)? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        let file = FileDescriptor(fd: fd, displayPath: path)
-        guard let st = try? file.stat(), st.isRegularFile else {
-            file.close()
-            return nil
-        }
-        return (file, st)
-    }
-
     deinit { close() }
 
     public func close() {

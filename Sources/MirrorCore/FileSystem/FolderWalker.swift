@@ -47,6 +47,8 @@ final class FolderWalker {
     private var firstOpen = 1
     private let maxOpen: Int
     private let skipping: [UInt8]?
+    /// Whether a folder this user may not open (`EACCES`) is left out instead of ending the walk.
+    private let skippingUnreadable: Bool
     private let displayRoot: String
     /// The current folder, relative to the walk's root (empty at the root), bytes joined by `/`.
     private(set) var path: [UInt8] = []
@@ -56,10 +58,14 @@ final class FolderWalker {
     private(set) var peakOpen = 1
 
     /// Walks what `root` holds (the walk uses a duplicate; `root` stays the caller's), leaving out
-    /// the name `skipping` at the top. `displayRoot` names `root` in messages.
-    init(_ root: FileDescriptor, skippingTopLevel skipping: [UInt8]? = nil, maxOpen: Int = FolderWalker.defaultMaxOpen) throws {
+    /// the name `skipping` at the top. `displayRoot` names `root` in messages. With
+    /// `skippingUnreadable` (a `--seed` folder: a tree of someone else's, read only for what it
+    /// offers), a folder below the root that `openat` refuses with `EACCES` is left out, as if empty.
+    init(_ root: FileDescriptor, skippingTopLevel skipping: [UInt8]? = nil, skippingUnreadable: Bool = false,
+         maxOpen: Int = FolderWalker.defaultMaxOpen) throws {
         self.maxOpen = max(2, maxOpen)
         self.skipping = skipping
+        self.skippingUnreadable = skippingUnreadable
         displayRoot = root.displayPath
         let fd = dup(root.fd)
         if fd < 0 { throw SystemError("read folder", root.displayPath) }
@@ -133,7 +139,7 @@ final class FolderWalker {
         let fd = name.withCString { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0 {
             let code = errno
-            if code == ENOENT { return .vanished }
+            if code == ENOENT || (code == EACCES && skippingUnreadable) { return .vanished }
             // Replaced by a symlink or a file since the fstatat: reported as what it is now.
             var st = stat()
             if code == ENOTDIR || code == ELOOP, name.withCString({ fstatat(parent, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0,

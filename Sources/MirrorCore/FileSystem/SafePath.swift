@@ -59,10 +59,16 @@ public enum SafePath {
     /// Whether ``components(of:)`` would accept `relative`, checked on its bytes without splitting
     /// it: this runs once per manifest entry on the no-op path (100,000 times for a large manifest).
     static func isPlainRelative(_ relative: String) -> Bool {
+        isPlainRelative(bytes: relative.utf8)
+    }
+
+    /// ``isPlainRelative(_:)`` of a path as bytes (a name `readdir` gave need not be UTF-8).
+    @inline(__always)
+    static func isPlainRelative<Bytes: Sequence<UInt8>>(bytes relative: Bytes) -> Bool {
         var length = 0
         var allDots = true
         var count = 0
-        for b in relative.utf8 {
+        for b in relative {
             count += 1
             if b == 0 { return false }
             if b == UInt8(ascii: "/") {
@@ -76,6 +82,44 @@ public enum SafePath {
             if b != UInt8(ascii: ".") { allDots = false }
         }
         return count > 0 && length > 0 && !(allDots && length <= 2)
+    }
+
+    /// ``open(_:beneath:flags:mode:resolver:)`` of a path given as bytes, names joined by `/`, as a
+    /// walk of a folder met them (``SeedFolders``): a name that is not UTF-8 is opened as it is,
+    /// never as the text it would decode to.
+    static func open(bytes relative: [UInt8], beneath folder: Int32, flags: Int32,
+                     resolver: Resolver = SafePath.defaultResolver) -> Int32 {
+        let flags = flags | O_NOFOLLOW | O_CLOEXEC
+        guard isPlainRelative(bytes: relative) else {
+            errno = EXDEV
+            return -1
+        }
+        if resolver == .automatic {
+            var attempts = 0
+            while true {
+                let fd = relative.withCString { mirror_openat2_beneath(folder, $0, flags, 0) }
+                if fd >= 0 { return fd }
+                let code = errno
+                if code == EAGAIN && attempts < 8 { attempts += 1; continue }
+                if code == EINTR { continue }
+                if code != ENOSYS && code != EPERM { return -1 }
+                break
+            }
+        }
+        var current = folder
+        defer { if current != folder { Glibc.close(current) } }
+        let components = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        for component in components.dropLast() {
+            let next = component.withCString { openat(current, $0, mirror_O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            if next < 0 { return -1 }
+            if current != folder { Glibc.close(current) }
+            current = next
+        }
+        guard let last = components.last else {
+            errno = EXDEV
+            return -1
+        }
+        return retryingOnEINTR { last.withCString { openat(current, $0, flags) } }
     }
 
     /// The fallback: one `openat(O_NOFOLLOW)` per component, relative to the previous descriptor.

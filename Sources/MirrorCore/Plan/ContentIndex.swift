@@ -8,7 +8,8 @@ import Glibc
 /// - a file in DEST that the journal verified with the same size and digests, still unchanged
 ///   (its record matches one `stat`): the journal indexed by content;
 /// - a file of the same size in a `--seed` folder (a USB disk, an old tree, a neighbour's share),
-///   hashed when first asked for and remembered for the run.
+///   read beneath the folder without following a link, hashed when first asked for, within
+///   ``SeedBudget``, and remembered for the run (``SeedFolders``).
 ///
 /// The journal is asked through its table of contents (``Journal/verifiedRecords(withContent:)``),
 /// made at the first question: a run that downloads nothing never makes it, and one that does
@@ -29,17 +30,15 @@ final class ContentIndex {
     private let journal: Journal
     /// DEST (for an atomic DEST, the building folder, then the set it shows).
     private let destinations: [Destination]
-    private let seeds: [String]
+    /// The `--seed` folders, opened once; the chunk delta asks them for an older copy too.
+    let seeds: SeedFolders
     /// Files this run installed, by content (the journal's table holds the files verified before).
     private var installed: [Key: [VerifiedRecord]] = [:]
-    /// Seed files by size (absolute paths), and the digests of those hashed so far.
-    private var seedFiles: [Int64: [String]]?
-    private var seedDigests: [String: DigestSet] = [:]
 
     init(journal: Journal, destinations: [Destination], seeds: [String]) {
         self.journal = journal
         self.destinations = destinations
-        self.seeds = seeds
+        self.seeds = SeedFolders(paths: seeds)
     }
 
     /// An unchanged file in DEST, else a seed file, whose bytes should be `entry`'s; nil when none.
@@ -70,44 +69,7 @@ final class ContentIndex {
     }
 
     private func seedSource(for entry: ManifestEntry) -> Source? {
-        guard !seeds.isEmpty else { return nil }
-        if seedFiles == nil { seedFiles = ContentIndex.walk(seeds) }
-        for path in seedFiles?[entry.size] ?? [] {
-            guard let (file, st) = FileDescriptor.openRegularFile(atPath: path) else { continue }
-            guard st.size == entry.size else { file.close(); continue }
-            let digests: DigestSet
-            if let known = seedDigests[path], entry.digests.allSatisfy({ known[$0.algorithm] != nil }) {
-                digests = known
-            } else if let computed = try? FileHashing.digests(of: file, for: entry) {
-                digests = computed
-                seedDigests[path] = computed
-            } else {
-                file.close()
-                continue
-            }
-            if FileHashing.matches(entry, digests) { return Source(file: file, display: path) }
-            file.close()
-        }
-        return nil
-    }
-
-    /// Every regular file under the seed folders, by size; links are not followed.
-    static func walk(_ folders: [String]) -> [Int64: [String]] {
-        var out: [Int64: [String]] = [:]
-        func visit(_ path: String, depth: Int) {
-            guard depth < 64, let dir = opendir(path) else { return }
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self) }
-                if name == "." || name == ".." || name == Destination.stateFolderName { continue }
-                let child = path.hasSuffix("/") ? path + name : path + "/" + name
-                var st = stat()
-                guard lstat(child, &st) == 0 else { continue }
-                let status = FileStatus(st)
-                if status.isDirectory { visit(child, depth: depth + 1) } else if status.isRegularFile { out[status.size, default: []].append(child) }
-            }
-        }
-        for folder in folders { visit(folder, depth: 0) }
-        return out
+        guard let found = seeds.source(for: entry) else { return nil }
+        return Source(file: found.file, display: found.display)
     }
 }

@@ -16,7 +16,8 @@ import Glibc
 /// any instant), so that a test can look at DEST with another command at exactly that moment and
 /// then let the run go on (`SIGCONT`): `seed-after-links` (an atomic run has linked the unchanged
 /// files into the next generation, their journal records not yet refreshed), `publish-after-prune`
-/// (old generations pruned, records not yet refreshed).
+/// (old generations pruned, records not yet refreshed), `seed-after-walk` (the `--seed` folders
+/// walked, no seed file opened yet: a test swaps a folder for a link there).
 public enum CrashPoint {
     static let armed: String? = getenv("MIRROR_CRASH_AT").map { String(cString: $0) }
     static let stopAt: String? = getenv("MIRROR_STOP_AT").map { String(cString: $0) }

@@ -123,13 +123,8 @@ extension SyncRunner {
             if let st = try? file.stat(), st.isRegularFile, st.size > 0 { return (file, st.size, tree.display(entry.path)) }
             file.close()
         }
-        for seed in options.seeds {
-            let path = seed.hasSuffix("/") ? seed + entry.path : seed + "/" + entry.path
-            guard let (file, st) = FileDescriptor.openRegularFile(atPath: path) else { continue }
-            if st.size > 0 { return (file, st.size, path) }
-            file.close()
-        }
-        return nil
+        // Beneath each seed folder's descriptor, never through a link (``SeedFolders``).
+        return contentIndex?.seeds.olderCopy(at: entry.path)
     }
 
     /// The entry's chunk index from its first source that serves it, checked against the
