@@ -8,7 +8,10 @@ import Glibc
 ///
 /// - The request carries the validators of the last fetch of the same URL: `If-None-Match` with its
 ///   `ETag`, `If-Modified-Since` with its `Last-Modified` (RFC 9110 §13.1.2, §13.1.3). A `304 Not
-///   Modified` means the last good copy is current.
+///   Modified` means the last good copy is current. It also carries `Cache-Control: no-cache` and
+///   `Pragma: no-cache` (``CacheRevalidation``, RFC 9111 §5.2.1.4, §5.4), and so does the
+///   signature's: a cache on the way (a forward proxy, a site cache) must ask the origin before it
+///   answers, else a copy it may keep for 60 days hides every newer manifest, each run `ok`.
 /// - `Accept-Encoding: gzip` (`CURLOPT_ACCEPT_ENCODING`): libcurl undoes a `Content-Encoding: gzip`;
 ///   a body that is itself a gzip file (`manifest.yaml.gz`) is recognised by ``ManifestLoader``.
 /// - A fetched manifest replaces the last good copy only once it parsed as a valid manifest; an
@@ -134,7 +137,7 @@ public enum RemoteManifest {
 
         let response: SmallFetch.Response
         do {
-            response = try SmallFetch.get(url, validators: validators, limit: sizeLimit, settings: settings)
+            response = try SmallFetch.get(url, validators: validators, limit: sizeLimit, settings: settings, revalidate: true)
         } catch let failure as SmallFetch.Failure {
             if case .interrupted = failure { throw Failure.interrupted(url: url) }
             let copy = verified(saved)
@@ -255,7 +258,8 @@ public enum RemoteManifest {
 
     /// `<URL>.sig`: its bytes when served with 200 (or read from a `file:` URL), else nil.
     private static func fetchSignature(_ url: String, settings: TransferSettings) -> [UInt8]? {
-        guard let response = try? SmallFetch.get(url + ".sig", validators: nil, limit: signatureLimit, settings: settings),
+        guard let response = try? SmallFetch.get(url + ".sig", validators: nil, limit: signatureLimit, settings: settings,
+                                                 revalidate: true),
               response.isSuccess, !response.body.isEmpty else { return nil }
         return response.body
     }
