@@ -17,9 +17,15 @@ import Glibc
 /// - A fetched manifest replaces the last good copy only once it parsed as a valid manifest; an
 ///   invalid one is an error (exit 65) and the copy stays as it was. A manifest with a credential
 ///   in one of its URLs is never kept (the copy would hold it word for word).
-/// - When the server cannot be reached, answers 5xx or anything but 200/304, the last good copy
-///   is used and ``Result/origin`` says why; with no copy the run cannot start
+/// - When the server cannot be reached, answers 5xx or anything but 200/304/404/410, the last
+///   good copy is used and ``Result/origin`` says why; with no copy the run cannot start
 ///   (``Failure/unreachable``, exit 75).
+/// - `404 Not Found` or `410 Gone` (RFC 9110 §15.5.5, §15.5.11) is an answer, not an outage: the
+///   server says there is no manifest at this URL (a mistyped URL, a manifest withdrawn). It is
+///   ``Failure/notFound(url:status:)`` (exit 1) every run, and no copy is used.
+/// - A copy is used only for the URL it was fetched from (`url` in `last.validators`, user-info
+///   masked): a mistyped URL in a cron line must never run on the copy another URL left. A copy of
+///   another URL is replaced when this URL's manifest is fetched.
 /// - The copy is used (on a 304 or as a fallback) only if it is the one this user kept: owner,
 ///   mode and SHA-256 as recorded (``Cache``), and under `--trust` its signature, checked over the
 ///   bytes as stored before they are gunzipped or parsed. Any other copy is discarded (a warning,
@@ -66,6 +72,8 @@ public enum RemoteManifest {
         case cache(SystemError)
         /// `status` or `verify` of a manifest URL: no usable copy kept under DEST.
         case noKeptCopy(url: String, destination: String, reason: String)
+        /// The server answered 404 or 410: there is no manifest at this URL.
+        case notFound(url: String, status: Int)
 
         public var description: String {
             switch self {
@@ -76,6 +84,10 @@ public enum RemoteManifest {
             case .noKeptCopy(let url, let destination, let reason):
                 return "\(redactedURL(url)): no last good copy of the manifest to read in \(destination)/.mirror/manifest: \(reason); "
                     + "status and verify never use the network: run `mirror sync` once to fetch it"
+            case .notFound(let url, let status):
+                let phrase = status == 410 ? "Gone" : "Not Found"
+                return "\(redactedURL(url)): the server answered \(status) (\(phrase)): there is no manifest at this URL; "
+                    + "check the URL (no kept copy is used for a manifest the server says is not there)"
             }
         }
     }
@@ -113,13 +125,18 @@ public enum RemoteManifest {
         let name = redactedURL(url)
         var warnings = warnings
         var saved: Cache.Saved?
+        /// The URL the copy under DEST was fetched from, when it is another one.
+        var otherURL: String?
         if useCopy {
             switch cache.read() {
             case .none: break
+            case .usable(let copy) where copy.validators.url != name: otherURL = copy.validators.url
             case .usable(let copy): saved = copy
             case .discarded(let why): warnings.append("\(name): the last good copy of the manifest is not used: \(why)")
             }
         }
+        /// Why there is no copy to fall back on, for ``Failure/unreachable(url:reason:)``.
+        let noCopy = otherURL.map { " (the copy kept in \(cache.destination)/.mirror/manifest is of \($0), not of this URL)" } ?? ""
         // --trust: the copy's signature is checked over its bytes as stored (what was signed and
         // served) before they are gunzipped or parsed, and only when the copy is about to be used
         // (a --signature file may already be the next manifest's); one that fails is discarded.
@@ -133,7 +150,7 @@ public enum RemoteManifest {
                 return nil
             }
         }
-        let validators = saved.flatMap { $0.validators.url == name ? $0.validators : nil }
+        let validators = saved?.validators
 
         let response: SmallFetch.Response
         do {
@@ -141,8 +158,9 @@ public enum RemoteManifest {
         } catch let failure as SmallFetch.Failure {
             if case .interrupted = failure { throw Failure.interrupted(url: url) }
             let copy = verified(saved)
-            return try fallBack(copy, url: url, reason: failure.description, warnings: warnings)
+            return try fallBack(copy, url: url, reason: failure.description + noCopy, warnings: warnings)
         }
+        if response.status == 404 || response.status == 410 { throw Failure.notFound(url: url, status: response.status) }
         if response.status == 304, saved != nil, validators != nil {
             if let copy = verified(saved) {
                 if let manifest = try? ManifestLoader.parse(copy.bytes, sourceName: name) {
@@ -160,7 +178,7 @@ public enum RemoteManifest {
         }
         guard response.isSuccess else {
             let copy = verified(saved)
-            return try fallBack(copy, url: url, reason: "the server answered \(response.status)", warnings: warnings)
+            return try fallBack(copy, url: url, reason: "the server answered \(response.status)" + noCopy, warnings: warnings)
         }
         let signature = fetchSignature(url, settings: settings)
         try verify?(response.body, signature)
