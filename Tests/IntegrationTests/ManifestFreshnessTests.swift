@@ -23,7 +23,7 @@ import MirrorTestSupport
 
     /// Through squid with a memory cache (`http_proxy`): v1 is cached fresh for 60 days, the origin
     /// publishes v2, and the next run gets v2 because its request asks squid to revalidate; a run
-    /// after it, with nothing new, still costs only a 304.
+    /// after it, with nothing new, costs the origin a 304.
     @Test func aCachingForwardProxyNeverHidesANewManifest() throws {
         let squid = try SquidProxy(caching: true)
         let fx = try SyncFixture(nginx: Self.sixtyDays)
@@ -53,6 +53,9 @@ import MirrorTestSupport
         let third = try Self.sync(url, dest: fx.dest, environment: behind, ["--json"])
         #expect(third.exitCode == 0, "\(third)")
         #expect(Self.manifestField(third, "source") == "not_modified", "\(third.stdout)")
+        // squid passed mirror's validators on: the origin answered 304, not the manifest again.
+        let origin = try fx.requests(atLeast: 7).filter { $0.uri == "/manifest.yaml" }
+        #expect(origin.map(\.status) == [200, 200, 304], "\(origin)")
     }
 
     /// The documented nginx site cache (docs/fleet.md) as the manifest's URL: every manifest
