@@ -4,7 +4,9 @@ import Glibc
 import Foundation
 
 /// A real forward proxy, Debian's `squid`, on 127.0.0.1, for tests of `http_proxy`,
-/// `https_proxy` and `no_proxy` (docs/fleet.md). It caches nothing (`cache deny all`), allows
+/// `https_proxy` and `no_proxy` (docs/fleet.md). It caches nothing (`cache deny all`), or with
+/// `caching` keeps responses in memory for as long as their headers allow (a fleet's proxy that
+/// may answer from what it stored without asking the origin), allows
 /// every request and `CONNECT` to any port (it listens on loopback only), and logs each request
 /// to its own access log. Everything it writes is in a private ``TemporaryDirectory``.
 ///
@@ -19,7 +21,7 @@ public final class SquidProxy {
     /// "http://127.0.0.1:PORT"
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    public init() throws {
+    public init(caching: Bool = false) throws {
         let squid = "/usr/sbin/squid"
         guard access(squid, X_OK) == 0 else { throw HarnessError("squid not found: run scripts/setup") }
         folder = try TemporaryDirectory(prefix: "mirror-squid")
@@ -35,7 +37,7 @@ public final class SquidProxy {
                 access_log stdio:\(accessLogPath) squid
                 cache_log \(folder.path("cache.log"))
                 cache_store_log none
-                cache deny all
+                \(caching ? Self.memoryCache : "cache deny all")
                 http_access allow all
                 visible_hostname localhost
                 coredump_dir \(folder.path)
@@ -69,6 +71,16 @@ public final class SquidProxy {
 
     deinit { stop() }
 
+    /// A memory cache only (no `cache_dir`): responses up to 4 MiB, fresh as long as their
+    /// `Cache-Control`/`Expires` say; client `no-cache` and `Pragma: no-cache` honoured (squid's
+    /// default, no `ignore-reload`).
+    static let memoryCache = """
+        cache_mem 16 MB
+        maximum_object_size_in_memory 4 MB
+        memory_cache_mode always
+        refresh_pattern . 0 20% 4320
+        """
+
     /// Stops squid (SIGTERM; `shutdown_lifetime 0` makes it exit at once). Idempotent.
     public func stop() {
         guard let child = process else { return }
@@ -77,17 +89,18 @@ public final class SquidProxy {
         _ = try? child.wait(timeout: 10)
     }
 
-    /// The requests squid handled so far: method and URL (`CONNECT 127.0.0.1:PORT` for a tunnel),
-    /// without the readiness probe. squid writes a line when the request ends: poll briefly.
-    public func requests(atLeast count: Int = 0, timeout: Double = 5) -> [(method: String, url: String)] {
+    /// The requests squid handled so far: method, URL (`CONNECT 127.0.0.1:PORT` for a tunnel) and
+    /// squid's result (`TCP_MISS/200`, `TCP_MEM_HIT/200`, `TCP_REFRESH_MODIFIED/200`...), without
+    /// the readiness probe. squid writes a line when the request ends: poll briefly.
+    public func requests(atLeast count: Int = 0, timeout: Double = 5) -> [(method: String, url: String, result: String)] {
         let deadline = monotonicSeconds() + timeout
         while true {
             let text = (try? String(contentsOfFile: accessLogPath, encoding: .utf8)) ?? ""
-            let lines: [(method: String, url: String)] = text.split(separator: "\n").compactMap { line in
+            let lines: [(method: String, url: String, result: String)] = text.split(separator: "\n").compactMap { line in
                 // squid format: time elapsed client code/status bytes method URL user hierarchy type
                 let f = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard f.count >= 7, f[6].hasPrefix("http") || f[5] == "CONNECT" else { return nil }
-                return (String(f[5]), String(f[6]))
+                return (String(f[5]), String(f[6]), String(f[3]))
             }
             if lines.count >= count || monotonicSeconds() >= deadline { return lines }
             sleepSeconds(0.05)

@@ -8,15 +8,24 @@ import Glibc
 ///
 /// - The request carries the validators of the last fetch of the same URL: `If-None-Match` with its
 ///   `ETag`, `If-Modified-Since` with its `Last-Modified` (RFC 9110 §13.1.2, §13.1.3). A `304 Not
-///   Modified` means the last good copy is current.
+///   Modified` means the last good copy is current. It also carries `Cache-Control: no-cache` and
+///   `Pragma: no-cache` (``CacheRevalidation``, RFC 9111 §5.2.1.4, §5.4), and so does the
+///   signature's: a cache on the way (a forward proxy, a site cache) must ask the origin before it
+///   answers, else a copy it may keep for 60 days hides every newer manifest, each run `ok`.
 /// - `Accept-Encoding: gzip` (`CURLOPT_ACCEPT_ENCODING`): libcurl undoes a `Content-Encoding: gzip`;
 ///   a body that is itself a gzip file (`manifest.yaml.gz`) is recognised by ``ManifestLoader``.
 /// - A fetched manifest replaces the last good copy only once it parsed as a valid manifest; an
 ///   invalid one is an error (exit 65) and the copy stays as it was. A manifest with a credential
 ///   in one of its URLs is never kept (the copy would hold it word for word).
-/// - When the server cannot be reached, answers 5xx or anything but 200/304, the last good copy
-///   is used and ``Result/origin`` says why; with no copy the run cannot start
+/// - When the server cannot be reached, answers 5xx or anything but 200/304/404/410, the last
+///   good copy is used and ``Result/origin`` says why; with no copy the run cannot start
 ///   (``Failure/unreachable``, exit 75).
+/// - `404 Not Found` or `410 Gone` (RFC 9110 §15.5.5, §15.5.11) is an answer, not an outage: the
+///   server says there is no manifest at this URL (a mistyped URL, a manifest withdrawn). It is
+///   ``Failure/notFound(url:status:)`` (exit 1) every run, and no copy is used.
+/// - A copy is used only for the URL it was fetched from (`url` in `last.validators`, user-info
+///   masked): a mistyped URL in a cron line must never run on the copy another URL left. A copy of
+///   another URL is replaced when this URL's manifest is fetched.
 /// - The copy is used (on a 304 or as a fallback) only if it is the one this user kept: owner,
 ///   mode and SHA-256 as recorded (``Cache``), and under `--trust` its signature, checked over the
 ///   bytes as stored before they are gunzipped or parsed. Any other copy is discarded (a warning,
@@ -63,6 +72,8 @@ public enum RemoteManifest {
         case cache(SystemError)
         /// `status` or `verify` of a manifest URL: no usable copy kept under DEST.
         case noKeptCopy(url: String, destination: String, reason: String)
+        /// The server answered 404 or 410: there is no manifest at this URL.
+        case notFound(url: String, status: Int)
 
         public var description: String {
             switch self {
@@ -73,6 +84,10 @@ public enum RemoteManifest {
             case .noKeptCopy(let url, let destination, let reason):
                 return "\(redactedURL(url)): no last good copy of the manifest to read in \(destination)/.mirror/manifest: \(reason); "
                     + "status and verify never use the network: run `mirror sync` once to fetch it"
+            case .notFound(let url, let status):
+                let phrase = status == 410 ? "Gone" : "Not Found"
+                return "\(redactedURL(url)): the server answered \(status) (\(phrase)): there is no manifest at this URL; "
+                    + "check the URL (no kept copy is used for a manifest the server says is not there)"
             }
         }
     }
@@ -110,13 +125,18 @@ public enum RemoteManifest {
         let name = redactedURL(url)
         var warnings = warnings
         var saved: Cache.Saved?
+        /// The URL the copy under DEST was fetched from, when it is another one.
+        var otherURL: String?
         if useCopy {
             switch cache.read() {
             case .none: break
+            case .usable(let copy) where copy.validators.url != name: otherURL = copy.validators.url
             case .usable(let copy): saved = copy
             case .discarded(let why): warnings.append("\(name): the last good copy of the manifest is not used: \(why)")
             }
         }
+        /// Why there is no copy to fall back on, for ``Failure/unreachable(url:reason:)``.
+        let noCopy = otherURL.map { " (the copy kept in \(cache.destination)/.mirror/manifest is of \($0), not of this URL)" } ?? ""
         // --trust: the copy's signature is checked over its bytes as stored (what was signed and
         // served) before they are gunzipped or parsed, and only when the copy is about to be used
         // (a --signature file may already be the next manifest's); one that fails is discarded.
@@ -130,16 +150,17 @@ public enum RemoteManifest {
                 return nil
             }
         }
-        let validators = saved.flatMap { $0.validators.url == name ? $0.validators : nil }
+        let validators = saved?.validators
 
         let response: SmallFetch.Response
         do {
-            response = try SmallFetch.get(url, validators: validators, limit: sizeLimit, settings: settings)
+            response = try SmallFetch.get(url, validators: validators, limit: sizeLimit, settings: settings, revalidate: true)
         } catch let failure as SmallFetch.Failure {
             if case .interrupted = failure { throw Failure.interrupted(url: url) }
             let copy = verified(saved)
-            return try fallBack(copy, url: url, reason: failure.description, warnings: warnings)
+            return try fallBack(copy, url: url, reason: failure.description + noCopy, warnings: warnings)
         }
+        if response.status == 404 || response.status == 410 { throw Failure.notFound(url: url, status: response.status) }
         if response.status == 304, saved != nil, validators != nil {
             if let copy = verified(saved) {
                 if let manifest = try? ManifestLoader.parse(copy.bytes, sourceName: name) {
@@ -157,7 +178,7 @@ public enum RemoteManifest {
         }
         guard response.isSuccess else {
             let copy = verified(saved)
-            return try fallBack(copy, url: url, reason: "the server answered \(response.status)", warnings: warnings)
+            return try fallBack(copy, url: url, reason: "the server answered \(response.status)" + noCopy, warnings: warnings)
         }
         let signature = fetchSignature(url, settings: settings)
         try verify?(response.body, signature)
@@ -255,7 +276,8 @@ public enum RemoteManifest {
 
     /// `<URL>.sig`: its bytes when served with 200 (or read from a `file:` URL), else nil.
     private static func fetchSignature(_ url: String, settings: TransferSettings) -> [UInt8]? {
-        guard let response = try? SmallFetch.get(url + ".sig", validators: nil, limit: signatureLimit, settings: settings),
+        guard let response = try? SmallFetch.get(url + ".sig", validators: nil, limit: signatureLimit, settings: settings,
+                                                 revalidate: true),
               response.isSuccess, !response.body.isEmpty else { return nil }
         return response.body
     }

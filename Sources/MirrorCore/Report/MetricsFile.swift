@@ -23,6 +23,8 @@ public struct RunMetrics: Sendable {
         case unwritable
         /// A manifest URL could not be fetched and there was no last good copy (exit 75).
         case unreachable
+        /// The server answered 404 or 410 for the manifest URL (exit 1).
+        case manifestNotFound = "manifest_not_found"
         /// Anything else that ended the run early.
         case error
     }

@@ -39,9 +39,12 @@ extension SyncError: ExitCoded {
 extension RemoteManifest.Failure: ExitCoded {
     /// An unreachable server or an interrupted fetch is worth another try later (75); a kept
     /// copy that cannot be written is the destination's fault (73); no copy to read for `status`
-    /// or `verify` is a manifest that cannot be read (65, as for a path that does not exist).
+    /// or `verify` is a manifest that cannot be read (65, as for a path that does not exist). A
+    /// server that says the manifest is not there (404, 410) is a failed run (1): trying later
+    /// changes nothing until someone fixes the URL or the server (docs/cli.md, "Exit codes").
     public var exitStatus: Int32 {
         switch self {
+        case .notFound: return ExitStatus.entriesFailed
         case .unreachable, .interrupted: return ExitStatus.tryLater
         case .cache: return ExitStatus.cannotWrite
         case .noKeptCopy: return ExitStatus.invalidManifest

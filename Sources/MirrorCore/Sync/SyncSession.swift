@@ -111,6 +111,10 @@ public enum SyncSession {
             ended = error.description
             code = error.exitStatus
             result = runResult(for: error)
+            // status must show it too, not the last run that synced (EarlyRunRecord).
+            if case .notFound? = error as? RemoteManifest.Failure, !options.dryRun, let dest = options.destination {
+                EarlyRunRecord.append(destination: dest, start: request.started, result: "failed", reason: error.description)
+            }
         } catch {
             report.fatal("\(error)")
             ended = "\(error)"
@@ -155,6 +159,7 @@ public enum SyncSession {
             case .interrupted: return .incomplete
             case .cache: return .unwritable
             case .noKeptCopy: return .invalidManifest
+            case .notFound: return .manifestNotFound
             }
         case is SyncCommandStop: return .incomplete
         default: return .error

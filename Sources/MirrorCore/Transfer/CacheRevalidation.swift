@@ -4,8 +4,13 @@
 /// honours neither by itself: docs/fleet.md gives the `proxy_cache_bypass` that makes it fetch
 /// and store the file anew, which heals a corrupt entry.
 ///
-/// Sent only on an attempt that follows a checksum mismatch at the same URL (``MismatchPolicy``):
-/// on every request they would defeat the cache that saves the uplink.
+/// A file's download sends them only on an attempt that follows a checksum mismatch at the same
+/// URL (``MismatchPolicy``): on every request they would defeat the cache that saves the uplink.
+/// A remote manifest and its signature send them on every request (``RemoteManifest``): nothing
+/// checks a manifest against something older, so a cache that kept one for the 60 days its server
+/// allowed would keep every machine on it, each run `ok`; they cost a small request to the origin
+/// (a `304` when nothing changed). A chunk index does not need them: the manifest gives its
+/// SHA-256, and one that does not match is fetched once more with them.
 enum CacheRevalidation {
     static let headerLines = ["Cache-Control: no-cache", "Pragma: no-cache"]
 

@@ -46,8 +46,11 @@ enum SmallFetch {
     ///   - stopAt: a monotonic time (``monotonicSeconds()``) at which the fetch is abandoned like
     ///     on a signal (a run's `--deadline`, for a fetch made while the run goes on).
     ///   - timeLimit: seconds the whole request may take (`CURLOPT_TIMEOUT`), beyond the stall rule.
+    ///   - revalidate: ask every cache on the way to check with the origin before it answers
+    ///     (``CacheRevalidation``, RFC 9111 §5.2.1.4): a cache that may serve what it stored
+    ///     without asking must not answer for a file whose newest version matters.
     static func get(_ url: String, validators: Validators?, limit: Int, settings: TransferSettings,
-                    stopAt: Double? = nil, timeLimit: Int? = nil) throws -> Response {
+                    stopAt: Double? = nil, timeLimit: Int? = nil, revalidate: Bool = false) throws -> Response {
         let easy: CurlEasy
         do { easy = try CurlEasy() } catch { throw Failure.curl("\(error)") }
         let sink = FetchSink(limit: limit)
@@ -59,6 +62,7 @@ enum SmallFetch {
             try easy.set(CURLOPT_ACCEPT_ENCODING, "gzip")
             if let etag = validators?.etag { headers.append("If-None-Match: \(etag)") }
             if let date = validators?.lastModified { headers.append("If-Modified-Since: \(date)") }
+            headers += CacheRevalidation.headerLines(revalidate: revalidate, url: url)
             if !headers.isEmpty { try easy.setHeaders(headers) }
             try easy.set(CURLOPT_HEADERFUNCTION, callback: fetchHeaderCallback)
             try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
