@@ -28,6 +28,7 @@ extension SyncRunner {
     /// The verified digest of `task`'s bytes is not the manifest's: the file is fetched again from
     /// zero (revalidating, or from the next source) or the entry fails; never is it installed.
     func checksumMismatch(_ task: EntryTask, partial: PartialFile, detail: String, got: String) {
+        if manifestChanged(under: task, partial: partial) { return }
         if repairDelta(task, partial: partial) { return }
         let entry = task.entry
         partial.restartFromZero()
@@ -58,5 +59,20 @@ extension SyncRunner {
         }
         task.attempt.fromZero = true
         scheduler.enqueue(task)
+    }
+
+    /// Whether the manifest was republished while `task` ran (``ManifestWatch``): then the server
+    /// serves the new version, the bytes fetched are of no version this run knows, and the entry
+    /// is left for the next run (pending; the run ends `incomplete`, exit 75), its partial file
+    /// removed (its journal record names the old version, which the next run will not resume).
+    func manifestChanged(under task: EntryTask, partial: PartialFile) -> Bool {
+        guard let watch = manifestWatch, watch.hasChanged(now: monotonicSeconds(), deadline: scheduler.deadline) else { return false }
+        partial.settle()
+        partial.remove()
+        summary.pending += 1
+        if stoppedReason == nil { stoppedReason = "the manifest changed during the run; the next run fetches its new version" }
+        report.warning("\(task.entry.path): the manifest changed during the run (\(redactedURL(watch.location))); "
+            + "the file is left for the next run")
+        return true
     }
 }

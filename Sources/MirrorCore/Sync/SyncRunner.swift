@@ -56,6 +56,8 @@ public final class SyncRunner {
     /// SHA-256 of the manifest's bytes, asked for only when an atomic run needs it (a hold to
     /// check, a generation to record; ``HoldPolicy``). Set by ``SyncSession``.
     public var manifestDigest: () -> String? = { nil }
+    /// Asks whether the manifest was republished during the run, after wrong bytes (``ManifestWatch``).
+    var manifestWatch: ManifestWatch?
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
     /// The hashing threads (``PartialWriterPool``); each partial file takes one as it is opened
@@ -314,6 +316,8 @@ public final class SyncRunner {
         if case .writeFailed(let error) = failure {
             if error.isDestinationUnwritable { summary.pending += 1 }
             stopOrFail(task.entry, error)
+        } else if case .validatorChanged = failure, let partial = task.partial, manifestChanged(under: task, partial: partial) {
+            return
         } else {
             retry(task, after: failure)
         }

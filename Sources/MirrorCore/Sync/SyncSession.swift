@@ -74,6 +74,7 @@ public enum SyncSession {
             defer { _ = lookAhead?.finish() }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
+            let localStatus = RemoteManifest.isURL(manifest) ? nil : ManifestWatch.status(ofFile: manifest)
             let (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
                                                     digest: request.json || request.metricsFile != nil, lookAhead: lookAhead)
             provenance = origin
@@ -91,6 +92,10 @@ public enum SyncSession {
                 if let known { return known }
                 if hashed == nil { hashed = .some(ManifestProvenance.ofFile(manifest)?.sha256) }
                 return hashed ?? nil
+            }
+            if !options.dryRun, let read = localStatus.map(ManifestWatch.Read.file)
+                ?? provenance?.sha256.map({ ManifestWatch.Read.fetched(sha256: $0, etag: provenance?.etag) }) {
+                runner.manifestWatch = ManifestWatch(location: manifest, read: read, settings: options.transfer)
             }
             if destination == options.destination {
                 runner.dryRunDisk = dryRunDisk
