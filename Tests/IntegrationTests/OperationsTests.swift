@@ -111,6 +111,20 @@ import MirrorTestSupport
         #expect(PrometheusText.value(samples, "mirror_last_run_exit_code") == 65)
     }
 
+    /// The `dest` label is DEST's absolute path, however `--dest` spells it: one DEST, one series.
+    @Test func theDestLabelIsTheAbsolutePath() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 100, seed: 1)
+        try fx.writeManifest()
+        let metrics = fx.dir.path("mirror.prom")
+        let result = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", "./dest/.", "--metrics-file", metrics],
+                                          environment: SyncFixture.loopbackOnly, cwd: fx.dir.path, timeout: 60)
+        #expect(result.exitCode == 0, "\(result)")
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        let absolute = URL(fileURLWithPath: fx.dest).resolvingSymlinksInPath().path
+        #expect(text.contains("dest=\"\(absolute)\""), "\(text)")
+    }
+
     /// `--limit-rate 2M` on 8 MiB: the run cannot take less than about 4 s (a lower bound only).
     @Test func limitRateHoldsTheRunBelowTheRate() throws {
         let fx = try SyncFixture()

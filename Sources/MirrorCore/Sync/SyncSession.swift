@@ -134,7 +134,10 @@ public enum SyncSession {
         if !options.dryRun {
             if result != .ok && summary == nil { report.logLine("error", "end result=\(result.rawValue), exit \(code)") }
             if let metricsFile = request.metricsFile {
-                let metrics = RunMetrics(manifest: manifest, destination: destination, start: request.started, end: currentUnixTime(),
+                // The `dest` label is DEST's absolute path, however the command line spelled it, so
+                // that one DEST is one series (``DestinationIdentity``).
+                let absolute = destination.map { (try? DestinationIdentity.resolve($0).path) ?? $0 }
+                let metrics = RunMetrics(manifest: manifest, destination: absolute, start: request.started, end: currentUnixTime(),
                                          result: result, exitCode: code, summary: summary, provenance: provenance)
                 do {
                     try MetricsFile.write(metrics, to: metricsFile)
