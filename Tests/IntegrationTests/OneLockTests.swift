@@ -58,7 +58,15 @@ import Glibc
         #expect(!d.fx.exists(d.store + "/g1/.mirror"), "a .mirror was made inside the live generation")
         #expect(try d.versionHeld(by: d.dest) == "va")
 
-        #expect(try d.sync("vb").exitCode == 0)
+        // Named by the generation it shows, a sync publishes the next one and exits 0.
+        let shownPath = try d.sync("vb", dest: d.store + "/g1")
+        #expect(shownPath.exitCode == 0, "\(shownPath)")
+        #expect(try d.versionHeld(by: d.dest) == "vb")
+        for stale in [d.store + "/g7", d.store + "/g2/sub"] {
+            let result = try d.sync("va", dest: stale)
+            #expect(result.exitCode == 73, "\(stale): \(result)")
+            #expect(!d.fx.exists(stale), "\(stale) was made")
+        }
         let old = try d.sync("va", dest: d.store + "/g1")
         #expect(old.exitCode == 73, "a generation kept for rollback was synced into: \(old)")
         #expect(old.stderr.contains("generation"), "\(old.stderr)")

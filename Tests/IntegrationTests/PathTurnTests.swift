@@ -41,6 +41,21 @@ import MirrorTestSupport
         return shas
     }
 
+    /// A small file (no name until installed) that turns back and forth: each run converges, the
+    /// installed file has one name (none left behind in the partial folder), and its record holds.
+    @Test func aSmallFileTurnsBackAndForth() throws {
+        let fx = try SyncFixture()
+        for (round, paths) in [["pf/inner.bin"], ["pf"], ["pf/inner.bin"], ["pf"]].enumerated() {
+            _ = try publish(fx, "r\(round)", paths, size: 100_000, seed: UInt64(10 * round + 1))
+            let run = try fx.sync()
+            #expect(run.exitCode == 0, "round \(round): \(run)")
+            let installed = try #require(AtomicTests.inode(fx.destPath(paths[0])), "round \(round)")
+            #expect(installed.links == 1, "round \(round): \(paths[0]) has \(installed.links) names")
+            let status = try ChildProcess.run(try MirrorBinary.path(), ["status", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
+            #expect(status.stdout.contains("\"unverified\":0"), "round \(round): \(status.stdout)")
+        }
+    }
+
     @Test(arguments: [[], ["--delete"], ["--atomic"]], Turn.allCases)
     func aPathMirrorInstalledTurnsInTheFirstRun(flags: [String], turn: Turn) throws {
         let fx = try SyncFixture()

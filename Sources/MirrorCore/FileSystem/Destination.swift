@@ -30,33 +30,40 @@ public final class Destination {
     /// `.mirror` in the store; so does a plain DEST whose conversion began (its state is in the
     /// store already). A path into a store other than DEST's current set is refused.
     public static func openExisting(_ path: String) throws -> Destination? {
-        let identity = try DestinationIdentity.resolve(path)
+        try openExisting(DestinationIdentity.resolve(path))
+    }
+
+    /// DEST found before (``DestinationIdentity``): opened by its canonical path, named in
+    /// messages as the user spelled it.
+    public static func openExisting(_ identity: DestinationIdentity) throws -> Destination? {
+        let path = identity.displayPath
         if let store = try? GenerationStore.open(identity, create: false) {
             switch store.current() {
             case .generation(let n):
                 return Destination(path: path, root: try store.open(generation: n), stateRoot: store.store, generations: store)
             case .plainFolder where store.holdsState:
-                guard let plain = try openFolder(path, role: "the destination") else { return nil }
+                guard let plain = try openFolder(identity.path, role: "the destination", displayPath: path) else { return nil }
                 return Destination(path: path, root: plain.root, stateRoot: store.store, generations: store)
             default:
                 break
             }
         }
-        return try openFolder(path, role: "the destination")
+        return try openFolder(identity.path, role: "the destination", displayPath: path)
     }
 
     /// Opens an existing folder as it is, no generation store looked for. Returns nil when it
     /// does not exist; a file at the path is said to be one (`role` names what the folder is for,
     /// in the message).
-    public static func openFolder(_ path: String, role: String) throws -> Destination? {
+    public static func openFolder(_ path: String, role: String, displayPath: String? = nil) throws -> Destination? {
+        let shown = displayPath ?? path
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            if errno == ENOTDIR { throw SystemError("use", "\(path) as \(role) (it is a file, not a folder)", code: ENOTDIR) }
-            throw SystemError("open \(role)", path)
+            if errno == ENOTDIR { throw SystemError("use", "\(shown) as \(role) (it is a file, not a folder)", code: ENOTDIR) }
+            throw SystemError("open \(role)", shown)
         }
-        let root = FileDescriptor(fd: fd, displayPath: path)
-        return Destination(path: path, root: root, stateRoot: root, generations: nil)
+        let root = FileDescriptor(fd: fd, displayPath: shown)
+        return Destination(path: shown, root: root, stateRoot: root, generations: nil)
     }
 
     /// The next generation of an atomic DEST, as the folder a run installs into (``GenerationStore``).

@@ -32,21 +32,21 @@ public struct DestinationIdentity: Sendable, Equatable {
            GenerationStore.generationNumber(inLink: target, storeName: name + GenerationStore.suffix) != nil {
             return DestinationIdentity(displayPath: destPath, folder: canonical(folder) ?? folder, name: name)
         }
-        guard let real = canonical(destPath) else {
-            guard let (folder, name) = lexicalSplit(destPath) else {
+        // The path as it is on disk: every component resolved, or for a DEST not made yet, its
+        // parent's (when that exists) and its name.
+        let folder: String, name: String
+        if let real = canonical(destPath) {
+            guard let split = lexicalSplit(real) else {
+                throw SystemError("use", "\(destPath) as the destination (it is the root folder)", code: EINVAL)
+            }
+            (folder, name) = split
+        } else {
+            guard let split = lexicalSplit(destPath) else {
                 throw SystemError("use", "\(destPath) as the destination (it names no folder)", code: EINVAL)
             }
-            return DestinationIdentity(displayPath: destPath, folder: canonical(folder) ?? folder, name: name)
+            (folder, name) = (canonical(split.folder) ?? split.folder, split.name)
         }
-        guard let (folder, name) = lexicalSplit(real) else {
-            throw SystemError("use", "\(destPath) as the destination (it is the root folder)", code: EINVAL)
-        }
-        if let owner = try storeOwner(ofGeneration: name, in: folder, named: destPath) { return owner.renamed(destPath) }
-        if name.hasSuffix(GenerationStore.suffix), isFolder(real + "/" + Destination.stateFolderName) {
-            let dest = String(name.dropLast(GenerationStore.suffix.count))
-            throw SystemError("use", "\(destPath) as the destination (it is the generation store of \(join(folder, dest)); "
-                + "name \(join(folder, dest)) instead)", code: EINVAL)
-        }
+        if let owner = try storeOwner(of: folder, name, named: destPath) { return owner.renamed(destPath) }
         return DestinationIdentity(displayPath: destPath, folder: folder, name: name)
     }
 
@@ -54,20 +54,43 @@ public struct DestinationIdentity: Sendable, Equatable {
         DestinationIdentity(displayPath: display, folder: folder, name: name)
     }
 
-    /// When `name` in `folder` is a generation (`gN`) or the building folder of a store
-    /// (`folder` is `X.generations` holding `.mirror`): DEST `X` if its symlink shows exactly this
-    /// generation; otherwise the path is refused.
-    private static func storeOwner(ofGeneration name: String, in folder: String, named destPath: String) throws -> DestinationIdentity? {
-        guard GenerationStore.number(name) != nil || name == GenerationStore.buildingName,
-              let (outer, storeName) = lexicalSplit(folder), storeName.hasSuffix(GenerationStore.suffix),
-              isFolder(folder + "/" + Destination.stateFolderName) else { return nil }
+    /// When `name` in `folder` is, or lies inside, a generation store (`X.generations` holding
+    /// `.mirror`): DEST `X` if the path is exactly the generation X's symlink shows; any other path
+    /// in a store (the store itself, an older generation, `building/`, a generation not made, a
+    /// folder inside one) is refused. nil when the path is in no store.
+    private static func storeOwner(of folder: String, _ name: String, named destPath: String) throws -> DestinationIdentity? {
+        var inside: [String] = [name]
+        var at = folder
+        var store: (outer: String, name: String)?
+        while true {
+            if let (outer, last) = lexicalSplit(at), last.hasSuffix(GenerationStore.suffix),
+               isFolder(at + "/" + Destination.stateFolderName) {
+                store = (outer, last)
+                break
+            }
+            guard let (outer, last) = lexicalSplit(at), outer != at else { break }
+            inside.insert(last, at: 0)
+            at = outer
+        }
+        // The store itself is the last component: `inside` is then the path below it.
+        if store == nil, name.hasSuffix(GenerationStore.suffix), isFolder(join(folder, name) + "/" + Destination.stateFolderName) {
+            store = (folder, name)
+            inside = []
+        }
+        guard let (outer, storeName) = store else { return nil }
         let dest = String(storeName.dropLast(GenerationStore.suffix.count))
         let owner = DestinationIdentity(displayPath: join(outer, dest), folder: outer, name: dest)
-        if let target = symlinkTarget(owner.path), let shown = GenerationStore.generationNumber(inLink: target, storeName: storeName),
-           "g\(shown)" == name {
+        if inside.count == 1, let target = symlinkTarget(owner.path),
+           let shown = GenerationStore.generationNumber(inLink: target, storeName: storeName), "g\(shown)" == inside[0] {
             return owner
         }
-        let what = name == GenerationStore.buildingName ? "the folder the next generation is built in" : "a generation kept for rollback"
+        let what: String
+        switch inside.first {
+        case nil: what = "the generation store"
+        case GenerationStore.buildingName?: what = "in the folder the next generation is built in"
+        case let first? where GenerationStore.number(first) != nil && inside.count == 1: what = "a generation other than the one it shows"
+        default: what = "inside a generation"
+        }
         throw SystemError("use", "\(destPath) as the destination (it is \(what) of the atomic destination \(owner.path); "
             + "name \(owner.path) instead)", code: EINVAL)
     }

@@ -29,6 +29,9 @@ public final class GenerationStore {
 
     /// DEST as the user named it, for messages.
     public let destPath: String
+    /// What DEST is: the commands that open it again after a switch go by this, not by the
+    /// spelling, which may have been the path of the generation DEST showed then.
+    public let identity: DestinationIdentity
     /// DEST's folder, and DEST's name in it.
     let parent: FileDescriptor
     let name: String
@@ -36,8 +39,9 @@ public final class GenerationStore {
     public let store: FileDescriptor
     var storeName: String { name + GenerationStore.suffix }
 
-    private init(destPath: String, parent: FileDescriptor, name: String, store: FileDescriptor) {
-        self.destPath = destPath
+    private init(identity: DestinationIdentity, parent: FileDescriptor, name: String, store: FileDescriptor) {
+        self.identity = identity
+        self.destPath = identity.displayPath
         self.parent = parent
         self.name = name
         self.store = store
@@ -67,7 +71,7 @@ public final class GenerationStore {
             throw SystemError("open folder", identity.storePath)
         }
         let store = FileDescriptor(fd: fd, displayPath: identity.storePath)
-        return GenerationStore(destPath: identity.displayPath, parent: parent, name: identity.name, store: store)
+        return GenerationStore(identity: identity, parent: parent, name: identity.name, store: store)
     }
 
     /// Whether DEST is an atomic destination: a symlink to a generation of its store, or a

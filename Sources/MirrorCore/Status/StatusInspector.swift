@@ -201,7 +201,7 @@ public enum StatusInspector {
         let opened = try disk?.opened(for: destinationPath) ?? Opened.open(destinationPath)
         guard let destination = opened.destination else {
             var status = DestinationStatus(destination: destinationPath, destinationExists: false, lastRun: nil,
-                                           runningPid: nil, hasJournal: false)
+                                           runningPid: firstRunHolder(destinationPath), hasJournal: false)
             status.reserve(manifest.entries.count)
             for entry in manifest.entries { status.add(EntryStatus(pathBytes: entry.pathBytes, state: .missing, size: entry.size)) }
             return status
@@ -272,6 +272,17 @@ public enum StatusInspector {
             result.failedAt = failed.time
         }
         return result
+    }
+
+    /// Before the first atomic run has made DEST, its state (and lock) is already in the store
+    /// beside it: the pid holding that lock, read as ``lockHolder(stateFolder:)`` reads it.
+    static func firstRunHolder(_ destinationPath: String) -> Int? {
+        guard let identity = try? DestinationIdentity.resolve(destinationPath) else { return nil }
+        let fd = open(identity.storePath + "/" + Destination.stateFolderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        let state = FileDescriptor(fd: fd, displayPath: identity.storePath)
+        defer { state.close() }
+        return lockHolder(stateFolder: state)
     }
 
     /// The pid holding an exclusive `flock` on `DEST/.mirror/lock`, read from `/proc/locks`

@@ -27,8 +27,23 @@ extension Installer {
             removed += gone.compactMap { String(validating: $0, as: UTF8.self) }.map { .removed(path: $0) }
             destination.forgetInstallFolder()
             CrashPoint.hit("turn-before-rename")
-            return try place(item, syncFolder: syncFolder)
+            return try placeAgain(item, syncFolder: syncFolder)
         }
+    }
+
+    /// The second try, once the way is clear. A file with no name that the first try named in the
+    /// partial folder (its link met the file or folder in the way, then the rename did) goes by
+    /// that name, renamed: linked again, the installed file would keep a second name in the
+    /// partial folder, its recorded status (two links) would change when the sweep removes that
+    /// name, and until then a later download under that name would write into the installed file.
+    private func placeAgain(_ item: InstallBatch.Item, syncFolder: Bool) throws -> FileStatus {
+        let partial = item.partial
+        guard partial.isUnnamed else { return try place(item, syncFolder: syncFolder) }
+        var st = stat()
+        guard fstatat(partialFolder.fd, partial.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
+              FileStatus(st).sameFile(as: try partial.file.stat()) else { return try place(item, syncFolder: syncFolder) }
+        return try destination.install(partial: partial.name, from: partialFolder, to: item.task.entry.path,
+                                       syncFolder: syncFolder, expected: partial.file)
     }
 
     /// The rename (a named partial file) or link (one with no name, ``PartialNaming``) into place.

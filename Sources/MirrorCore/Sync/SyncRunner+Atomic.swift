@@ -12,7 +12,7 @@ extension SyncRunner {
     /// current generation and nothing else in it. Then nothing is built (an hourly no-op run
     /// must not make a generation of links each time).
     func currentGenerationIsComplete(_ store: GenerationStore) throws -> Bool {
-        guard case .generation = store.current(), let current = try Destination.openExisting(store.destPath) else { return false }
+        guard case .generation = store.current(), let current = try Destination.openExisting(store.identity) else { return false }
         let reconciler = Reconciler(planner: Planner(destination: current, journal: journal, partialFolder: partialFolder), journal: journal)
         for entry in manifest.entries {
             guard case .upToDate = reconciler.action(for: entry) else { return false }
@@ -80,7 +80,7 @@ extension SyncRunner {
         }
         do {
             let listed = PathIndex(listing: manifest.entries)
-            let current = try Destination.openExisting(store.destPath)
+            let current = try Destination.openExisting(store.identity)
             let before = try current?.walk(skippingTopLevel: Destination.stateFolderName).files ?? []
             let dropped = before.filter { !listed.containsFile($0.path) }
             let policy = options.deletionPolicy
@@ -105,7 +105,7 @@ extension SyncRunner {
             }
             _ = try store.prune(keep: options.keepGenerations)
             CrashPoint.hit("publish-after-prune")
-            if let published = try Destination.openExisting(store.destPath) { try refreshRecords(vouched, in: published) }
+            if let published = try Destination.openExisting(store.identity) { try refreshRecords(vouched, in: published) }
         } catch let error as SystemError {
             if fatal == nil { fatal = error }
         } catch {
@@ -172,7 +172,7 @@ extension SyncRunner {
         let n = try store.sealBuilding()
         try store.switchTo(n)
         // The links made and the old folder's removed moved every file's change time.
-        guard let kept = try Destination.openExisting(store.destPath) else { return true }
+        guard let kept = try Destination.openExisting(store.identity) else { return true }
         for (record, path) in vouched {
             guard let now = try? kept.status(of: path), now.inode == record.inode, now.device == record.device, now.mtime == record.mtime else { continue }
             try journal.append(.verified(VerifiedRecord(identity: record.identity, status: now, adopted: record.adopted)), durable: false)

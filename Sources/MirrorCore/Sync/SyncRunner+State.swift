@@ -34,7 +34,7 @@ extension SyncRunner {
             journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
             if let store = generations, let plain = current, try keepPlainSet(plain, in: store) {
-                current = try Destination.openExisting(destPath)
+                current = try Destination.openExisting(identity)
                 destination = try Destination.building(store)
             }
             installer = Installer(destination: destination, partialFolder: partials, journal: journal)
@@ -65,7 +65,7 @@ extension SyncRunner {
         try store.requireOwnership()
         generations = store
         try lock.moveState(into: store.store)
-        let current = try Destination.openExisting(destPath)
+        let current = try Destination.openExisting(identity)
         destination = try Destination.building(store)
         return current
     }

@@ -50,6 +50,10 @@ import Glibc
         }
         try FileManager.default.createDirectory(atPath: store + "/building", withIntermediateDirectories: true)
         #expect(throws: SystemError.self) { try DestinationIdentity.resolve(store + "/building") }
+        // Paths that do not exist yet, and paths inside a set, are refused as well.
+        for refused in [store + "/g7", store + "/g2/sub", store + "/g1/sub", store + "/building/x/y"] {
+            #expect(throws: SystemError.self, "\(refused)") { try DestinationIdentity.resolve(refused) }
+        }
     }
 
     @Test func aNewDestIsNamedByItsParent() throws {

@@ -144,6 +144,18 @@ import Glibc
         #expect(try StatusInspector.inspect(manifest: manifest, destinationPath: dest).runningPid == nil)
     }
 
+    /// The first atomic run holds the lock in the store before it has made DEST: status names it.
+    @Test func aFirstAtomicRunIsSeenBeforeDestExists() throws {
+        let (manifest, _) = try scenario()
+        let fresh = dir.path("first")
+        try FileManager.default.createDirectory(atPath: fresh + ".generations/.mirror", withIntermediateDirectories: true)
+        let lock = try #require(try DestinationLock.take(DestinationIdentity.resolve(fresh), creating: .nothing, wait: false))
+        defer { lock.release() }
+        let status = try StatusInspector.inspect(manifest: manifest, destinationPath: fresh)
+        #expect(!status.destinationExists)
+        #expect(status.runningPid == Int(getpid()))
+    }
+
     @Test func jsonParsesAndCarriesEveryCount() throws {
         let (manifest, _) = try scenario()
         let status = try StatusInspector.inspect(manifest: manifest, destinationPath: dest)
