@@ -39,7 +39,7 @@ import MirrorTestSupport
 /// lands are the machine's, so a replay is close, not exact); `MIRROR_SEQ_STEPS` runs more steps;
 /// `MIRROR_SEQ_LOG=1` prints every step; `MIRROR_SEQ_MODE=plain|atomic|convert` picks the kind of walk.
 @Suite(.serialized) struct SequenceTests {
-    static let defaultSteps = 220
+    static let defaultSteps = 180
 
     @Test func aRandomSequenceOfVersionsKillsAndDamageNeverLeavesWrongBytes() throws {
         let env = ProcessInfo.processInfo.environment
@@ -282,7 +282,10 @@ struct SequenceWalk {
             }
         }
         // Last: a blocked turn's blocker is moved away here, after the checks of what the run deleted.
-        if result.signal == nil && result.exitCode == 1 && plan.correctServer {
+        // A run that another followed (--wait) left DEST to it: what blocked it is gone, not judged.
+        if result.signal == nil && result.exitCode == 1 && plan.correctServer && !ranLast && result.stderr.contains("move it away") {
+            counts["blocked turn not judged (another run followed)", default: 0] += 1
+        } else if result.signal == nil && result.exitCode == 1 && plan.correctServer {
             problems += try blockedTurns(step, version: version, result: result, context: context, moveAway: ranLast)
         }
         guard result.exitCode == 0 && ranLast else { return problems }
