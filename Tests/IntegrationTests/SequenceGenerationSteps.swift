@@ -130,6 +130,17 @@ extension SequenceWalk {
         maybeFound = maybeFound.filter { isMaybeFound($0.key) }
     }
 
+    /// A folder with no file at any depth (left when the test deleted the files in it): not known
+    /// to be mirror's, so it blocks a turn as the docs say.
+    func holdsNoFile(_ path: String) -> Bool {
+        var st = stat()
+        guard lstat(world.destPath(path), &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return false }
+        return (FileManager.default.enumerator(atPath: world.destPath(path))?.allObjects as? [String] ?? []).allSatisfy { name in
+            var inner = stat()
+            return lstat(world.destPath(path) + "/" + name, &inner) == 0 && (inner.st_mode & S_IFMT) == S_IFDIR
+        }
+    }
+
     func isTurnedIn(_ path: String) -> Bool {
         var st = stat()
         return lstat(world.destPath(path), &st) == 0 && turnedIn[path] == UInt64(st.st_ino)
