@@ -141,6 +141,26 @@ extension SequenceWalk {
         }
     }
 
+    /// A file (or a folder holding one) that the journal has no verified record of with its inode,
+    /// or only one of a file found in place: a kill between an install and its record (a turn's
+    /// rename into a new folder included) leaves mirror's own file unknown to it, as the docs allow.
+    func holdsUnrecorded(_ path: String) -> Bool {
+        let text = (try? String(contentsOfFile: stateFolder + "/journal", encoding: .utf8)) ?? ""
+        let root = world.destPath(path)
+        var files: [String] = FileDamage.size(of: root) != nil ? [path] : []
+        for name in (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []) where FileDamage.size(of: root + "/" + name) != nil {
+            files.append(path + "/" + name)
+        }
+        return files.contains { file in
+            var st = stat()
+            guard lstat(world.destPath(file), &st) == 0 else { return false }
+            let own = text.split(separator: "\n").last { line in
+                line.contains(" verified ") && line.split(separator: " ").contains { $0.hasPrefix("path=") && String($0.dropFirst(5)).removingPercentEncoding == file }
+            }
+            return own.map { !$0.contains(" ino=\(st.st_ino) ") || $0.contains("found=1") } ?? true
+        }
+    }
+
     func isTurnedIn(_ path: String) -> Bool {
         var st = stat()
         return lstat(world.destPath(path), &st) == 0 && turnedIn[path] == UInt64(st.st_ino)
