@@ -14,12 +14,16 @@ final class SequenceWorld {
     struct Served: Hashable { var version: Int; var path: String }
 
     /// Large paths are segmented when a run passes `--segments-above 1M`. Nested folders, a space,
-    /// and no path that is a folder of another, so that no version blocks another.
+    /// and one path that turns between file and folder (``turns``): a version lists at most one of
+    /// the pair, and the next one often the other, so runs meet a file where a folder must go.
     static let paths: [(path: String, large: Bool)] = [
         ("big.bin", true), ("media/clip one.bin", true), ("media/deep/clip two.bin", true),
         ("notes.txt", false), ("docs/a.dat", false), ("docs/b.dat", false),
-        ("docs/deep/er/c.dat", false), ("z.bin", false),
+        ("docs/deep/er/c.dat", false), ("z.bin", false), ("pf", false), ("pf/inner.bin", false),
     ]
+    /// Pairs of paths of which a version lists at most one: a file, and a file inside a folder of
+    /// that name.
+    static let turns: [(file: String, inner: String)] = [("pf", "pf/inner.bin")]
     static let versionCount = 3
 
     let fx: SyncFixture
@@ -55,6 +59,16 @@ final class SequenceWorld {
                         }
                     } else if rng.chance(v == 0 ? 0.85 : 0.6) {                          // added
                         files[path] = File(size: Self.size(large, &rng), seed: rng.next(), sha256: "")
+                    }
+                }
+                // A turning pair: none, the file or the folder; after one form, mostly the other.
+                for (file, inner) in Self.turns {
+                    let before = versions.last.map { $0[file] != nil ? 1 : $0[inner] != nil ? 2 : 0 } ?? 0
+                    let form = rng.weighted(before == 1 ? [1, 2, 7] : before == 2 ? [1, 7, 2] : [1, 4, 5])
+                    let (keep, drop) = form == 2 ? (inner, file) : (file, inner)
+                    files[drop] = nil
+                    if form == 0 { files[keep] = nil } else if files[keep] == nil || rng.chance(0.5) {
+                        files[keep] = File(size: Self.size(false, &rng), seed: rng.next(), sha256: "")
                     }
                 }
             }
@@ -153,7 +167,9 @@ final class SequenceWorld {
         var problems: [String] = []
         for path in allPaths where !exempt.contains(path) {
             guard let size = FileDamage.size(of: destPath(path)) else {
-                if FileManager.default.fileExists(atPath: destPath(path)) { problems.append("\(path) is not a regular file") }
+                if FileManager.default.fileExists(atPath: destPath(path)) && !mayBeFolder(path) {
+                    problems.append("\(path) is not a regular file")
+                }
                 continue
             }
             let sha = try TestData.sha256(ofFileAt: destPath(path))
@@ -162,6 +178,13 @@ final class SequenceWorld {
             }
         }
         return problems
+    }
+
+    /// Whether `path` may be a folder: some version lists a file inside it (a path that turns).
+    func mayBeFolder(_ path: String) -> Bool {
+        var st = stat()
+        guard lstat(destPath(path), &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return false }
+        return allPaths.contains { $0.hasPrefix(path + "/") }
     }
 
     /// Invariant 5: an atomic DEST shows all of one version and nothing else, or nothing at all
