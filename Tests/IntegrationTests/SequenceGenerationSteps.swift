@@ -76,15 +76,9 @@ extension SequenceWalk {
         let gens = disk.generations()
         var names = gens.filter { $0 != shown }.map { "g\($0)" } + [""]
         if FileManager.default.fileExists(atPath: disk.store + "/building") { names.append("building") }
-        // TEMPORARILY OFF unless MIRROR_SEQ_KNOWN_DEFECTS=1: a path that does not exist in the store
-        // (a generation pruned or not made yet) or one inside a kept generation is not refused: the
-        // first makes an empty `gN` that the store then lists (and rollback switches to), the second
-        // syncs into the kept generation. The walk would stop at its first such step; add them for
-        // good once DestinationIdentity refuses them.
-        if ProcessInfo.processInfo.environment["MIRROR_SEQ_KNOWN_DEFECTS"] == "1" {
-            names.append("g\((gens.first ?? 1) > 1 ? gens.first! - 1 : (gens.last ?? shown) + 3)")
-            if let older = gens.last(where: { $0 != shown }) { names.append("g\(older)/sub") }
-        }
+        // A generation pruned or not made yet, and a folder inside a kept one: refused as well.
+        names.append("g\((gens.first ?? 1) > 1 ? (gens.first ?? 2) - 1 : (gens.last ?? shown) + 3)")
+        if let older = gens.last(where: { $0 != shown }) { names.append("g\(older)/sub") }
         let name = rng.pick(names)
         let path = name.isEmpty ? disk.store : disk.store + "/" + name
         let fingerprint = disk.fingerprint()
@@ -159,11 +153,6 @@ extension SequenceWalk {
             }
             return own.map { !$0.contains(" ino=\(st.st_ino) ") || $0.contains("found=1") } ?? true
         }
-    }
-
-    func isTurnedIn(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(world.destPath(path), &st) == 0 && turnedIn[path] == UInt64(st.st_ino)
     }
 
     func isMaybeFound(_ path: String) -> Bool {

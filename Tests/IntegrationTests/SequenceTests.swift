@@ -249,15 +249,7 @@ struct SequenceWalk {
 
         var problems: [String] = []
         let context = "sync v\(version) --dest \(plan.dest.label) \(how) → \(outcome)\n\(result)"
-        // TEMPORARILY excused: a run that names DEST by its current generation's path
-        // (DEST.generations/gN) opens that path again after it switched DEST to the next
-        // generation (to refresh the records of the set it published), finds gN no longer current
-        // and exits 73 after a publish that succeeded; a --wait run whose gN another run replaced
-        // meanwhile exits 73 before doing anything. Remove once the run reopens DEST by its identity.
-        let staleOwnName = result.exitCode == 73 && plan.dest.label.hasPrefix("DEST.generations/")
-            && result.stderr.contains("generation kept for rollback")
-        if staleOwnName { counts["known-defect: 73 for DEST named by its generation", default: 0] += 1 }
-        if result.signal == nil && ![0, 1, 75].contains(result.exitCode) && !staleOwnName {
+        if result.signal == nil && ![0, 1, 75].contains(result.exitCode) {
             problems.append("unexpected exit code: \(context)")
         }
         // A run, even one killed or stopped, may have replaced a file changed by hand with its
@@ -322,16 +314,10 @@ struct SequenceWalk {
             var st = stat()
             if lstat(world.destPath(path), &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { blockers.append(path) }
         }
-        // TEMPORARILY: a file a run put where a folder was (a turn) is also excused. That run's
-        // journal record of it no longer matches the file (its ctime changed after the record: the
-        // verified download is linked into place a second time and its partial name removed later),
-        // so mirror takes its own file for the user's and blocks the next turn. Remove `turnedIn`
-        // once the installer records the file's final status.
         let excused = blockers.filter { blocker in
             world.allPaths.contains { ($0 == blocker || $0.hasPrefix(blocker + "/")) && (tampered.contains($0) || isMaybeFound($0)) }
-                || isTurnedIn(blocker) || holdsNoFile(blocker) || holdsUnrecorded(blocker)
+                || holdsNoFile(blocker) || holdsUnrecorded(blocker)
         }
-        if excused.contains(where: { isTurnedIn($0) }) { counts["known-defect: own turned-in file blocks the turn back", default: 0] += 1 }
         guard !blockers.isEmpty, excused.count == blockers.count else {
             let evidence = blockers.map { blocker -> String in
                 var st = stat()
