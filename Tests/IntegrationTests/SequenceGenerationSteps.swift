@@ -24,7 +24,9 @@ extension SequenceWalk {
         let shown = disk.shownGeneration
         switch result.exitCode {
         case 0:
-            let numbers = result.stdout.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+            // "DEST: generation 2 (was 3)", the first line (a hold's notice follows it).
+            let said = result.stdout.split(separator: "\n").first { $0.contains(": generation ") } ?? ""
+            let numbers = said.split(separator: ": generation ").last.map { $0.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) } } ?? []
             guard numbers.count >= 2, let to = numbers.dropLast().last, let from = numbers.last else {
                 return ["invariant 7: rollback (DEST as \(label)) exited 0 without saying which generation\n\(result)"]
             }
