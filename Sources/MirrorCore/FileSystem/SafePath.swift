@@ -36,18 +36,8 @@ public enum SafePath {
             errno = EXDEV
             return -1
         }
-        if resolver == .automatic {
-            var attempts = 0
-            while true {
-                let fd = mirror_openat2_beneath(folder, relative, flags, UInt32(mode))
-                if fd >= 0 { return fd }
-                let code = errno
-                // EAGAIN: a concurrent rename raced the lookup (the kernel refuses to guess); retry.
-                if code == EAGAIN && attempts < 8 { attempts += 1; continue }
-                if code == EINTR { continue }
-                if code != ENOSYS && code != EPERM { return -1 }
-                break
-            }
+        if resolver == .automatic, let fd = relative.withCString({ openat2Beneath(folder, $0, flags: flags, mode: mode) }) {
+            return fd
         }
         guard let components = components(of: relative) else {
             errno = EXDEV
@@ -94,22 +84,40 @@ public enum SafePath {
             errno = EXDEV
             return -1
         }
-        if resolver == .automatic {
-            var attempts = 0
-            while true {
-                let fd = relative.withCString { mirror_openat2_beneath(folder, $0, flags, 0) }
-                if fd >= 0 { return fd }
-                let code = errno
-                if code == EAGAIN && attempts < 8 { attempts += 1; continue }
-                if code == EINTR { continue }
-                if code != ENOSYS && code != EPERM { return -1 }
-                break
-            }
+        if resolver == .automatic, let fd = relative.withCString({ openat2Beneath(folder, $0, flags: flags, mode: 0) }) {
+            return fd
         }
+        let components = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map(Array.init)
+        return walk(components, beneath: folder, flags: flags, mode: 0)
+    }
+
+    /// `openat2` beneath `folder`, retried on `EINTR` and (a few times) on `EAGAIN`, which a
+    /// concurrent rename causes (the kernel refuses to guess). nil when the kernel or a seccomp
+    /// filter refuses the call itself (`ENOSYS`, `EPERM`): the caller then walks.
+    private static func openat2Beneath(_ folder: Int32, _ path: UnsafePointer<CChar>, flags: Int32, mode: mode_t) -> Int32? {
+        var attempts = 0
+        while true {
+            let fd = mirror_openat2_beneath(folder, path, flags, UInt32(mode))
+            if fd >= 0 { return fd }
+            let code = errno
+            if code == EAGAIN && attempts < 8 { attempts += 1; continue }
+            if code == EINTR { continue }
+            if code != ENOSYS && code != EPERM { return -1 }
+            return nil
+        }
+    }
+
+    /// The fallback: one `openat(O_NOFOLLOW)` per component, relative to the previous descriptor.
+    static func walk(_ components: [String], beneath folder: Int32, flags: Int32, mode: mode_t) -> Int32 {
+        walk(components.map { Array($0.utf8) }, beneath: folder, flags: flags, mode: mode)
+    }
+
+    /// ``walk(_:beneath:flags:mode:)`` of names as bytes.
+    static func walk(_ components: [[UInt8]], beneath folder: Int32, flags: Int32, mode: mode_t) -> Int32 {
         var current = folder
         defer { if current != folder { Glibc.close(current) } }
-        let components = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         for component in components.dropLast() {
+            // O_PATH: a folder we only pass through needs search permission, not read permission.
             let next = component.withCString { openat(current, $0, mirror_O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
             if next < 0 { return -1 }
             if current != folder { Glibc.close(current) }
@@ -119,25 +127,7 @@ public enum SafePath {
             errno = EXDEV
             return -1
         }
-        return retryingOnEINTR { last.withCString { openat(current, $0, flags) } }
-    }
-
-    /// The fallback: one `openat(O_NOFOLLOW)` per component, relative to the previous descriptor.
-    static func walk(_ components: [String], beneath folder: Int32, flags: Int32, mode: mode_t) -> Int32 {
-        var current = folder
-        defer { if current != folder { Glibc.close(current) } }
-        for component in components.dropLast() {
-            // O_PATH: a folder we only pass through needs search permission, not read permission.
-            let next = openat(current, component, mirror_O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0 { return -1 }
-            if current != folder { Glibc.close(current) }
-            current = next
-        }
-        guard let last = components.last else {
-            errno = EXDEV
-            return -1
-        }
-        return retryingOnEINTR { openat(current, last, flags, mode) }
+        return retryingOnEINTR { last.withCString { openat(current, $0, flags, mode) } }
     }
 
     /// The components of a path that stays beneath its folder, or nil for one that could leave it
