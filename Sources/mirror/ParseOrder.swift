@@ -5,7 +5,7 @@ import ArgumentParser
 /// swift-argument-parser calls a command's `validate()` as soon as it has decoded the command,
 /// and looks for unknown options only afterwards (a subcommand might still have taken them). So
 /// `mirror sync URL --dets DEST` said "a manifest URL needs --dest DIR", a consequence of the
-/// typo, while `--dets` went unnamed (issue 16 item 7). When parsing fails, the arguments are
+/// typo, while `--dets` went unnamed (docs/cli.md, "Commands"). When parsing fails, the arguments are
 /// parsed once more with the `validate()` checks off: an error of that pass (an unknown option
 /// with the parser's "did you mean", a malformed value, a missing argument) is the first mistake
 /// and is reported instead. A command line that parses costs no second pass.

@@ -18,7 +18,7 @@ extension Destination {
     /// it downloaded is never installed (it would put a link to anywhere at a manifest path).
     /// The check before the rename and the rename are two calls on a name, so whoever can write
     /// in the partial folder can swap the name between them (`renameat2(RENAME_EXCHANGE)` in a
-    /// loop, issue 17 item 3). The check after it is on the final name in DEST: when that is not
+    /// loop; SECURITY.md). The check after it is on the final name in DEST: when that is not
     /// the inode we wrote, what the rename put there is removed (`unlinkat`, which removes a link
     /// itself and never follows it) before the entry fails, so no link stays at a manifest path.
     ///

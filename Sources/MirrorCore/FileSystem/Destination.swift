@@ -123,7 +123,7 @@ public final class Destination {
     /// Throws a ``SystemError`` with `ENOTDIR`, naming the culprit, when one of its folders is a
     /// file (or anything else that is not a folder): the file could never be placed there, so the
     /// planner blocks the entry before any request instead of downloading it to fail at the
-    /// rename (D6 in issue 11).
+    /// rename (docs/faults.md).
     ///
     /// A path with folders is opened with `O_PATH | O_NOFOLLOW` through ``SafePath`` and `fstat`ed,
     /// so a symlink planted at one of its folders is not followed even for a look (it throws, and

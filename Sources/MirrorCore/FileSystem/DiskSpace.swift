@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A full destination, said so that an admin knows what to free: which entry was being written,
-/// how many bytes it still needs and how many are free (issue 16, item 6; before: `cannot write
+/// how many bytes it still needs and how many are free (docs/cli.md, "Space"; it used to say only `cannot write
 /// DEST/.mirror/partial/2fcf….part: No space left on device`, a hash that names nothing).
 public enum DiskSpace {
     /// Bytes this process may still write on the file system of `folder` (`fstatvfs(2)`):

@@ -77,7 +77,7 @@ public final class Journal {
     }
     public private(set) var lastRun: RunRecord?
     /// The last run that ended `ok` (every entry present and verified): "not in sync for 2 h" is
-    /// measured from its end (issue 16, item 2). Kept by compaction beside ``lastRun``.
+    /// measured from its end (docs/cli.md, "mirror status"). Kept by compaction beside ``lastRun``.
     public private(set) var lastSuccess: RunRecord?
     /// Bytes of a torn or corrupt tail that opening the journal found and dropped.
     public private(set) var droppedTailBytes = 0

@@ -236,10 +236,10 @@ public struct RunRecord: Equatable, Sendable {
     public var failed: Int
     public var bytes: Int64
     /// Why the run stopped early or could not write (`reason=`), for `mirror status` after the
-    /// run: "incomplete: 0 downloaded, 0 failed" alone told a full disk from nothing (issue 16, item 6).
+    /// run: "incomplete: 0 downloaded, 0 failed" alone told a full disk from nothing (docs/cli.md, "mirror status").
     public var reason: String?
     /// Where the run's manifest came from (`manifest=`, ``ManifestSource/rawValue``): `status`
-    /// shows a machine kept in sync with a saved copy while its server is down (issue 16, item 2).
+    /// shows a machine kept in sync with a saved copy while its server is down (docs/cli.md, "Where the manifest came from").
     public var manifest: String?
 
     public init(start: Int64, end: Int64, result: String, downloaded: Int, failed: Int, bytes: Int64,

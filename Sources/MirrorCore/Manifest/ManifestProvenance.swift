@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Where a run's manifest came from, as `--json`, `--metrics-file` and `status` show it
-/// (docs/cli.md, "Where the manifest came from"; issue 16, item 2).
+/// (docs/cli.md, "Where the manifest came from").
 ///
 /// With the server down and the saved copy fully synced, a run ends `ok` and exit 0; without
 /// these facts a stale machine looked healthy. They let an admin alert on "manifest older than a

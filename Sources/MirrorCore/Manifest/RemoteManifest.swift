@@ -221,7 +221,7 @@ public enum RemoteManifest {
     }
 
     /// The copy kept for `url` under `destination`, without the network: for `status` and
-    /// `verify`, which must answer while the server is down (issue 16, item 2; before: "cannot read
+    /// `verify`, which must answer while the server is down (docs/manifest.md; it used to say "cannot read
     /// manifest: No such file or directory", exit 65). The same checks as a sync's fallback (owner,
     /// mode, digest). Throws ``Failure/noKeptCopy(url:destination:reason:)`` (exit 65) when there is
     /// none to use, ``ManifestError`` when it no longer parses.

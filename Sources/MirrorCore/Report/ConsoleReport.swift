@@ -7,8 +7,8 @@ import Glibc
 /// Not on a terminal: one line per file that changed or failed, then a summary line, and nothing at
 /// all when nothing changed and nothing failed, so cron mails only when there is news. On a
 /// terminal the summary is always printed. `--summary`: that summary line alone (when there is
-/// news, or on a terminal), no line per file: a first sync of 50 files mailed 55 lines (issue 16,
-/// item 11). `--quiet`: errors only. `--json`: one JSON object on standard output at the end.
+/// news, or on a terminal), no line per file: a first sync of 50 files mailed 55 lines (docs/cli.md,
+/// "Output"). `--quiet`: errors only. `--json`: one JSON object on standard output at the end.
 /// Errors, failed files among them, go to standard error in every mode.
 public final class ConsoleReport {
     public enum Mode: Sendable { case text, summary, quiet, json }

@@ -1,4 +1,4 @@
-/// What `sync --dry-run` would do, in totals, after its plan lines (issue 16, item 9): a plan of
+/// What `sync --dry-run` would do, in totals, after its plan lines (docs/cli.md, `--dry-run`): a plan of
 /// 20,000 lines says nothing at a glance, and a script wants the numbers (`--json`: `dry_run`).
 ///
 /// `deletions`: what `--delete`, `--delete-unlisted` or an atomic switch would remove (0 when the

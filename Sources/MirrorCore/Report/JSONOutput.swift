@@ -13,7 +13,7 @@ import FoundationEssentials
 ///   name (`bytes_transferred`), rather than derived by `.convertToSnakeCase`: the names are the
 ///   contract, and the derivation cost a third more time on a summary of 10^6 changed files.
 /// - `/` is not escaped (`.withoutEscapingSlashes`): URLs stay as readable as in the text report.
-/// - A string carries no character a terminal acts on, raw (issue 17): see
+/// - A string carries no character a terminal acts on, raw (SECURITY.md): see
 ///   ``escapingTerminalControls(_:)``.
 public enum JSONOutput {
     /// A fresh encoder per call: `JSONEncoder` is a class with mutable settings, and a shared

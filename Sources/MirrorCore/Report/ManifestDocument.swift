@@ -1,6 +1,6 @@
 /// The `manifest` object of `sync --json` and `status --json` (docs/cli.md, "Where the manifest
 /// came from"), and the `last_success` moment beside it: what an admin alerts on when a machine
-/// runs on a saved copy with its server down (issue 16, item 2).
+/// runs on a saved copy with its server down (docs/cli.md, "Where the manifest came from").
 public struct ManifestDocument: Codable, Equatable, Sendable {
     /// `file`, `fetched`, `not_modified` or `saved_copy` (``ManifestSource``).
     public var source: String

@@ -1,6 +1,6 @@
 /// The line the progress block shows while files wait to retry after a stall: without it a
 /// server that takes connections and sends nothing looked like a run at `0 B/s` for minutes
-/// (issue 16, item 5). A pure function of the waiting files, unit-tested.
+/// (docs/cli.md, "Retries"). A pure function of the waiting files, unit-tested.
 public enum ProgressNote {
     /// One waiting file: the failure that made it wait and when it is asked again (monotonic seconds).
     public struct Waiting: Sendable, Equatable {

@@ -11,7 +11,7 @@ import Glibc
 /// Every message goes through ``redactingURLs(in:)``: no credential reaches the log.
 ///
 /// The path often lies in a folder others can write (`/tmp`, a shared log folder), and `mirror`
-/// often runs as root, so what sits at the name is not trusted (issue 17): see ``init(path:clock:)``.
+/// often runs as root, so what sits at the name is not trusted (SECURITY.md): see ``init(path:clock:)``.
 public final class RunLog {
     private let file: FileDescriptor
     /// Set after the first failed write, so a full disk costs one error message, not thousands.

@@ -1,6 +1,6 @@
 /// Why a run did not end `ok`, in one line, for its journal record (`reason=`) and so for
 /// `mirror status` after it: "incomplete: 0 downloaded, 0 failed" alone did not say that the disk
-/// was full (issue 16, item 6).
+/// was full (docs/cli.md, "mirror status").
 public enum RunReason {
     /// The error that stopped the run (a full or read-only destination) says the most; else why
     /// an incomplete run stopped; nil for a run that ended `ok` or `failed` (its entries say why).

@@ -1,5 +1,5 @@
 /// How often a run that uses the saved copy of its manifest (the server cannot be reached) says
-/// so on standard error: at most once a day per destination (issue 16, item 11).
+/// so on standard error: at most once a day per destination (docs/manifest.md, "Remote manifests and the kept copy").
 ///
 /// Such a run can end `ok`, exit 0, with every file verified against the copy; said every hour,
 /// the line made cron mail every machine every hour while the server was down, and a mail that

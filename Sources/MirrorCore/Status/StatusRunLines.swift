@@ -1,5 +1,5 @@
 extension DestinationStatus {
-    /// The lines of `status` about the runs and the manifest (issue 16, items 2 and 6): the last
+    /// The lines of `status` about the runs and the manifest (docs/cli.md, "mirror status"): the last
     /// run with why it stopped and where its manifest came from, the last run that ended `ok`
     /// and how long ago, and the manifest this status read.
     func runLines(now: Double) -> [String] {

@@ -1,7 +1,7 @@
 extension Formatting {
     /// Text as it may reach a person's terminal: every character a terminal would act on rather than
     /// show is written as an escape, so a file name or a journal record cannot move the cursor,
-    /// retitle the window, clear the screen or fake a line of output (issue 17).
+    /// retitle the window, clear the screen or fake a line of output (SECURITY.md).
     ///
     /// - C0 controls (U+0000–U+001F) and DEL: `\n`, `\r`, `\t`, else `\x1b`-style (ECMA-48 reads
     ///   ESC, CSI introducers and BEL from these).

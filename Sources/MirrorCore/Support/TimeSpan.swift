@@ -2,7 +2,7 @@
 /// `--jitter`): numbers with units `ms`, `s`, `m`, `h`, `d`, which may be combined (`1h30m`).
 ///
 /// Every number needs its unit: a bare `45` in a cron line, meant as minutes, once stopped a run
-/// after 45 seconds (issue 16). The one exception is `0`, which is the same in every unit.
+/// after 45 seconds (docs/cli.md, "Values of options"). The one exception is `0`, which is the same in every unit.
 /// (Named so, not `Duration`, to stay clear of the standard library's type.)
 public struct TimeSpan: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var seconds: Double

@@ -231,7 +231,7 @@ public final class Download {
             // An explanatory body; nothing of it goes into the file. Bytes that keep coming also
             // keep the low-speed limit from ever firing, so a body that never ends would hold the
             // run for ever: past a small cap the transfer is cut (a short count from the write
-            // callback) and the 416 stands (D2 in issue 11).
+            // callback) and the 416 stands (docs/faults.md).
             discardedBytes += bytes.count
             if discardedBytes > Download.discardedBodyLimit {
                 discardCut = true
@@ -328,10 +328,10 @@ public final class Download {
     /// `connected`: whether this transfer's TCP connect completed (``CurlEasy/connectMicroseconds``).
     /// A timeout before it did (`CURLE_OPERATION_TIMEDOUT` from `CURLOPT_CONNECTTIMEOUT`: SYNs
     /// dropped by a firewall or a full accept queue) is a host that cannot be reached, like a
-    /// refused one, so the runner stops sending it connections (D4 in issue 11); a timeout after
+    /// refused one, so the runner stops sending it connections (docs/faults.md); a timeout after
     /// it with not one body byte written (`stalledAfter`: the stall timeout, nil once a byte came)
     /// is a server that took the connection and said nothing: ``TransferFailure/stalled(seconds:)``,
-    /// counted like an unreachable host (issue 16, item 5: five retries of 30 s stalls, with their
+    /// counted like an unreachable host (docs/cli.md, "Retries": five retries of 30 s stalls, with their
     /// back-offs, held a run 4 min 16 s with no sign). A timeout after some bytes (a stall
     /// mid-body) is transient: the retry resumes where the bytes stopped.
     static func classify(_ code: CURLcode, connected: Bool, message: String, stalledAfter: Int? = nil) -> TransferFailure {

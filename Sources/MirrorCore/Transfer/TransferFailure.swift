@@ -23,7 +23,7 @@ public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible
     /// The connection opened but not one body byte came for the stall timeout (`--stall-timeout`,
     /// libcurl's `CURLE_OPERATION_TIMEDOUT` from `CURLOPT_LOW_SPEED_TIME`): a server that
     /// accepts and then says nothing is as useless as one that refuses, so it counts like one
-    /// for marking its host unreachable (``isUnreachable``; issue 16, item 5).
+    /// for marking its host unreachable (``isUnreachable``; docs/cli.md, "Retries").
     case stalled(seconds: Int)
     /// A network or protocol failure reported by libcurl (`curl_easy_strerror`).
     case network(code: Int32, message: String, transient: Bool)
