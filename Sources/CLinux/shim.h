@@ -22,6 +22,14 @@ static inline int mirror_syncfs(int fd) {
 static inline int mirror_start_writeback(int fd, long long offset, long long length) {
     return (int)syscall(SYS_sync_file_range, fd, offset, length, 2 /* SYNC_FILE_RANGE_WRITE */);
 }
+/* fallocate(2) with FALLOC_FL_KEEP_SIZE (1): allocate blocks for [offset, offset+length) without
+   changing the file's size, so that later appends into that range need no new block. The journal
+   keeps such a reserve beyond its end, so that the record of a run the full disk stopped can still
+   be written (docs/journal.md). Fails with EOPNOTSUPP where the file system has no fallocate. */
+static inline int mirror_reserve(int fd, long long offset, long long length) {
+    return (int)syscall(SYS_fallocate, fd, 1 /* FALLOC_FL_KEEP_SIZE */, offset, length);
+}
+
 /* openat2(2) (Linux 5.6) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: the
    kernel resolves `path` relative to `dirfd` in one lookup and fails with EXDEV if it would leave
    the folder (an absolute path, "..") and with ELOOP if any component, the last included, is a

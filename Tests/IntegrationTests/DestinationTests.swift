@@ -111,6 +111,72 @@ struct DestinationTests {
         _ = disk
     }
 
+    /// A first sync that fills the disk says what it did as any run does: the summary line under
+    /// `--summary`, the bytes it received in the metrics file and `--json`, and the reason in
+    /// `status` (before: no summary line, 0 bytes transferred in the metrics though megabytes came).
+    @Test func aDiskThatFillsDuringAFirstSyncIsReportedWithWhatTheRunReceived() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "8m"))
+        try fx.addFile("small.bin", size: 1 << 20, seed: 1)
+        try fx.addFile("big.bin", size: 24 << 20, seed: 2)
+        try fx.writeManifest()
+        let disk = try SmallFilesystem(at: fx.dest, size: "40m")
+        let metrics = fx.dir.path("mirror.prom")
+
+        let run = try fx.startSync(["--jobs", "1", "--summary", "--metrics-file", metrics])
+        let partials = fx.destPath(".mirror/partial")
+        try SharedDestination.waitUntil("big.bin's partial file holds 2 MiB", timeout: 60) {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: partials)) ?? []
+            return names.contains { fx.size(of: partials + "/" + $0) >= 2 << 20 }
+        }
+        _ = try Self.fill(fx.dest, leaving: 1 << 20)
+        let full = try run.wait(timeout: 60)
+        #expect(full.exitCode == 73, "\(full)")
+        let line = full.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(line.hasPrefix("mirror: 1 downloaded, 1 not finished; ") && line.contains(" transferred in "),
+                "the summary line: \(full.stdout)")
+        let prom = try String(contentsOfFile: metrics, encoding: .utf8)
+        let bytes = prom.split(separator: "\n").first { $0.hasPrefix("mirror_last_run_bytes_transferred{") }
+            .flatMap { $0.split(separator: " ").last }.flatMap { Int64($0) } ?? 0
+        #expect(bytes > 3 << 20, "the bytes received, small.bin and part of big.bin: \(bytes)")
+        #expect(prom.contains("result=\"unwritable\"} 1"), "\(prom)")
+
+        let status = try ChildProcess.run(try MirrorBinary.path(), ["status", fx.manifestPath, "--dest", fx.dest], timeout: 30)
+        #expect(status.stdout.contains("stopped: cannot write big.bin"), "\(status.stdout)")
+        #expect(status.stdout.contains("No space left on device"), "\(status.stdout)")
+
+        // The next run, the disk still full, stops at the space check: its --json says what it
+        // found (the pending file, the exit code, the reason), and status says why.
+        let again = try fx.sync(["--json"])
+        #expect(again.exitCode == 73, "\(again)")
+        let document = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
+        #expect(document?["exit_code"] as? Int == 73, "\(again.stdout)")
+        #expect((document?["files"] as? [String: Any])?["pending"] as? Int == 1, "\(again.stdout)")
+        #expect((document?["reason"] as? String)?.contains("not enough space") == true, "\(again.stdout)")
+        _ = disk
+    }
+
+    /// The journal keeps free space past its end, so the records a run writes as the disk fills
+    /// (partial files' durable bytes, the run's own record) still fit when no byte is free
+    /// (docs/journal.md, "A full disk"). Without the reserve an append fails as soon as the
+    /// journal's last block is full.
+    @Test func aJournalOnAFullDiskStillTakesTheRecordsOfTheRunsEnd() throws {
+        let dir = try TemporaryDirectory(prefix: "mirror-journal-full")
+        let disk = try SmallFilesystem(at: dir.path("fs"), size: "4m")
+        let fd = open(disk.path, O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        let journal = try Journal(folder: FileDescriptor(fd: fd, displayPath: disk.path), displayPath: "journal", readOnly: false)
+        _ = try Self.fill(disk.path, leaving: 0)
+        var vfs = statvfs()
+        #expect(statvfs(disk.path, &vfs) == 0 && vfs.f_bavail == 0, "the file system is full")
+        // About 24 KiB of records: six blocks past the header's.
+        for n in 0..<200 {
+            try journal.append(.run(RunRecord(start: 1, end: 2, result: "failed", downloaded: 0, failed: 0, bytes: Int64(n),
+                                              reason: "No space left on device, record \(n)", manifest: nil)), durable: n == 199)
+        }
+        #expect(journal.lastRun?.bytes == 199)
+        _ = disk
+    }
+
     @Test func aReadOnlyDestinationExits73() throws {
         let fx = try SyncFixture()
         try fx.addFile("a.bin", size: 1000, seed: 1)

@@ -78,6 +78,17 @@ public final class FileDescriptor {
         }
     }
 
+    /// Allocates `length` bytes of blocks from `offset` without changing the file's size
+    /// (`fallocate(2)` with `FALLOC_FL_KEEP_SIZE`), so appends into them need no free space later.
+    /// Best effort: a file system without it (EOPNOTSUPP), or a full disk, leaves no reserve; the
+    /// result says which, for the caller to stop asking where it cannot work.
+    public func reserve(from offset: Int64, length: Int64) -> ReserveResult {
+        if mirror_reserve(fd, offset, length) == 0 { return .reserved }
+        return errno == EOPNOTSUPP || errno == ENOSYS ? .unsupported : .failed
+    }
+
+    public enum ReserveResult: Sendable { case reserved, unsupported, failed }
+
     /// Reads up to `buffer.count` bytes at `offset`; returns the count (0 at end of file).
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         guard let base = buffer.baseAddress else { return 0 }

@@ -93,6 +93,8 @@ extension Journal {
         partials = [:]
         failures = [:]
         lineCount = 0
-        _ = try replay(handle)
+        length = Int64(try replay(handle).read)
+        reserve.reset()
+        reserve.keep(handle, length: length)
     }
 }

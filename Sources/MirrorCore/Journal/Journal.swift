@@ -86,6 +86,9 @@ public final class Journal {
     let displayPath: String
     var file: FileDescriptor?
     var lineCount = 0
+    /// The file's length as this journal wrote it, and the free space kept past it.
+    var length: Int64 = 0
+    var reserve = JournalReserve()
     /// Lookups read together; appends and compaction write alone (``ReadWriteLock``).
     let lock = ReadWriteLock()
 
@@ -110,16 +113,20 @@ public final class Journal {
         let (readLength, validLength) = try replay(handle)
         if readOnly { return }
         file = handle
+        length = Int64(readLength)
         if validLength < readLength || readLength == 0 {
             droppedTailBytes = readLength - validLength
             if validLength == 0 {
                 try handle.truncate(to: 0)
                 try handle.append(Journal.header)
+                length = Int64(Journal.header.count)
             } else {
                 try handle.truncate(to: Int64(validLength))
+                length = Int64(validLength)
             }
             try handle.syncData()
         }
+        reserve.keep(handle, length: length)
     }
 
     /// Applies every valid record of the file, read in chunks of a few MB; returns the file's
@@ -289,6 +296,8 @@ public final class Journal {
         lines.reserveCapacity(records.count * 256)
         for record in records { record.encode(into: &lines) }
         try file.append(lines)
+        length += Int64(lines.count)
+        reserve.keep(file, length: length)
         for record in records { apply(record) }
         lineCount += records.count
         if durable { try file.syncData() }

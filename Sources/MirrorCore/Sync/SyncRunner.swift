@@ -131,7 +131,7 @@ public final class SyncRunner {
                     summary.upToDate = manifest.entries.count
                     finishRun()
                     lock.release()
-                    if let fatal { throw SyncError.destination(fatal) }
+                    if let fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
                     return summary
                 }
                 try seedBuilding(from: current)
@@ -170,14 +170,14 @@ public final class SyncRunner {
             spaceStop = error
             summary.pending += scheduler.readyCount
             finishRun()
-            throw error
+            throw (error as? SyncError).map { SyncStopped(cause: $0, summary: summary) } ?? error
         }
         holdDuplicates()
         journal.reserveVerified(additional: scheduler.readyCount)
         if scheduler.readyCount > 0 || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
-        if let fatal { throw SyncError.destination(fatal) }
+        if let fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
         return summary
     }
 

@@ -111,6 +111,26 @@ public enum SyncSession {
             case .failed: result = .failed
             case .incomplete: result = .incomplete
             }
+        } catch let stopped as SyncStopped {
+            // The run planned and did part of its work: the error first, then what it did (the
+            // summary line, the bytes for the metrics, a whole `--json` document with the reason).
+            report.fatal(stopped.description)
+            var done = stopped.summary
+            done.manifest = provenance
+            summary = done
+            ended = stopped.description
+            code = stopped.exitStatus
+            result = runResult(for: stopped.cause)
+            if request.json {
+                report.progress?.erase()
+                var document = SyncDocument(done)
+                document.reason = redactingURLs(in: stopped.description)
+                document.exitCode = code
+                print(JSONOutput.render(document))
+                report.logLine("error", "end result=\(result.rawValue), exit \(code): " + ConsoleReport.summaryLine(done).dropFirst("mirror: ".count))
+            } else {
+                report.finish(done)
+            }
         } catch let error as ExitCoded {
             report.fatal(error.description)
             ended = error.description
