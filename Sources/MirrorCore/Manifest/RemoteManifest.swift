@@ -152,7 +152,7 @@ public enum RemoteManifest {
         }
         let validators = saved?.validators
 
-        let response: SmallFetch.Response
+        var response: SmallFetch.Response
         do {
             response = try SmallFetch.get(url, validators: validators, limit: sizeLimit, settings: settings, revalidate: true)
         } catch let failure as SmallFetch.Failure {
@@ -180,8 +180,25 @@ public enum RemoteManifest {
             let copy = verified(saved)
             return try fallBack(copy, url: url, reason: "the server answered \(response.status)" + noCopy, warnings: warnings)
         }
-        let signature = fetchSignature(url, settings: settings)
-        try verify?(response.body, signature)
+        var signature = fetchSignature(url, settings: settings)
+        if let verify {
+            do {
+                try verify(response.body, signature)
+            } catch let refused as SignatureError {
+                // The manifest and its signature are two files, published one after the other:
+                // a run between the two writes meets the new manifest with the old signature (or
+                // none). Both are asked again once, after the publish has had time to finish
+                // (docs/signing.md, "Publishing"); a second refusal is the answer (exit 65).
+                guard StopSignal.pause(signatureRetryDelay) else { throw Failure.interrupted(url: url) }
+                guard let again = try? SmallFetch.get(url, validators: nil, limit: sizeLimit, settings: settings, revalidate: true),
+                      again.isSuccess else { throw refused }
+                let againSignature = fetchSignature(url, settings: settings)
+                try verify(again.body, againSignature)
+                warnings.append("\(name): the signature did not match at first (\(refused.cause.summary)); "
+                    + "both were fetched again \(Int(signatureRetryDelay)) s later and matched: a publish was in progress")
+                (response, signature) = (again, againSignature)
+            }
+        }
         let manifest = try ManifestLoader.parse(response.body, sourceName: name)
         do {
             if let credential = credentialURL(in: manifest) {
@@ -281,6 +298,10 @@ public enum RemoteManifest {
               response.isSuccess, !response.body.isEmpty else { return nil }
         return response.body
     }
+
+    /// How long a refused signature waits before the manifest and its signature are asked again:
+    /// longer than a publish takes to write its two files (docs/signing.md, "Publishing").
+    static let signatureRetryDelay: Double = 2
 
     /// The validators of the last fetch of a URL, kept with the copy (``SmallFetch`` sends them).
     typealias Validators = SmallFetch.Validators

@@ -10,6 +10,15 @@ public struct SignatureError: Error, CustomStringConvertible, Equatable, Sendabl
         case malformed(detail: String)
         /// Well-formed, but not a signature of these bytes by the trusted key.
         case mismatch
+
+        /// A few words for a warning: "no signature", "a malformed signature", "a mismatch".
+        public var summary: String {
+            switch self {
+            case .missing: return "no signature"
+            case .malformed: return "a malformed signature"
+            case .mismatch: return "a mismatch"
+            }
+        }
     }
 
     /// The manifest as the user named it.

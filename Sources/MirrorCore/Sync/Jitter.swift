@@ -18,15 +18,5 @@ public enum Jitter {
     }
 
     /// Sleeps `seconds`; false when a stop signal arrived first.
-    public static func sleep(_ seconds: Double) -> Bool {
-        let end = monotonicSeconds() + seconds
-        while StopSignal.received == 0 {
-            let left = end - monotonicSeconds()
-            if left <= 0 { return true }
-            let step = min(left, 0.1)
-            var ts = timespec(tv_sec: Int(step), tv_nsec: Int((step - Double(Int(step))) * 1e9))
-            nanosleep(&ts, nil)
-        }
-        return false
-    }
+    public static func sleep(_ seconds: Double) -> Bool { StopSignal.pause(seconds) }
 }

@@ -31,4 +31,18 @@ public enum StopSignal {
             }
         }
     }
+
+    /// Sleeps `seconds` in steps of at most 0.1 s; false when a stop signal arrived first, so that
+    /// SIGINT or SIGTERM end a wait (``Jitter``, a signature's second look) promptly.
+    public static func pause(_ seconds: Double) -> Bool {
+        let end = monotonicSeconds() + seconds
+        while received == 0 {
+            let left = end - monotonicSeconds()
+            if left <= 0 { return true }
+            let step = min(left, 0.1)
+            var ts = timespec(tv_sec: Int(step), tv_nsec: Int((step - Double(Int(step))) * 1e9))
+            nanosleep(&ts, nil)
+        }
+        return false
+    }
 }
