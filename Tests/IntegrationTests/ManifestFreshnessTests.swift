@@ -67,7 +67,7 @@ import MirrorTestSupport
         try fx.addFile("a.bin", size: 20_000, seed: 73)
         let manifestFile = fx.www + "/manifest.yaml"
         try fx.manifest.write(to: manifestFile)
-        let url = cache.server.url("manifest.yaml")
+        let url = cache.url("manifest.yaml")
 
         let first = try Self.sync(url, dest: fx.dest)
         #expect(first.exitCode == 0, "\(first)")
@@ -88,6 +88,17 @@ import MirrorTestSupport
         } while monotonicSeconds() < deadline
         #expect(asked.count == 4, "\(asked)")
         #expect(asked.allSatisfy { $0.cacheControl == "no-cache" && $0.pragma == "no-cache" }, "\(asked)")
+
+        // The site file serves manifests from a location without proxy_cache, which passes
+        // mirror's validators on: nothing changed, so the origin answers 304, not the manifest.
+        let before = try fx.server.accessLog().filter { $0.uri == "/manifest.yaml" }.count
+        let third = try Self.sync(url, dest: fx.dest, ["--json"])
+        #expect(Self.manifestField(third, "source") == "not_modified", "\(third.stdout)")
+        try SharedDestination.waitUntil("the origin logged the third manifest request", timeout: 5) {
+            try fx.server.accessLog().filter { $0.uri == "/manifest.yaml" }.count > before
+        }
+        let statuses = try fx.server.accessLog().filter { $0.uri == "/manifest.yaml" }.map(\.status)
+        #expect(statuses == [200, 200, 304], "the origin's answers to the three runs: \(statuses)")
     }
 
     /// A cron line with a mistyped URL on a machine that synced another: 404 (and 410) is exit 1

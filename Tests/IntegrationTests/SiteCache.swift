@@ -1,8 +1,8 @@
 import Foundation
 import MirrorTestSupport
 
-/// A real nginx `proxy_cache` in front of an origin nginx, configured with the block that
-/// docs/fleet.md documents (read from the page, so the page and the test cannot drift apart).
+/// A real nginx `proxy_cache` in front of an origin nginx: the site file that docs/fleet.md gives,
+/// read from the page (so the page and the test cannot drift apart) and run whole.
 final class SiteCache {
     let server: NginxServer
     let folder: TemporaryDirectory
@@ -19,28 +19,27 @@ final class SiteCache {
         var status: Int
     }
 
-    /// The documented configuration: its `http { }` part and its `location` part. `lock` and
-    /// `slice` false drop those directives, to measure what they save.
-    static func documented(origin: String, cachePath: String, lock: Bool = true, slice: Bool = true) throws -> (http: String, location: String) {
+    /// The documented site file, as an operator installs it, with only what must change here:
+    /// the cache path, the port it listens on (on loopback), and the origin. `lock` and `slice`
+    /// false drop those directives, to measure what they save.
+    static func documented(origin: String, cachePath: String, port: Int, lock: Bool = true, slice: Bool = true) throws -> String {
         let page = try String(contentsOfFile: repositoryFile("docs/fleet.md"), encoding: .utf8)
         guard let marker = page.range(of: "<!-- SiteCacheTests reads the next nginx block"),
               let open = page.range(of: "```nginx\n", range: marker.upperBound..<page.endIndex),
               let close = page.range(of: "```", range: open.upperBound..<page.endIndex) else {
             throw HarnessError("docs/fleet.md: no nginx block after the SiteCacheTests marker")
         }
-        let block = String(page[open.upperBound..<close.lowerBound])
-        let parts = block.components(separatedBy: "# --- in the location of the cache's server { } ---")
-        guard parts.count == 2 else { throw HarnessError("docs/fleet.md: the nginx block lacks its location marker") }
-        let http = parts[0].replacingOccurrences(of: "/var/cache/nginx/mirror", with: cachePath)
-        var location = parts[1].replacingOccurrences(of: "http://origin.example.org", with: origin)
+        let file = String(page[open.upperBound..<close.lowerBound])
+        guard file.contains("/var/cache/nginx/mirror"), file.contains("http://origin.example.org"), file.contains("    listen 8080;\n") else {
+            throw HarnessError("docs/fleet.md: the site file no longer names /var/cache/nginx/mirror, http://origin.example.org and `listen 8080;`")
+        }
         let dropped = (lock ? [] : ["proxy_cache_lock"]) + (slice ? [] : ["slice ", "proxy_set_header Range", "proxy_cache_key"])
-        location = location.split(separator: "\n", omittingEmptySubsequences: false)
+        return file.replacingOccurrences(of: "/var/cache/nginx/mirror", with: cachePath)
+            .replacingOccurrences(of: "http://origin.example.org", with: origin)
+            .replacingOccurrences(of: "    listen 8080;\n", with: "    listen 127.0.0.1:\(port);\n")
+            .split(separator: "\n", omittingEmptySubsequences: false)
             .filter { line in !dropped.contains { line.trimmingCharacters(in: .whitespaces).hasPrefix($0) } }
             .joined(separator: "\n")
-        guard http.contains(cachePath), location.contains(origin) else {
-            throw HarnessError("docs/fleet.md: the nginx block no longer names /var/cache/nginx/mirror and http://origin.example.org")
-        }
-        return (http, location)
     }
 
     /// The absolute path of `relative` in this repository.
@@ -49,17 +48,27 @@ final class SiteCache {
             .deletingLastPathComponent().appendingPathComponent(relative).path
     }
 
+    /// The port the site file's server listens on, and its URLs.
+    let port: Int
+    var baseURL: String { "http://127.0.0.1:\(port)/" }
+    func url(_ path: String) -> String { baseURL + path }
+
     init(origin: NginxServer, lock: Bool = true, slice: Bool = true) throws {
         folder = try TemporaryDirectory(prefix: "mirror-cache")
         let cachePath = folder.path("cache")
         let root = folder.path("root")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         statusLogPath = folder.path("cache-status.log")
-        let config = try Self.documented(origin: "http://127.0.0.1:\(origin.port)", cachePath: cachePath, lock: lock, slice: slice)
+        port = try Loopback.freePort()
+        let site = try Self.documented(origin: "http://127.0.0.1:\(origin.port)", cachePath: cachePath, port: port,
+                                       lock: lock, slice: slice)
         let log = "log_format cachestatus '$request_method\\t$uri\\t$http_range\\t$http_cache_control\\t$http_pragma\\t"
-            + "$upstream_cache_status\\t$status\\t$body_bytes_sent';\naccess_log \"\(statusLogPath)\" cachestatus;\n"
-        server = try NginxServer(root: root, options: .init(extraLocationConfig: config.location,
-                                                            extraHTTPConfig: config.http + "\n" + log))
+            + "$upstream_cache_status\\t$status\\t$body_bytes_sent';\n"
+        // The site file goes in `http { }` as conf.d would put it; its server logs what it
+        // answered. The harness's own server (on another port) only tells when nginx is up,
+        // which is when every `listen` of the file is bound too.
+        let logged = site.replacingOccurrences(of: "server {\n", with: "server {\n    access_log \"\(statusLogPath)\" cachestatus;\n")
+        server = try NginxServer(root: root, options: .init(extraHTTPConfig: log + logged))
     }
 
     /// The cache's requests so far, in the order nginx finished them.

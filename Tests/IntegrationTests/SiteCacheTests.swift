@@ -25,7 +25,7 @@ import MirrorTestSupport
     @Test func aCorruptObjectInTheCacheIsRevalidatedAndHealed() throws {
         let fx = try SyncFixture()
         let cache = try SiteCache(origin: fx.server)
-        fx.manifest.baseURL = cache.server.baseURL
+        fx.manifest.baseURL = cache.baseURL
         let size = 3 * Self.mib + 1000
         let sha = try fx.addFile("set/disk.img", size: size, seed: 41)
         try fx.writeManifest()
@@ -73,7 +73,7 @@ import MirrorTestSupport
     static func fiveMachines(lock: Bool = true, slice: Bool = true) throws -> Double {
         let fx = try SyncFixture()
         let cache = try SiteCache(origin: fx.server, lock: lock, slice: slice)
-        fx.manifest.baseURL = cache.server.baseURL
+        fx.manifest.baseURL = cache.baseURL
         let size = 64 * Self.mib
         let sha = try fx.addFile("set/big.iso", size: size, seed: 43)
         try fx.writeManifest()
