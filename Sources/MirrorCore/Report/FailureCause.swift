@@ -90,7 +90,7 @@ public enum FailureCause: Hashable, Sendable {
         case .validatorChanged: return "the file changed on the server during the download"
         case .contentEncoding: return "the server sent an encoded body (Content-Encoding)"
         case .system(let code): return "cannot read or write on this machine: \(String(cString: strerror(code)))"
-        case .blocked: return "something else is in the way at the path"
+        case .blocked: return "blocked at its path (something else is in the way, or the path cannot be checked)"
         case .cannotDelete(let code): return "cannot delete" + (code.map { ": \(String(cString: strerror($0)))" } ?? "")
         case .stopped: return "stopped before completion"
         case .other: return "other errors"
