@@ -7,9 +7,11 @@ import Glibc
 /// Not on a terminal: one line per file that changed or failed, then a summary line, and nothing at
 /// all when nothing changed and nothing failed, so cron mails only when there is news. On a
 /// terminal the summary is always printed. `--summary`: that summary line alone (when there is
-/// news, or on a terminal), no line per file: a first sync of 50 files mailed 55 lines (docs/cli.md,
-/// "Output"). `--quiet`: errors only. `--json`: one JSON object on standard output at the end.
-/// Errors, failed files among them, go to standard error in every mode.
+/// news, or on a terminal), no line per file: a first sync of 50 files mailed 55 lines; its failed
+/// files are grouped by cause and host at the end, a handful of lines at most
+/// (``FailureSummaryPolicy``; docs/cli.md, "Output"). `--quiet`: errors only. `--json`: one JSON
+/// object on standard output at the end. Errors, failed files among them, go to standard error in
+/// every mode.
 public final class ConsoleReport {
     public enum Mode: Sendable { case text, summary, quiet, json }
 
@@ -19,6 +21,10 @@ public final class ConsoleReport {
     public var progress: ProgressDisplay?
     /// `--log-file`: every changed or failed file and the summary, timestamped.
     public var log: RunLog?
+    /// `--summary`: the failures so far, printed grouped when the run ends (``printFailures()``).
+    var failures = FailureGroups(pathsKept: FailureSummaryPolicy().pathsPerLine)
+    /// Where the "and N more" line of `--summary` sends the reader (set by ``SyncSession``).
+    public var failureListing = FailureListing.status(manifest: "MANIFEST", destination: nil)
 
     public init(mode: Mode, isTerminal: Bool = isatty(STDOUT_FILENO) == 1) {
         self.mode = mode
@@ -30,7 +36,8 @@ public final class ConsoleReport {
         switch result.outcome {
         case .failed(let message):
             logLine("failed", "\(result.path): \(message)")
-            printError("\(result.path): \(message)")
+            guard mode == .summary else { return printError("\(result.path): \(message)") }
+            failures.add(path: result.path, cause: result.cause ?? .other, host: result.host, message: message)
         case .downloaded, .replaced:
             let verb = result.outcome == .replaced ? "replaced" : "downloaded"
             logLine("info", "\(verb) \(result.path) (\(result.size) bytes)" + (result.source.map { " from \($0)" } ?? "")
@@ -92,6 +99,7 @@ public final class ConsoleReport {
     public func finish(_ summary: SyncSummary) {
         progress?.erase()
         progress = nil
+        printFailures()
         logLine(summary.result == .ok ? "info" : summary.result == .failed ? "failed" : "warning",
                 "end result=\(summary.result.name): " + ConsoleReport.summaryLine(summary).dropFirst("mirror: ".count))
         switch mode {
@@ -150,9 +158,22 @@ public final class ConsoleReport {
 }
 
 extension ConsoleReport {
-    /// An error that ends the run before any entry result (invalid manifest, lock held, disk).
+    /// An error that ends the run (invalid manifest, lock held, disk), after the failures of
+    /// `--summary` so far: a run a full disk stops still names them.
     public func fatal(_ message: String) {
+        printFailures()
         logLine("error", message)
         printError(message)
+    }
+}
+
+extension ConsoleReport {
+    /// `--summary`: the failed files so far, grouped by cause and host (``FailureSummaryPolicy``),
+    /// on standard error like every error; then forgotten, so nothing is printed twice.
+    public func printFailures() {
+        guard !failures.isEmpty else { return }
+        let decision = FailureSummaryPolicy().decide(failures)
+        failures = FailureGroups(pathsKept: failures.pathsKept)
+        for line in decision.lines(listing: failureListing) { printError(line) }
     }
 }

@@ -22,6 +22,10 @@ public struct EntryResult: Sendable, Equatable {
     /// A chunk delta: the older copy its unchanged chunks came from, and how many bytes they were.
     public var deltaFrom: String?
     public var reusedBytes: Int64 = 0
+    /// For a failure: its cause as a value and the `scheme://host:port` of the source last
+    /// tried, which `--summary` groups failures by (``FailureGroups``).
+    public var cause: FailureCause?
+    public var host: String?
 
     public init(path: String, outcome: Outcome, size: Int64, source: String?, fromMirror: Bool = false) {
         self.path = path

@@ -48,7 +48,8 @@ struct Deleter {
             } catch let error as SystemError where error.isDestinationUnwritable {
                 throw error
             } catch {
-                let result = EntryResult(path: display, outcome: .failed("cannot delete: \(error)"), size: item.status.size, source: nil)
+                var result = EntryResult(path: display, outcome: .failed("cannot delete: \(error)"), size: item.status.size, source: nil)
+                result.cause = .cannotDelete(code: (error as? SystemError)?.code)
                 out.failed.append(result)
                 report.entryFinished(result)
             }

@@ -47,7 +47,7 @@ extension SyncRunner {
                 ? "the server's file differs from the manifest (\(detail), the same twice from \(redactedURL(source))); "
                     + "republish the manifest or the file"
                 : "checksum mismatch after \(attempts) (\(detail))"
-            fail(entry, why, unreachable: false)
+            fail(entry, why, unreachable: false, cause: .checksumMismatch, source: source.isEmpty ? nil : source)
             return
         case .revalidate:
             task.history.revalidate(source)

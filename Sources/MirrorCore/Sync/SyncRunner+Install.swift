@@ -84,7 +84,7 @@ extension SyncRunner {
             // file found (``copyLocally(_:)``), verified like a download, renamed into place.
             report.warning("\(destination.display(entry.path)): \(reason); its bytes are copied into a new file of this user's")
             addTask(entry, replacing: true, copyingFound: true)
-        case .unreadable(let error): fail(entry, "\(error)", unreachable: false)
+        case .unreadable(let error): fail(entry, "\(error)", unreachable: false, cause: FailureCause(error))
         case .failed(let error): stopOrFail(entry, error)
         }
     }

@@ -70,7 +70,10 @@ extension SyncRunner {
             releaseDuplicates(of: task.entry.path)
             return
         }
-        fail(task.entry, why + source, unreachable: unreachable)
+        // The source that gave the last failure: the current one, or the last once all were tried.
+        let tried = task.currentSource ?? task.sources.last
+        fail(task.entry, why + source, unreachable: unreachable,
+             cause: task.history.last.map(FailureCause.init) ?? .other, source: tried)
     }
 
 
@@ -81,17 +84,21 @@ extension SyncRunner {
         if let error = error as? SystemError, error.isDestinationUnwritable {
             fatal = error
         } else {
-            fail(entry, "\(error)", unreachable: false)
+            fail(entry, "\(error)", unreachable: false, cause: FailureCause(error))
         }
     }
 
-    func fail(_ entry: ManifestEntry, _ failure: String, unreachable: Bool) {
+    /// `cause` and `source` (the URL last tried, if the cause is a server's) are what
+    /// `--summary` groups the failure by (``FailureGroups``).
+    func fail(_ entry: ManifestEntry, _ failure: String, unreachable: Bool, cause: FailureCause, source: String? = nil) {
         releaseDuplicates(of: entry.path)
         // Masked once here for every place it goes: console, --json, the log and the journal.
         let message = redactingURLs(in: failure)
         summary.failed += 1
         if unreachable { unreachableFailures += 1 }
-        let result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
+        var result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
+        result.cause = cause
+        result.host = source.map { redactedURL(hostKey(of: $0)) }
         summary.add(result)
         report.entryFinished(result)
         try? journal?.append(.failed(FailedRecord(identity: EntryIdentity(entry), error: message, time: Int64(currentUnixTime()))), durable: false)

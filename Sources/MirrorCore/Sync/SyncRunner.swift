@@ -158,7 +158,7 @@ public final class SyncRunner {
             case .check: checks.append(entry)
             case .resume(let offset, let record): planned.append(makeTask(entry, replacing: false, resume: record, offset: offset))
             case .download(let replacing): planned.append(index: index, replacing: replacing)
-            case .blocked(let why): fail(entry, why, unreachable: false)
+            case .blocked(let why): fail(entry, why, unreachable: false, cause: .blocked)
             }
             index += 1
         }

@@ -45,6 +45,12 @@ public enum SyncSession {
                 report.fatal("\(error) (the run goes on without it)")
             }
         }
+        // Where `--summary` sends the reader for the failures it leaves unnamed.
+        if let logFile = request.logFile, report.log != nil {
+            report.failureListing = .logFile(logFile)
+        } else {
+            report.failureListing = .status(manifest: redactedURL(manifest), destination: options.destination)
+        }
         report.logLine("info", "start sync \(redactedURL(manifest))" + (options.destination.map { " --dest \($0)" } ?? ""))
 
         var destination = options.destination
