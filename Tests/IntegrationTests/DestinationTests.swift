@@ -25,16 +25,23 @@ struct DestinationTests {
 
     /// Takes all but `leaving` bytes of the free space of the file system holding `folder`, as
     /// another writer would (`posix_fallocate` of a filler file); returns the filler's path.
+    /// A download running beside it takes space between the `statvfs` and the `fallocate`: the
+    /// filler then asks for what is free at that moment, again, until it gets it.
     static func fill(_ folder: String, leaving: Int64) throws -> String {
-        var vfs = statvfs()
-        guard statvfs(folder, &vfs) == 0 else { throw HarnessError.posix("statvfs(\(folder))") }
-        let free = Int64(vfs.f_bavail) * Int64(vfs.f_frsize)
         let path = folder + "/filler"
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw HarnessError.posix("open(\(path))") }
         defer { close(fd) }
-        guard posix_fallocate(fd, 0, off_t(max(4096, free - leaving))) == 0 else { throw HarnessError("fallocate \(path) failed") }
-        return path
+        for _ in 0..<20 {
+            var vfs = statvfs()
+            guard statvfs(folder, &vfs) == 0 else { throw HarnessError.posix("statvfs(\(folder))") }
+            let free = Int64(vfs.f_bavail) * Int64(vfs.f_frsize)
+            let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64 ?? 0
+            let result = posix_fallocate(fd, 0, off_t(size + max(4096, free - leaving)))
+            if result == 0 { return path }
+            guard result == ENOSPC else { throw HarnessError("fallocate \(path) failed: errno \(result)") }
+        }
+        throw HarnessError("fallocate \(path): the free space kept shrinking")
     }
 
     /// The files fit when the run starts (the space check passes), then another writer fills the
