@@ -43,6 +43,7 @@ import MirrorTestSupport
         let dry = try fx.sync(["--dry-run"])
         #expect(dry.exitCode == 0, "\(dry)")
         let lines = dry.stdout.split(separator: "\n").map(String.init)
+        print(dry.stdout)
         #expect(lines.contains { $0.hasPrefix("replace images/lab.img (delta, ≈") }, "\(dry.stdout)")
         #expect(lines.contains("copy videos/2026/intro.mp4 from \(fx.destPath("videos/intro.mp4"))"), "\(dry.stdout)")
         #expect(!lines.contains { $0.hasPrefix("download ") }, "\(dry.stdout)")
