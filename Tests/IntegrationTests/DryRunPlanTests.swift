@@ -18,9 +18,10 @@ import MirrorTestSupport
     }
 
     /// DEST holds v1 of a 16 MiB image and a 3 MiB video. The publisher edits 4 KiB of the image,
-    /// inserts 256 KiB into it, and moves the video: the dry run says `replace images/lab.img
-    /// (delta, ≈…)` and `copy videos/2026/intro.mp4 from …`, fetches nothing but the image's chunk
-    /// index, and its byte total equals the real run's `bytes_transferred` (ranges and index).
+    /// inserts 256 KiB into it, moves the video and adds one new file at two paths: the dry run
+    /// says `replace images/lab.img (delta, ≈…)`, `copy videos/2026/intro.mp4 from …` and `copy
+    /// new/b.bin from …/new/a.bin`, fetches nothing but the image's chunk index, and its byte total
+    /// equals the real run's `bytes_transferred` (the ranges, the index and one new file).
     @Test func theDryRunNamesADeltaAndACopyAndItsTotalIsTheRealRunsBytes() throws {
         let fx = try SyncFixture()
         let image = fx.www + "/images/lab.img"
@@ -37,6 +38,9 @@ import MirrorTestSupport
         try Data(v2).write(to: URL(fileURLWithPath: image))
         try FileManager.default.createDirectory(atPath: fx.www + "/videos/2026", withIntermediateDirectories: true)
         try FileManager.default.moveItem(atPath: fx.www + "/videos/intro.mp4", toPath: fx.www + "/videos/2026/intro.mp4")
+        // One new content at two paths: fetched once, then copied.
+        try TestData.writeFile(at: fx.www + "/new/a.bin", size: 200 << 10, seed: 16)
+        try TestData.writeFile(at: fx.www + "/new/b.bin", size: 200 << 10, seed: 16)
         try Self.publish(fx)
         let beforeDry = try fx.requests(atLeast: 1).count
 
@@ -46,11 +50,12 @@ import MirrorTestSupport
         print(dry.stdout)
         #expect(lines.contains { $0.hasPrefix("replace images/lab.img (delta, ≈") }, "\(dry.stdout)")
         #expect(lines.contains("copy videos/2026/intro.mp4 from \(fx.destPath("videos/intro.mp4"))"), "\(dry.stdout)")
-        #expect(!lines.contains { $0.hasPrefix("download ") }, "\(dry.stdout)")
+        #expect(lines.contains("download new/a.bin (200.0 KiB)"), "\(dry.stdout)")
+        #expect(lines.contains("copy new/b.bin from \(fx.destPath("new/a.bin"))"), "\(dry.stdout)")
         let dryJSON = try fx.sync(["--dry-run", "--json"])
         let totals = try #require(FaultFixture.json(dryJSON)?["dry_run"] as? [String: Any], "\(dryJSON.stdout)")
         let plannedBytes = try #require(totals["bytes"] as? Int, "\(totals)")
-        #expect(totals["copies"] as? Int == 1 && totals["deltas"] as? Int == 1, "\(totals)")
+        #expect(totals["files"] as? Int == 2 && totals["copies"] as? Int == 2 && totals["deltas"] as? Int == 1, "\(totals)")
         // The dry runs asked for the image's chunk index and nothing else; DEST is as it was.
         let dryRequests = Array(try fx.requests(atLeast: beforeDry + 2).dropFirst(beforeDry))
         #expect(dryRequests.allSatisfy { $0.uri == "/.mirror-chunks/images/lab.img" }, "\(dryRequests)")
