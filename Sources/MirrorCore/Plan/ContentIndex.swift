@@ -27,7 +27,8 @@ final class ContentIndex {
         let display: String
     }
 
-    private let journal: Journal
+    /// DEST's journal; nil for a dry run of a DEST that has none (only seeds can help then).
+    private let journal: Journal?
     /// DEST (for an atomic DEST, the building folder, then the set it shows).
     private let destinations: [Destination]
     /// The `--seed` folders, opened once; the chunk delta asks them for an older copy too.
@@ -35,16 +36,18 @@ final class ContentIndex {
     /// Files this run installed, by content (the journal's table holds the files verified before).
     private var installed: [Key: [VerifiedRecord]] = [:]
 
-    init(journal: Journal, destinations: [Destination], seeds: [String]) {
+    init(journal: Journal?, destinations: [Destination], seeds: [String]) {
         self.journal = journal
         self.destinations = destinations
         self.seeds = SeedFolders(paths: seeds)
     }
 
     /// An unchanged file in DEST, else a seed file, whose bytes should be `entry`'s; nil when none.
-    func source(for entry: ManifestEntry) -> Source? {
+    /// `seeds`: false asks DEST alone (the dry run, for an entry that another entry of the run
+    /// would fetch first and whose file then comes before any seed).
+    func source(for entry: ManifestEntry, seeds askSeeds: Bool = true) -> Source? {
         // Picked by a hash of size and digests, so compared exactly before anything is offered.
-        let known = journal.verifiedRecords(withContent: ContentHash(size: entry.size, digests: entry.digests))
+        let known = journal?.verifiedRecords(withContent: ContentHash(size: entry.size, digests: entry.digests)) ?? []
         // The exact key (digests as the journal writes them) only when some file may hold the
         // content: most entries of a first sync have none, and it is two strings an entry.
         if !known.isEmpty || !installed.isEmpty {
@@ -59,7 +62,7 @@ final class ContentIndex {
                 }
             }
         }
-        return seedSource(for: entry)
+        return askSeeds ? seedSource(for: entry) : nil
     }
 
     /// A file this run installed (and journaled as verified): a source for the entries that

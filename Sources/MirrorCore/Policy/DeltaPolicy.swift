@@ -14,6 +14,13 @@ enum DeltaPolicy {
         return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
     }
 
+    /// Whether a delta is tried at all for `entry`, before anything is looked for: it names a
+    /// chunk index, has bytes, starts from nothing (a resume continues its own partial file), and
+    /// its first source serves ranges. The run and the dry run both ask (``DeltaPreparation``).
+    static func mayTry(_ entry: ManifestEntry, startsFromZero: Bool, url: String) -> Bool {
+        entry.chunks != nil && entry.size > 0 && startsFromZero && servesRanges(url)
+    }
+
     /// An older copy is chunked whole, at about a second a GB on the sync thread; one far larger
     /// than the new version (a 100 GB seed file for a 1 MiB entry) is not its older version.
     static func isWorthChunking(oldSize: Int64, newSize: Int64) -> Bool {

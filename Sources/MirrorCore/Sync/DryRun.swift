@@ -3,6 +3,13 @@
 struct DryRun {
     let manifest: Manifest
     let report: ConsoleReport
+    /// The run's options: its sources (`--prefer`), request settings and `--seed` folders, for
+    /// how each entry's bytes would come (``FetchRouter``).
+    let options: SyncOptions
+    /// DEST as given, to show paths under it when it does not exist yet.
+    let destPath: String
+    /// Monotonic time of the run's deadline, if any (a chunk index fetched for a delta stops there).
+    var deadline: Double?
     /// `--delete`/`--delete-unlisted` and `--max-delete`: the deletions are listed too.
     var deletion: DeletionMode?
     var deletionPolicy = DeletionPolicy()
@@ -40,9 +47,12 @@ struct DryRun {
         summary.lastSuccess = journal?.lastSuccess?.end
         let reconciler = Reconciler(planner: Planner(destination: dest, journal: journal, partialFolder: partials),
                                     journal: journal)
+        let router = fetchRouter(disk)
+        var index = -1
         // One entry at a time, as the run plans: no array of a plan item per entry (10^6 entries
         // held ~280 MB more that way).
         reconciler.forEachAction(in: manifest.entries, known: known) { entry, action in
+            index += 1
             let line: String
             switch action {
             case .upToDate:
@@ -56,9 +66,9 @@ struct DryRun {
                 totals.files += 1
                 totals.bytes += max(0, entry.size - offset)
             case .download(let replacing):
-                line = "\(replacing ? "replace" : "download") \(entry.path) (\(Formatting.bytes(entry.size)))"
-                totals.files += 1
-                totals.bytes += entry.size
+                let route = router.route(index)
+                line = DryRun.line(entry, replacing: replacing, route)
+                totals.add(route)
             case .blocked(let why):
                 line = "blocked \(entry.path): \(why)"
                 totals.blocked += 1
@@ -69,6 +79,47 @@ struct DryRun {
         if let deletion { totals.deletions = try planDeletions(deletion, reconciler: reconciler, summary: &summary) }
         summary.dryRun = totals
         return summary
+    }
+
+    /// The plan line of an entry fetched from zero: `download PATH (SIZE)`, `replace PATH (delta, ≈N of SIZE)`,
+    /// `copy PATH from OLD`... (docs/cli.md, `--dry-run`).
+    static func line(_ entry: ManifestEntry, replacing: Bool, _ route: FetchRoute) -> String {
+        let verb = replacing ? "replace" : "download"
+        let size = Formatting.bytes(entry.size)
+        switch route {
+        case .copy(let from):
+            return "copy \(entry.path) from \(from)"
+        case .delta(let from, let atItsPath, let fetched):
+            let base = atItsPath ? "delta" : "delta from \(from)"
+            return "\(verb) \(entry.path) (\(base), ≈\(Formatting.bytes(fetched)) of \(size))"
+        case .whole(_, let noDelta?):
+            return "\(verb) \(entry.path) (\(size); no delta: \(noDelta))"
+        case .whole(_, nil):
+            return "\(verb) \(entry.path) (\(size))"
+        }
+    }
+
+    /// How the entries fetched from zero would get their bytes (``FetchRouter``), with DEST as
+    /// ``Disk`` read it: its journal's files and the `--seed` folders for copies, its files and
+    /// partial downloads as older copies for deltas, whose chunk indexes are fetched (small, and
+    /// what the delta costs cannot be known without them; docs/cli.md, `--dry-run`).
+    private func fetchRouter(_ disk: Disk) -> FetchRouter {
+        let trees = disk.destination.map { [$0] } ?? []
+        let contentIndex = ContentIndex(journal: disk.journal, destinations: trees, seeds: options.seeds)
+        let copies = OlderCopies(trees: trees, seeds: contentIndex.seeds, partialFolder: disk.partials) { [dest = disk.destination] name in
+            dest?.displayState(".mirror/partial/" + name) ?? name
+        }
+        let (manifest, options, deadline) = (manifest, options, deadline)
+        let delta = DeltaPreparation(olderCopy: { copies.find($0, partialName: PartialFile.name(for: $0.path)) }, fetchIndex: { reference, entry in
+            let named = manifest.chunkIndexSources(for: entry)
+            let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: named)
+            let settings = { (url: String, again: Bool) in options.transferSettings(url: url, revalidate: again, manifestSources: named) }
+            return try ChunkIndexFetch(urls: urls, settings: settings, deadline: deadline).fetch(reference, for: entry)
+        }, stop: { StopSignal.received != 0 || deadline.map { monotonicSeconds() >= $0 } == true })
+        let destPath = destPath
+        return FetchRouter(entries: manifest.entries, contentIndex: contentIndex, delta: delta,
+                           firstSource: { options.sourceOrder.sources(forPath: $0.path, manifestSources: manifest.sources(for: $0)).first },
+                           display: { disk.destination?.display($0) ?? (destPath.hasSuffix("/") ? destPath + $0 : destPath + "/" + $0) })
     }
 
     /// The files the run would delete once every listed file verifies, or the guardrail that
@@ -89,5 +140,17 @@ struct DryRun {
         for line in lines { report.plan(line, into: &summary) }
         if summary.deletionRefused != nil { summary.result = .failed }
         return summary.deletionRefused == nil ? plan.files.count : 0
+    }
+}
+
+extension DryRunTotals {
+    /// Counts an entry fetched from zero by its route.
+    mutating func add(_ route: FetchRoute) {
+        switch route {
+        case .copy: copies += 1
+        case .delta: deltas += 1; files += 1
+        case .whole: files += 1
+        }
+        bytes += route.fetchedBytes
     }
 }

@@ -47,6 +47,25 @@ public struct SyncOptions: Sendable {
     }
 }
 
+extension SyncOptions {
+    /// The settings of one request at `url` (the run's, ``SyncRunner/transferSettings(for:url:manifestSources:)``,
+    /// and the dry run's for a chunk index): `revalidate` asks caches to revalidate; a `--prefer`
+    /// URL does not get the `--auth-header-env` header, which is meant for the manifest's sources;
+    /// and netrc credentials go only to the origins of `manifestSources` and of the manifest URL
+    /// (``CredentialScope``; docs/fleet.md).
+    func transferSettings(url: String, revalidate: Bool, manifestSources: @autoclosure () -> [String]) -> TransferSettings {
+        var settings = transfer
+        settings.revalidate = revalidate
+        let preferred = sourceOrder.isPreferred(url)
+        // Most requests of a run need neither: no URL is resolved for them.
+        guard preferred || settings.security.netrc != nil else { return settings }
+        let named = manifestSources()
+        if preferred && !named.contains(url) { settings.security.authorization = nil }
+        if settings.security.netrc != nil { settings.security.manifestSources = named }
+        return settings
+    }
+}
+
 /// A failure of the whole run, before or outside any single entry.
 public enum SyncError: Error, CustomStringConvertible {
     case manifest(ManifestError)

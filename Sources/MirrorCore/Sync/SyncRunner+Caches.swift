@@ -8,15 +8,8 @@ extension SyncRunner {
     /// `manifestSources` (the entry's own URLs unless given: a chunk index has its own) and of the
     /// manifest URL (``CredentialScope``).
     func transferSettings(for task: EntryTask, url: String, manifestSources: [String]? = nil) -> TransferSettings {
-        var settings = options.transfer
-        settings.revalidate = task.history.revalidating.contains(url)
-        let preferred = options.sourceOrder.isPreferred(url)
-        // Most requests of a run need neither: no URL is resolved for them.
-        guard preferred || settings.security.netrc != nil else { return settings }
-        let named = manifestSources ?? manifest.sources(for: task.entry)
-        if preferred && !named.contains(url) { settings.security.authorization = nil }
-        if settings.security.netrc != nil { settings.security.manifestSources = named }
-        return settings
+        options.transferSettings(url: url, revalidate: task.history.revalidating.contains(url),
+                                 manifestSources: manifestSources ?? manifest.sources(for: task.entry))
     }
 
     /// Whether `url` is one of `entry`'s `--prefer` URLs and none of the manifest's own: a source

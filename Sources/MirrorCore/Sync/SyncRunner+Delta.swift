@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Chunk deltas, the runner's side (docs/cli.md, "Chunk deltas"). An entry whose manifest entry
 /// names a chunk index, that starts from nothing, and of which this machine holds an older copy
 /// (the file at its path in DEST, in the current generation of an atomic DEST, or at the same path
@@ -21,38 +17,35 @@ import Glibc
 /// again once (``repairDelta(_:partial:)``), then the whole file.
 extension SyncRunner {
     /// Tries the delta for `task` (once per entry); true when its partial file is laid out (or
-    /// the run is stopping and the entry was set aside).
+    /// the run is stopping and the entry was set aside). Whether, and from what, is
+    /// ``DeltaPreparation``'s decision, the one the dry run prints.
     func startDelta(_ task: EntryTask, url: String) -> Bool {
-        guard !task.attempt.delta.tried, task.resume == nil, task.resumeOffset == 0, let reference = task.entry.chunks,
-              task.entry.size > 0, partialFolder != nil, DeltaPolicy.servesRanges(url) else { return false }
+        let startsFromZero = task.resume == nil && task.resumeOffset == 0
+        guard !task.attempt.delta.tried, partialFolder != nil,
+              DeltaPolicy.mayTry(task.entry, startsFromZero: startsFromZero, url: url) else { return false }
         task.attempt.delta.tried = true
-        guard let old = olderCopy(of: task) else { return false }
-        defer { old.file.close() }
         let path = task.entry.path
-        guard DeltaPolicy.isWorthChunking(oldSize: old.size, newSize: task.entry.size) else {
-            report.logLine("info", "\(path): no delta: \(old.display) is far larger than the new version")
+        let layout: DeltaPreparation.Layout
+        switch deltaPreparation(for: task).prepare(task.entry, startsFromZero: startsFromZero, url: url) {
+        case .notTried:
             return false
-        }
-        let plan: DeltaPlan
-        let index: ChunkIndex
-        do {
-            index = try fetchChunkIndex(reference, for: task)
-            task.attempt.delta.indexBytes = reference.size
-            // Only the index's chunks are remembered: memory follows the index, not the old copy.
-            let wanted = Set(index.chunks.map(\.digest))
-            var found: [ChunkDigest: Int64] = [:]
-            try Chunker(index.parameters).chunks(of: old.file, size: old.size, stop: runIsEnding) { chunk in
-                if wanted.contains(chunk.digest) && found[chunk.digest] == nil { found[chunk.digest] = chunk.offset }
-            }
-            plan = DeltaPlan(index: index, found: found)
-        } catch is Chunker.Stopped {
+        case .stopped(let indexBytes):
+            task.attempt.delta.indexBytes = indexBytes
             return setAsideForStop(task)
-        } catch {
-            // The index or the old copy: neither is the destination's fault; only the delta is lost.
-            report.warning("\(path): no delta (\(error)); downloading it whole")
+        case .whole(let why, let indexBytes):
+            task.attempt.delta.indexBytes = indexBytes
+            switch why {
+            case .farLarger: report.logLine("info", "\(path): no delta: \(why)")
+            case .failed: report.warning("\(path): no delta (\(why)); downloading it whole")
+            case .notWorthIt: break
+            }
             return false
+        case .delta(let prepared):
+            layout = prepared
         }
-        guard plan.isWorthIt(size: task.entry.size, indexBytes: reference.size) else { return false }
+        let (old, plan) = (layout.old, layout.plan)
+        defer { old.file.close() }
+        task.attempt.delta.indexBytes = layout.indexBytes
         do {
             // A fresh partial file: PartialFile's init forgets any record of the name first (rule 8).
             let partial = try openPartial(for: task)
@@ -66,7 +59,7 @@ extension SyncRunner {
             task.partial = partial
             task.attempt.delta.from = old.display
             task.attempt.delta.reused = plan.localBytes
-            task.attempt.delta.index = index
+            task.attempt.delta.index = layout.index
             report.logLine("info", "\(path): delta from \(old.display): \(plan.localBytes) bytes copied, "
                            + "\(plan.remoteBytes) bytes in \(plan.remoteRanges) ranges to fetch")
             return true
@@ -81,6 +74,16 @@ extension SyncRunner {
             report.warning("\(path): no delta from \(old.display) (\(error)); downloading it whole")
             return false
         }
+    }
+
+    /// The delta's decision for `task`, with what the run knows: its older copies, its sources
+    /// (hosts found unreachable left out), its revalidations, the stop.
+    private func deltaPreparation(for task: EntryTask) -> DeltaPreparation {
+        let copies = OlderCopies(trees: localTrees, seeds: contentIndex?.seeds, partialFolder: partialFolder,
+                                 partialDisplay: { [destination] in destination?.displayState(".mirror/partial/" + $0) ?? $0 })
+        return DeltaPreparation(olderCopy: { copies.find($0, partialName: task.partialName) },
+                                fetchIndex: { [unowned self] reference, _ in try fetchChunkIndex(reference, for: task) },
+                                stop: { [unowned self] in runIsEnding() })
     }
 
     /// The run is ending (signal, deadline) while a delta was prepared: the entry is set aside
@@ -99,78 +102,17 @@ extension SyncRunner {
         StopSignal.received != 0 || scheduler.deadline.map { monotonicSeconds() >= $0 } == true
     }
 
-    /// An older copy of `entry` on this machine: a regular file at its path in DEST, in the
-    /// current generation, or under a `--seed` folder, else the partial download of an earlier
-    /// version (a run killed before the manifest changed again); never a link. Any of them is only
-    /// a base: a chunk is copied from it only when its bytes have the index's digest.
-    func olderCopy(of task: EntryTask) -> (file: FileDescriptor, size: Int64, display: String)? {
-        if let copy = installedOrSeedCopy(of: task.entry) { return copy }
-        guard let partialFolder else { return nil }
-        let name = task.partialName
-        let fd = SafePath.open(name, beneath: partialFolder.fd, flags: O_RDONLY)
-        guard fd >= 0 else { return nil }
-        let display = destination.displayState(".mirror/partial/" + name)
-        let file = FileDescriptor(fd: fd, displayPath: display)
-        // Read now, before the new partial file takes the name (the descriptor keeps the old bytes).
-        if let st = try? file.stat(), st.isRegularFile, st.size > 0, st.owner == geteuid() { return (file, st.size, display) }
-        file.close()
-        return nil
-    }
-
-    private func installedOrSeedCopy(of entry: ManifestEntry) -> (file: FileDescriptor, size: Int64, display: String)? {
-        for tree in localTrees {
-            guard let file = try? tree.openForReading(entry.path) else { continue }
-            if let st = try? file.stat(), st.isRegularFile, st.size > 0 { return (file, st.size, tree.display(entry.path)) }
-            file.close()
-        }
-        // Beneath each seed folder's descriptor, never through a link (``SeedFolders``).
-        return contentIndex?.seeds.olderCopy(at: entry.path)
-    }
-
-    /// The entry's chunk index from its first source that serves it, checked against the
-    /// manifest (size, SHA-256) and against the entry (same size and SHA-256 of the whole file).
+    /// The entry's chunk index (``ChunkIndexFetch``) from its sources whose hosts still answer;
+    /// a source asked again to revalidate is asked so for the rest of the entry's attempts.
     func fetchChunkIndex(_ reference: ChunkIndexReference, for task: EntryTask) throws -> ChunkIndex {
         let named = manifest.chunkIndexSources(for: task.entry)
         let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: named)
-        guard !urls.isEmpty else { throw DeltaError("the manifest has no base_url to fetch its chunk index from") }
-        var last = DeltaError("no source")
-        // A source whose index is not the manifest's is asked once more, revalidating: a cache
-        // may hold the index of the version before a republish (docs/fleet.md).
-        let attempts = urls.filter { !unreachableHosts.contains(hostKey(of: $0)) }.flatMap { [($0, false), ($0, true)] }
-        for (url, revalidating) in attempts {
-            if revalidating {
-                guard last.isStale else { continue }
-                task.history.revalidate(url)
-            }
-            let response: SmallFetch.Response
-            do {
-                // Bounded in time as well as size: 60 s plus 100 KB/s of index, and the deadline.
-                response = try SmallFetch.get(url, validators: nil, limit: Int(clamping: reference.size),
-                                              settings: transferSettings(for: task, url: url, manifestSources: named), stopAt: scheduler.deadline,
-                                              timeLimit: 60 + Int(clamping: reference.size / 100_000))
-            } catch SmallFetch.Failure.interrupted {
-                throw Chunker.Stopped()
-            } catch {
-                last = DeltaError("chunk index \(redactedURL(url)): \(error)")
-                continue
-            }
-            guard response.isSuccess else {
-                last = DeltaError("chunk index \(redactedURL(url)): HTTP \(response.status)")
-                continue
-            }
-            guard Int64(response.body.count) == reference.size,
-                  Hasher.digest(.sha256, of: response.body) == reference.sha256 else {
-                last = DeltaError("chunk index \(redactedURL(url)): not the size and sha256 the manifest gives", isStale: !revalidating)
-                continue
-            }
-            let index = try ChunkIndex.parse(response.body)
-            guard index.size == task.entry.size,
-                  task.entry.digests[.sha256].map({ ChunkDigest($0.bytes) == index.fileDigest }) ?? true else {
-                throw DeltaError("its chunk index describes another version of the file")
-            }
-            return index
-        }
-        throw last
+            .filter { !unreachableHosts.contains(hostKey(of: $0)) }
+        let fetch = ChunkIndexFetch(urls: urls, settings: { [unowned self] url, revalidate in
+            if revalidate { task.history.revalidate(url) }
+            return transferSettings(for: task, url: url, manifestSources: named)
+        }, deadline: scheduler.deadline)
+        return try fetch.fetch(reference, for: task.entry)
     }
 }
 
@@ -202,17 +144,6 @@ extension SyncRunner {
         } catch {
             return false
         }
-    }
-}
-
-/// Why a delta was not used (the entry is then downloaded whole).
-struct DeltaError: Error, CustomStringConvertible {
-    var description: String
-    /// The index served was not the manifest's: a cache may hold an older one.
-    var isStale = false
-    init(_ description: String, isStale: Bool = false) {
-        self.description = description
-        self.isStale = isStale
     }
 }
 

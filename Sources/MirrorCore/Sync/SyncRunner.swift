@@ -110,8 +110,9 @@ public final class SyncRunner {
             // Whether DEST is atomic is read with DEST itself, so the plan never mixes the two.
             let disk = try dryRunDisk?.value().get() ?? DryRun.Disk.open(destPath)
             let atomic = options.atomic || disk.isAtomic
-            return try DryRun(manifest: manifest, report: report, deletion: atomic ? .unlisted : options.deletion,
-                              deletionPolicy: options.deletionPolicy, known: dryRunLookAhead?.finish())
+            return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: scheduler.deadline,
+                              deletion: atomic ? .unlisted : options.deletion, deletionPolicy: options.deletionPolicy,
+                              known: dryRunLookAhead?.finish())
                 .run(disk: disk, summary: summary)
         }
 
