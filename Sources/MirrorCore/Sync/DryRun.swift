@@ -115,7 +115,7 @@ struct DryRun {
             let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: named)
             let settings = { (url: String, again: Bool) in options.transferSettings(url: url, revalidate: again, manifestSources: named) }
             return try ChunkIndexFetch(urls: urls, settings: settings, deadline: deadline).fetch(reference, for: entry)
-        }, stop: { StopSignal.received != 0 || deadline.map { monotonicSeconds() >= $0 } == true })
+        }, stop: { [stop = RunStop(deadline: deadline)] in stop.isEnding })
         let destPath = destPath
         return FetchRouter(entries: manifest.entries, contentIndex: contentIndex, delta: delta,
                            firstSource: { options.sourceOrder.sources(forPath: $0.path, manifestSources: manifest.sources(for: $0)).first },

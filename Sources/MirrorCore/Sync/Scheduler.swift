@@ -4,7 +4,7 @@ import Glibc
 
 /// Which entry starts next, and when the run stops: the queue of entries ready to start, those
 /// waiting out a back-off, the slots (`--jobs` entries, and connections for all files together),
-/// the requests running, the deadline (`--deadline`) and the stop signals.
+/// the requests running, and when to wake (the deadline of ``RunStop``, which says whether the run stops).
 ///
 /// It starts nothing and decides no retry: ``SyncRunner`` asks it which entry may start, tells it
 /// which request runs for which entry, and asks it when to wake and whether to stop. Each request
@@ -14,8 +14,8 @@ final class Scheduler {
     let jobs: Int
     /// Requests at once, for every file together: `--jobs`, or `--segments` if more.
     let connectionLimit: Int
-    /// Monotonic time at which the run stops (`--deadline` after its start).
-    let deadline: Double?
+    /// Whether the run is ending, and its deadline (``RunStop``).
+    let stop: RunStop
     /// Entries (and requests) that may start beyond ``jobs`` and ``connectionLimit``: their partial
     /// files are opened and their requests wait in the ``TransferEngine`` (which runs at most
     /// ``connectionLimit`` at once) to begin the moment a running one ends, without a round trip
@@ -34,16 +34,13 @@ final class Scheduler {
     private var requests: [ObjectIdentifier: EntryTask] = [:]
     /// Requests running per entry (an entry with none has no key).
     private var requestsPerTask: [ObjectIdentifier: Int] = [:]
-    /// Set once the run stops early; no entry or segment starts after that.
-    private(set) var stopping = false
-
     /// The loop sleeps at most this long, so it notices a stop signal soon.
     static let longestWait = 0.5
 
-    init(jobs: Int, connectionLimit: Int, deadline: Double?, readAhead: Int = 0) {
+    init(jobs: Int, connectionLimit: Int, stop: RunStop, readAhead: Int = 0) {
         self.jobs = max(1, jobs)
         self.connectionLimit = max(1, connectionLimit)
-        self.deadline = deadline
+        self.stop = stop
         self.readAhead = max(0, readAhead)
     }
 
@@ -111,28 +108,14 @@ final class Scheduler {
     /// Nothing queued, waiting or running.
     var isIdle: Bool { requests.isEmpty && readyCount == 0 && waiting.isEmpty }
 
-    // MARK: Time and stopping
-
-    /// Why the run must stop now (the deadline passed, or SIGTERM / SIGINT arrived: `signal` is
-    /// ``StopSignal/received``), or nil.
-    func stopReason(now: Double, signal: Int32) -> String? {
-        if let deadline, now >= deadline { return "deadline passed" }
-        if signal != 0 { return signal == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)" }
-        return nil
-    }
-
-    /// The run stops early: running requests are cancelled, nothing new starts.
-    func stop() { stopping = true }
-
-    /// Whether the run is ending (``stop()``, or a signal arrived that the loop has not seen yet).
-    func isStopping(signal: Int32) -> Bool { stopping || signal != 0 }
+    // MARK: Time
 
     /// Seconds the loop may sleep: until the first waiting entry is due or the deadline, at most
     /// ``longestWait``, at least a millisecond.
     func timeUntilDue(now: Double) -> Double {
         var wait = Scheduler.longestWait
         if let next = waiting.map(\.notBefore).min() { wait = min(wait, max(0.001, next - now)) }
-        if let deadline { wait = min(wait, max(0.001, deadline - now)) }
+        if let deadline = stop.deadline { wait = min(wait, max(0.001, deadline - now)) }
         return wait
     }
 }

@@ -59,7 +59,7 @@ extension SyncRunner {
     /// is left for the next run (pending; the run ends `incomplete`, exit 75), its partial file
     /// removed (its journal record names the old version, which the next run will not resume).
     func manifestChanged(under task: EntryTask, partial: PartialFile) -> Bool {
-        guard let watch = manifestWatch, watch.hasChanged(now: monotonicSeconds(), deadline: scheduler.deadline) else { return false }
+        guard let watch = manifestWatch, watch.hasChanged(now: monotonicSeconds(), deadline: scheduler.stop.deadline) else { return false }
         partial.settle()
         partial.remove()
         summary.pending += 1

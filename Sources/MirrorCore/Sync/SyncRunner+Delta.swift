@@ -50,7 +50,7 @@ extension SyncRunner {
             // A fresh partial file: PartialFile's init forgets any record of the name first (rule 8).
             let partial = try openPartial(for: task)
             do {
-                try partial.beginDelta(plan, from: old.file, url: url, stop: runIsEnding)
+                try partial.beginDelta(plan, from: old.file, url: url, stop: { [unowned self] in scheduler.stop.isEnding })
             } catch {
                 partial.settle()
                 partial.remove()
@@ -83,7 +83,7 @@ extension SyncRunner {
                                  partialDisplay: { [destination] in destination?.displayState(".mirror/partial/" + $0) ?? $0 })
         return DeltaPreparation(olderCopy: { copies.find($0, partialName: task.partialName) },
                                 fetchIndex: { [unowned self] reference, _ in try fetchChunkIndex(reference, for: task) },
-                                stop: { [unowned self] in runIsEnding() })
+                                stop: { [unowned self] in scheduler.stop.isEnding })
     }
 
     /// The run is ending (signal, deadline) while a delta was prepared: the entry is set aside
@@ -96,12 +96,6 @@ extension SyncRunner {
         return true
     }
 
-    /// Whether the run got a signal or passed its deadline: a delta being prepared (chunking a
-    /// large old copy, copying its chunks, fetching its index) gives up, and no entry starts.
-    func runIsEnding() -> Bool {
-        StopSignal.received != 0 || scheduler.deadline.map { monotonicSeconds() >= $0 } == true
-    }
-
     /// The entry's chunk index (``ChunkIndexFetch``) from its sources whose hosts still answer;
     /// a source asked again to revalidate is asked so for the rest of the entry's attempts.
     func fetchChunkIndex(_ reference: ChunkIndexReference, for task: EntryTask) throws -> ChunkIndex {
@@ -111,7 +105,7 @@ extension SyncRunner {
         let fetch = ChunkIndexFetch(urls: urls, settings: { [unowned self] url, revalidate in
             if revalidate { task.history.revalidate(url) }
             return transferSettings(for: task, url: url, manifestSources: named)
-        }, deadline: scheduler.deadline)
+        }, deadline: scheduler.stop.deadline)
         return try fetch.fetch(reference, for: task.entry)
     }
 }

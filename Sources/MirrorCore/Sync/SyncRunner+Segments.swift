@@ -27,7 +27,7 @@ extension SyncRunner {
     ///
     /// - Returns: seconds until the next decision is due, or nil when no file can widen.
     func widenSegments(_ now: Double) -> Double? {
-        guard options.segments > 1, writers != nil, !scheduler.stopping else { return nil }
+        guard options.segments > 1, writers != nil, !scheduler.stop.isEnding else { return nil }
         var nextDue: Double?
         var seen = Set<ObjectIdentifier>()
         for task in scheduler.activeTasks where seen.insert(ObjectIdentifier(task)).inserted
@@ -113,8 +113,8 @@ extension SyncRunner {
         }
     }
 
-    /// The run is ending (deadline, fatal error or signal): no segment starts any more.
-    var isStopping: Bool { scheduler.isStopping(signal: StopSignal.received) }
+    /// The run is ending (deadline, fatal error or signal): no segment starts any more (``RunStop``).
+    var isStopping: Bool { scheduler.stop.isEnding }
 
     /// Starts what the file's width allows of its open segments, from its current source.
     func continueSegments(_ task: EntryTask) {

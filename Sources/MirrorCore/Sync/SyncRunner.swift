@@ -89,7 +89,7 @@ public final class SyncRunner {
         let start = monotonicSeconds()
         startTime = start
         scheduler = Scheduler(jobs: options.jobs, connectionLimit: max(1, options.jobs, options.segments),
-                              deadline: options.deadline.map { start + $0 }, readAhead: options.jobs)
+                              stop: RunStop(deadline: options.deadline.map { start + $0 }), readAhead: options.jobs)
     }
 
     /// Where the files go: `--dest`, else the manifest's `destination` relative to its folder.
@@ -110,7 +110,7 @@ public final class SyncRunner {
             // Whether DEST is atomic is read with DEST itself, so the plan never mixes the two.
             let disk = try dryRunDisk?.value().get() ?? DryRun.Disk.open(destPath)
             let atomic = options.atomic || disk.isAtomic
-            return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: scheduler.deadline,
+            return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: scheduler.stop.deadline,
                               deletion: atomic ? .unlisted : options.deletion, deletionPolicy: options.deletionPolicy,
                               known: dryRunLookAhead?.finish())
                 .run(disk: disk, summary: summary)
@@ -243,14 +243,14 @@ public final class SyncRunner {
 
         while fatal == nil {
             let now = monotonicSeconds()
-            if let reason = scheduler.stopReason(now: now, signal: StopSignal.received) {
+            if let reason = scheduler.stop.reason() {
                 stoppedReason = reason
                 break
             }
             scheduler.promoteDue(now: now)
             // Nothing starts once a signal came or the deadline passed (a delta set aside at the
             // stop must not start as a whole download the same turn).
-            while !runIsEnding(), let task = scheduler.nextToStart() { start(task) }
+            while !scheduler.stop.isEnding, let task = scheduler.nextToStart() { start(task) }
             collectCommits()
             if installer?.isDue(now: now) == true { dispatchCommit() }
             if scheduler.isIdle && checks.isEmpty {
@@ -280,7 +280,7 @@ public final class SyncRunner {
         }
 
         // Stopping early (deadline or a fatal error): cancel what runs and keep its progress.
-        scheduler.stop()
+        scheduler.stop.stop()
         if scheduler.runningRequests > 0 {
             engine?.cancelAll()
             while scheduler.runningRequests > 0 { handle(engine?.waitForFinished(timeout: 1) ?? []) }

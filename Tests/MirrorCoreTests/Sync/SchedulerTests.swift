@@ -17,7 +17,7 @@ import Glibc
 
     /// `--jobs 2`: a third entry waits for a slot, whatever the connection limit.
     @Test func entriesStartInOrderWithinTheJobSlots() {
-        let scheduler = Scheduler(jobs: 2, connectionLimit: 8, deadline: nil)
+        let scheduler = Scheduler(jobs: 2, connectionLimit: 8, stop: RunStop(deadline: nil))
         let tasks = ["a", "b", "c"].map { Self.task($0) }
         tasks.forEach(scheduler.enqueue)
         let first = scheduler.nextToStart()
@@ -38,7 +38,7 @@ import Glibc
     /// queue takes from a moving head, not `removeFirst`); a promotion in the middle keeps the
     /// order of what is left.
     @Test func aLongQueueKeepsItsOrderAsItIsTaken() {
-        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, deadline: nil)
+        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, stop: RunStop(deadline: nil))
         let tasks = (0 ..< 5000).map { Self.task("f\($0)") }
         tasks.forEach(scheduler.enqueue)
         var taken: [EntryTask] = []
@@ -64,7 +64,7 @@ import Glibc
     /// A segmented entry holds one entry slot however many requests it runs, but every request
     /// takes a connection.
     @Test func aSegmentedEntryTakesOneSlotAndManyConnections() {
-        let scheduler = Scheduler(jobs: 4, connectionLimit: 3, deadline: nil)
+        let scheduler = Scheduler(jobs: 4, connectionLimit: 3, stop: RunStop(deadline: nil))
         let big = Self.task("big")
         let small = Self.task("small")
         scheduler.enqueue(big)
@@ -85,7 +85,7 @@ import Glibc
     }
 
     @Test func aWaitingEntryReturnsToTheQueueWhenItsTimeComes() {
-        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, deadline: nil)
+        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, stop: RunStop(deadline: nil))
         let later = Self.task("later", notBefore: 10)
         let sooner = Self.task("sooner", notBefore: 5)
         scheduler.park(later)
@@ -101,19 +101,27 @@ import Glibc
     }
 
     @Test func theDeadlineAndTheSignalsStopTheRun() {
-        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, deadline: 100)
-        #expect(scheduler.stopReason(now: 99, signal: 0) == nil)
-        #expect(scheduler.stopReason(now: 100, signal: 0) == "deadline passed")
-        #expect(scheduler.stopReason(now: 1, signal: SIGTERM) == "terminated (SIGTERM)")
-        #expect(scheduler.stopReason(now: 1, signal: SIGINT) == "interrupted (SIGINT)")
+        var now = 99.0
+        var signal: Int32 = 0
+        let stop = RunStop(deadline: 100, signal: { signal }, clock: { now })
+        let scheduler = Scheduler(jobs: 1, connectionLimit: 1, stop: stop)
+        #expect(stop.reason() == nil && !stop.isEnding)
         #expect(scheduler.timeUntilDue(now: 99.8) < 0.21, "wakes at the deadline")
-        #expect(!scheduler.isStopping(signal: 0) && scheduler.isStopping(signal: SIGINT))
-        scheduler.stop()
-        #expect(scheduler.stopping && scheduler.isStopping(signal: 0))
+        now = 100
+        #expect(stop.reason() == "deadline passed" && stop.isEnding, "the deadline ends the run before the loop has seen it")
+        now = 1
+        signal = SIGTERM
+        #expect(stop.reason() == "terminated (SIGTERM)" && stop.isEnding)
+        signal = SIGINT
+        #expect(stop.reason() == "interrupted (SIGINT)")
+        signal = 0
+        #expect(!stop.isEnding)
+        stop.stop()
+        #expect(stop.isStopped && stop.isEnding && stop.reason() == nil, "stopped by the run itself: no deadline or signal to name")
     }
 
     @Test func slotsAreAtLeastOne() {
-        let scheduler = Scheduler(jobs: 0, connectionLimit: 0, deadline: nil)
+        let scheduler = Scheduler(jobs: 0, connectionLimit: 0, stop: RunStop(deadline: nil))
         #expect(scheduler.jobs == 1 && scheduler.connectionLimit == 1)
     }
 }
