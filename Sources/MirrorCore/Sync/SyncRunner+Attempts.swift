@@ -118,9 +118,24 @@ extension SyncRunner {
             case .failed(.cancelled):
                 task.partial?.checkpoint()
                 summary.pending += 1
+            case .failed(.rangeIgnored):
+                restartFromZero(task)
             case .failed(let failure):
                 attemptFailed(task, failure)
             }
         }
+    }
+
+    /// The server answered a resume with the whole file (a 200: its validator changed, so the
+    /// If-Range missed, or it has no ranges). Asked first: whether the manifest changed, which
+    /// leaves the entry for the next run (``manifestChanged(under:partial:)``). Otherwise the entry
+    /// starts over from zero at once, no back-off and no failure counted: the partial file is cut
+    /// here, on the sync thread, after the journal forgets it (docs/journal.md, rule 1); the
+    /// transfer thread never journals (docs/architecture.md, "Threads").
+    func restartFromZero(_ task: EntryTask) {
+        if let partial = task.partial, partial.length > 0, manifestChanged(under: task, partial: partial) { return }
+        task.attempt.fromZero = true
+        task.notBefore = 0
+        scheduler.enqueue(task)
     }
 }

@@ -276,7 +276,9 @@ public final class Download {
         switch decision {
         case .accept(let start):
             if segment == nil && start == 0 && target.length > 0 {
-                target.restartFromZero()
+                // Bytes the request did not ask to keep: never written over here, on the transfer
+                // thread, which does not journal; the runner starts the file over (``rangeIgnored``).
+                decision = .reject(.rangeIgnored)
             } else if start > 0 || segment != nil, let held = target.validator, let now = responseHead.resumeValidator, held != now {
                 // Segments started without a validator compare theirs with the first one seen.
                 decision = .reject(.validatorChanged)

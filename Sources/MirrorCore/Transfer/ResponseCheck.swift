@@ -45,9 +45,11 @@ public enum ResponseCheck {
             if let length = head["content-length"].flatMap(parseLength), length != expectedSize {
                 return .reject(.lengthMismatch(server: length, expected: expectedSize))
             }
-            // A segment cannot take the whole file; one stream will (the runner falls back to it).
-            if requestedEnd != nil { return .reject(.rangeIgnored) }
-            // A 200 to a range request is the whole file: the caller restarts from zero (§14.2).
+            // A 200 to a range request is the whole file (§14.2): an If-Range that no longer
+            // matches (§13.1.5), or a server without ranges. A segment cannot take it; a resumed
+            // stream starts over from zero, and the runner does that on its own thread, where the
+            // journal forgets the old bytes before the file changes (docs/journal.md, rule 1).
+            if ranged { return .reject(.rangeIgnored) }
             return .accept(startOffset: 0)
         case 206:
             guard ranged else {

@@ -13,9 +13,11 @@ import MirrorCore
         #expect(ResponseCheck.verdict(for: head(200), requestedOffset: 0, expectedSize: 1000) == .accept(startOffset: 0))
     }
 
+    /// The whole file to a resume: refused here, so that the runner starts over from zero on its
+    /// own thread (the transfer thread does not journal the forget that must come first).
     @Test func a200ToARangeRequestMeansStartingOver() {
         #expect(ResponseCheck.verdict(for: head(200, ["content-length": "1000"]), requestedOffset: 400, expectedSize: 1000)
-                == .accept(startOffset: 0))
+                == .reject(.rangeIgnored))
     }
 
     @Test func aLengthOtherThanTheManifestsIsRefused() {
