@@ -57,4 +57,36 @@ import Glibc
         #expect(next.exitCode == 0, "\(next)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == newSHA)
     }
+
+    /// A resume whose `If-Range` misses because the file was republished: the server sends the
+    /// whole new file, which is cut at once, and the manifest is asked before anything is fetched
+    /// again; it changed, so the file is left for the next run (exit 75). Before, the new file was
+    /// taken whole within that response and only its digest showed the change.
+    @Test func anIfRangeMissAsksTheManifestBeforeFetchingTheNewFile() throws {
+        let fx = try FaultFixture()
+        let size = 64 * Int(Self.mib)
+        let old = TestData.bytes(count: size, seed: 4)
+        let new = TestData.bytes(count: size, seed: 5)
+        fx.server.serve("/a.bin", bytes: old, fault: .stall(afterBytes: 2 * Self.mib))
+        fx.manifest.add(path: "a.bin", size: Int64(size), sha256: TestData.sha256(of: old))
+        let run = try fx.start(["--segments", "1"])
+        try SharedDestination.waitUntil("a.bin's first 2 MiB are in its partial file", timeout: 30) {
+            fx.partialSize("a.bin") >= 2 * Self.mib
+        }
+        // The republish: the file (new bytes, so a new ETag), then the manifest, renamed into place.
+        fx.server.serve("/a.bin", bytes: new)
+        var next = ManifestBuilder(baseURL: fx.server.baseURL)
+        next.add(path: "a.bin", size: Int64(size), sha256: TestData.sha256(of: new))
+        try next.write(to: fx.manifestPath + ".new")
+        try #require(rename(fx.manifestPath + ".new", fx.manifestPath) == 0)
+
+        let result = try run.wait(timeout: 60)
+        #expect(result.exitCode == 75, "\(result)")
+        #expect(result.stderr.contains("the manifest changed during the run"), "\(result.stderr)")
+        let requests = fx.requestsInOrder(count: 2)
+        let resume = try #require(requests.dropFirst().first)
+        #expect(resume.headers["if-range"] != nil && resume.status == 200, "\(requests)")
+        #expect(resume.bodyBytesSent < Int64(size), "the new file was cut, not taken: \(resume)")
+        #expect(fx.server.requests(for: "/a.bin").count == 2, "nothing fetched after the cut: \(fx.server.requests())")
+    }
 }
