@@ -9,6 +9,12 @@
    newer than its headers). Calling them through syscall(2) avoids depending on how the C
    library was configured. Each returns -1 and sets errno on failure, like the libc wrappers. */
 
+/* The C library's standard streams, returned by functions: Swift 6 refuses to read the `stdout`
+   and `stderr` globals (mutable C variables) from code that may run on any thread. The FILE
+   objects themselves lock around each call (flockfile(3)), so sharing them is safe. */
+static inline FILE *mirror_stdout(void) { return stdout; }
+static inline FILE *mirror_stderr(void) { return stderr; }
+
 /* syncfs(2): commit every dirty page and inode of the filesystem holding fd, in one journal
    commit (Linux 2.6.39). */
 static inline int mirror_syncfs(int fd) {

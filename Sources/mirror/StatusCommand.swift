@@ -41,10 +41,10 @@ struct Status: ParsableCommand {
             // one string first.
             // The first failure's errno, before anything else can overwrite it.
             var failure: Int32 = 0
-            let write: (String) -> Void = { if fputs($0, stdout) < 0, failure == 0 { failure = errno } }
+            let write: (String) -> Void = { if fputs($0, StandardStreams.output) < 0, failure == 0 { failure = errno } }
             if json { status.writeJSON(to: write) } else { status.writeText(to: write) }
-            if fflush(stdout) != 0, failure == 0 { failure = errno }
-            if failure == 0, ferror(stdout) != 0 { failure = EIO }
+            if fflush(StandardStreams.output) != 0, failure == 0 { failure = errno }
+            if failure == 0, ferror(StandardStreams.output) != 0 { failure = EIO }
             if failure != 0 {
                 ConsoleReport(mode: .text).fatal("cannot write standard output: \(String(cString: strerror(failure)))")
                 throw ExitCode(ExitStatus.entriesFailed)

@@ -106,9 +106,9 @@ public final class ConsoleReport {
         case .json:
             progress?.erase()
             // Masked by SyncDocument, escaped by JSONOutput; a dry run's plan a batch at a time.
-            summary.writeJSON { fputs($0, stdout) }
-            fputs("\n", stdout)
-            fflush(stdout)
+            summary.writeJSON { fputs($0, StandardStreams.output) }
+            fputs("\n", StandardStreams.output)
+            fflush(StandardStreams.output)
         case .quiet:
             break
         case .text where summary.dryRun != nil, .summary where summary.dryRun != nil:
@@ -145,15 +145,15 @@ public final class ConsoleReport {
     /// false (a dry run's plan lines, ``plan(_:into:)``).
     func printOut(_ line: String, flush: Bool = true) {
         progress?.erase()
-        fputs(Formatting.forPeople(line) + "\n", stdout)
-        if flush { fflush(stdout) }
+        fputs(Formatting.forPeople(line) + "\n", StandardStreams.output)
+        if flush { fflush(StandardStreams.output) }
     }
 
     /// Standard error, as `mirror: line`, masked like ``printOut(_:)``.
     func printError(_ line: String) {
         progress?.erase()
-        fflush(stdout)
-        fputs("mirror: " + Formatting.forPeople(line) + "\n", stderr)
+        fflush(StandardStreams.output)
+        fputs("mirror: " + Formatting.forPeople(line) + "\n", StandardStreams.error)
     }
 }
 

@@ -118,7 +118,7 @@ public final class ProgressDisplay {
     private var samples: [(time: Double, bytes: Int64)] = []
     static let rateWindow = 5.0
 
-    public init(output: UnsafeMutablePointer<FILE> = stdout) {
+    public init(output: UnsafeMutablePointer<FILE> = StandardStreams.output) {
         self.output = output
     }
 

@@ -17,7 +17,7 @@ public final class ProgressLine {
     private let lock = Lock()
 
     /// - Parameter enabled: false to stay silent (for `--json`), whatever the stream is.
-    public init(stream: UnsafeMutablePointer<FILE> = stdout, enabled: Bool = true) {
+    public init(stream: UnsafeMutablePointer<FILE> = StandardStreams.output, enabled: Bool = true) {
         self.stream = stream
         fd = fileno(stream)
         isEnabled = enabled && isatty(fd) == 1
