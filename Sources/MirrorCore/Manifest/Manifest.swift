@@ -177,18 +177,3 @@ public final class ChunkIndexReference: Sendable, Hashable {
         hasher.combine(sha256)
     }
 }
-
-/// A point in time with nanosecond precision, as `struct timespec` holds it.
-public struct FileTime: Sendable, Hashable, Comparable {
-    public var seconds: Int64
-    public var nanoseconds: Int64
-
-    public init(seconds: Int64, nanoseconds: Int64 = 0) {
-        self.seconds = seconds
-        self.nanoseconds = nanoseconds
-    }
-
-    public static func < (a: FileTime, b: FileTime) -> Bool {
-        (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
-    }
-}

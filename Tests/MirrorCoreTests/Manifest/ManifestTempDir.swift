@@ -44,6 +44,6 @@ final class ManifestTempDir {
     }
 
     func read(_ file: String) throws -> [UInt8] {
-        try ManifestLoader.readWholeFile(file)
+        try WholeFile.read(file)
     }
 }

@@ -2,13 +2,6 @@
 import Glibc
 #endif
 
-extension Formatting {
-    /// `2026-11-22T03:04:05Z` (RFC 3339, UTC, whole seconds): ``utcTimestamp(_:)`` of the second.
-    public static func rfc3339(_ unixTime: Double) -> String {
-        utcTimestamp(Int64(unixTime.rounded(.down)))
-    }
-}
-
 /// Replaces the file `name` in the folder `folder` with `bytes`, atomically: a new temporary file
 /// in the same folder, `fsync`, `renameat` over the name, then `fsync` of the folder so the new
 /// name survives a crash. A reader (node_exporter, the next run) sees the old content or the new,
