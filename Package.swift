@@ -10,7 +10,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "mirror", targets: ["mirror"]),
-        .library(name: "MirrorCore", targets: ["MirrorCore"]),
+        .library(name: "MirrorCore", targets: ["MirrorCore", "MirrorKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -22,33 +22,42 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Header-only: Linux system calls Swift's Glibc module does not expose (syncfs, openat2).
         .systemLibrary(name: "CLinux"),
+        // The lowest layer: threads and locks on pthreads, the clocks, byte counts and rates,
+        // formatting, URL redaction, crash points and the stop signal. It needs nothing of mirror.
+        .target(
+            name: "MirrorKit",
+            dependencies: ["CLinux"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        // Everything else, for now: the manifest, the journal, planning, transfers, the sync.
         .target(
             name: "MirrorCore",
-            dependencies: ["CCurl", "CYAML", "CZlib", "COpenSSL", "CLinux"],
+            dependencies: ["MirrorKit", "CCurl", "CYAML", "CZlib", "COpenSSL", "CLinux"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .executableTarget(
             name: "mirror",
             dependencies: [
                 "MirrorCore",
+                "MirrorKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .target(
             name: "MirrorTestSupport",
-            dependencies: ["MirrorCore"],
+            dependencies: ["MirrorCore", "MirrorKit"],
             path: "Tests/MirrorTestSupport",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
             name: "MirrorCoreTests",
-            dependencies: ["MirrorCore", "MirrorTestSupport"],
+            dependencies: ["MirrorCore", "MirrorKit", "MirrorTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MirrorCore", "MirrorTestSupport", "mirror"],
+            dependencies: ["MirrorCore", "MirrorKit", "MirrorTestSupport", "mirror"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ]

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorKit
 import MirrorTestSupport
 
 /// `mirror status` and `mirror verify`, the built binary, on destinations a real sync left behind.

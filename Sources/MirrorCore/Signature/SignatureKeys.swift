@@ -1,4 +1,5 @@
 import COpenSSL
+import MirrorKit
 
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// What one `mirror sync` command asks for, its options parsed.
 public struct SyncRequest: Sendable {
     /// A path, or an `https://`, `http://` or `file://` URL.

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import CZlib
 @testable import MirrorCore
+@testable import MirrorKit
 
 /// A fresh folder under /tmp for one test, removed (with its files) when the value goes away.
 final class ManifestTempDir {

@@ -7,15 +7,15 @@ import Darwin
 /// Small files read whole: manifests, signatures, keys, `.netrc`, and the /proc and /sys files
 /// ``CPUQuota`` reads. It lives with the threads and the clock because it needs nothing but
 /// POSIX, so every layer above can use it.
-enum WholeFile {
+package enum WholeFile {
     /// Why the file could not be read: the `errno` of the call that failed (`EFBIG` when it is
     /// longer than the limit).
-    struct Failure: Error { var errno: Int32 }
+    package struct Failure: Error { package var errno: Int32 }
 
     /// The whole file, with POSIX `open`/`fstat`/`read` (retrying on EINTR). Reading it at once is
     /// fine: libyaml wants the bytes in memory anyway and manifests are megabytes, not gigabytes.
     /// A file longer than `limit` bytes fails with `EFBIG` (keys and signatures are tiny).
-    static func read(_ path: String, limit: Int = Int.max) throws -> [UInt8] {
+    package static func read(_ path: String, limit: Int = Int.max) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(errno: errno) }
         defer { close(fd) }

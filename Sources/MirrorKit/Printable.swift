@@ -54,7 +54,7 @@ extension Formatting {
         printable(redactingURLs(in: text))
     }
 
-    static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    package static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1f, 0x7f...0x9f: return true
         case 0x061c, 0x200e, 0x200f, 0x2028, 0x2029, 0x202a...0x202e, 0x2066...0x2069: return true
