@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorFS
 import MirrorKit
 import MirrorTestSupport
 

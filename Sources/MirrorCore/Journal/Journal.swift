@@ -1,4 +1,5 @@
 import CZlib
+import MirrorFS
 import MirrorKit
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// A parsed, validated manifest (spec: `docs/manifest.md`).
 ///
 /// Every value here has already passed the spec's rules: paths are safe relative paths, URLs use an

@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 
 /// Scalar formats: integers, strings, checksums, timestamps, modes and URLs.

@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 
 /// `mirror sync --dry-run`: the plan, one line per entry that is not up to date, from the disk and

@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 
 /// How a `mirror sync` run behaves (its command-line options, parsed).

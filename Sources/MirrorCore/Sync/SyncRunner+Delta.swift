@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 
 /// Chunk deltas, the runner's side (docs/cli.md, "Chunk deltas"). An entry whose manifest entry

@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 
 /// What one `mirror sync` command asks for, its options parsed.

@@ -30,6 +30,7 @@ extension PartialFile {
     }
 }
 
+import MirrorFS
 import MirrorKit
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 #if canImport(Glibc)
 import Glibc

@@ -13,7 +13,7 @@ import Glibc
 /// link) is never opened, followed or removed; another random name is drawn instead, at most
 /// ``atomicReplaceAttempts`` times (a loop, never recursion). `mode` is set with `fchmod`, so the
 /// umask cannot change it (0644 for what node_exporter must read, 0600 for what is private).
-func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: [UInt8], mode: mode_t = 0o644) throws {
+package func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: [UInt8], mode: mode_t = 0o644) throws {
     let display = folder.displayPath + "/" + name
     var created: (fd: Int32, name: String)?
     var lastError: Int32 = EEXIST
@@ -53,7 +53,7 @@ let atomicReplaceAttempts = 8
 
 /// Opens the folder holding `path` (a user-given file path such as `--metrics-file`) and returns
 /// it with the file's own name.
-func openParentFolder(of path: String) throws -> (FileDescriptor, String) {
+package func openParentFolder(of path: String) throws -> (FileDescriptor, String) {
     let slash = path.lastIndex(of: "/")
     let folder = slash.map { path[..<$0].isEmpty ? "/" : String(path[..<$0]) } ?? "."
     let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
