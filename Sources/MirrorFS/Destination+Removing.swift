@@ -113,7 +113,7 @@ extension Destination {
     /// folder whose parent it kept (or at the top): a folder in one it does not keep is not kept
     /// either, so that a chain thousands deep costs no path per folder. Returns how many went.
     /// `leavingWhole` names folders kept with everything in them (another destination's,
-    /// ``NestedDestinations``); it is asked about every folder not inside one, so pass nil when
+    /// `NestedDestinations`); it is asked about every folder not inside one, so pass nil when
     /// there are none.
     package func removeEmptyFolders(skippingTopLevel skipping: String, keeping keep: ([UInt8]) -> Bool,
                             leavingWhole: (([UInt8]) -> Bool)? = nil) throws -> Int {

@@ -72,7 +72,7 @@ public final class Destination {
         Destination(path: store.destPath, root: try store.building(), stateRoot: store.store, generations: store)
     }
 
-    /// A complete generation DEST does not show, read as a source (``SyncRunner/keptCopy(of:)``),
+    /// A complete generation DEST does not show, read as a source (`SyncRunner.keptCopy(of:)`),
     /// named in messages by where it is (`DEST.generations/g2/PATH`).
     package static func keptGeneration(_ store: GenerationStore, _ n: Int) throws -> Destination {
         Destination(path: store.store.displayPath + "/g\(n)", root: try store.open(generation: n), stateRoot: store.store,
@@ -222,7 +222,7 @@ public final class Destination {
     }
 
     /// The same DEST (the same descriptors) with a folder cache of its own, for another thread
-    /// planning other entries (``Reconciler/forEachAction(in:window:threads:known:_:)``): sharing one cache, two
+    /// planning other entries (`Reconciler.forEachAction(in:window:threads:known:_:)`): sharing one cache, two
     /// threads walking different folders would open a folder for nearly every entry.
     package func sibling() -> Destination {
         Destination(path: path, root: root, stateRoot: stateRoot, generations: generations)

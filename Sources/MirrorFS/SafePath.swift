@@ -75,7 +75,7 @@ public enum SafePath {
     }
 
     /// ``open(_:beneath:flags:mode:resolver:)`` of a path given as bytes, names joined by `/`, as a
-    /// walk of a folder met them (``SeedFolders``): a name that is not UTF-8 is opened as it is,
+    /// walk of a folder met them (`SeedFolders`): a name that is not UTF-8 is opened as it is,
     /// never as the text it would decode to.
     package static func open(bytes relative: [UInt8], beneath folder: Int32, flags: Int32,
                      resolver: Resolver = SafePath.defaultResolver) -> Int32 {

@@ -8,7 +8,7 @@ import Glibc
 /// one comparison against a value read once at start-up.
 ///
 /// The names: `checkpoint-before-record`, `install-before-record`, `compact-before-rename`,
-/// `compact-after-rename`, `turn-before-remove`, `turn-before-rename` (``Installer``, a path that
+/// `compact-after-rename`, `turn-before-remove`, `turn-before-rename` (`Installer`, a path that
 /// turns between file and folder), `prune-mid-removal` (a generation being pruned, renamed out of
 /// the list, before its files are removed).
 ///

@@ -2,7 +2,7 @@
 /// element after it (`Array.removeFirst`, which made taking 10^6 entries one by one quadratic:
 /// seconds at 10^5, minutes at 10^6; docs/performance.md, "A first sync of many files"). The
 /// taken part is dropped once it is half the array, so memory stays within twice what is queued.
-/// The scheduler's queue (``Scheduler``) and the plan's entries (``PlannedEntries``) are two.
+/// The scheduler's queue (`Scheduler`) and the plan's entries (`PlannedEntries`) are two.
 package struct HeadQueue<Element> {
     private var items: [Element] = []
     private var head = 0

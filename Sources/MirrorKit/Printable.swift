@@ -48,7 +48,7 @@ extension Formatting {
     }
 
     /// A line for people: credentials masked (``redactingURLs(in:)``), then ``printable(_:)``.
-    /// Every sink that prints for a person goes through it (``ConsoleReport``, ``RunLog``,
+    /// Every sink that prints for a person goes through it (`ConsoleReport`, `RunLog`,
     /// `mirror status`, the progress display).
     public static func forPeople(_ text: String) -> String {
         printable(redactingURLs(in: text))

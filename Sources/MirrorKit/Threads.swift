@@ -12,6 +12,10 @@ import Glibc
 // `ProcessInfo`) is in FoundationEssentials (docs/performance.md, "Memory before any work").
 
 /// A mutex (`pthread_mutex_lock(3)`). The mutex lives in memory of its own, never moved.
+///
+/// Its calls, and ``ReadWriteLock``'s, are inlinable: the modules above take them around every
+/// lookup (the journal's, once per manifest entry), and inlined they cost what they cost when all
+/// of this was one module, the `pthread` call and nothing more.
 package final class Lock: @unchecked Sendable {
     /// Also the mutex of a ``Condition`` built on this lock.
     @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -40,7 +44,7 @@ package final class Lock: @unchecked Sendable {
 /// A `pthread_rwlock_t`: any number of readers at once, or one writer.
 ///
 /// Why not ``Lock``: planning asks the journal once per manifest entry from a thread per core
-/// (``Reconciler/forEachAction(in:window:threads:known:_:)``); with a mutex they queued behind each other's lookups and
+/// (`Reconciler.forEachAction(in:window:threads:known:_:)`); with a mutex they queued behind each other's lookups and
 /// slept in the kernel (futex) whenever they met, for lookups that change nothing.
 package final class ReadWriteLock: @unchecked Sendable {
     @usableFromInline let rwlock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
