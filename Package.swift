@@ -63,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "MirrorTestSupport",
-            dependencies: ["MirrorCore", "MirrorKit", "MirrorFS"],
+            dependencies: ["MirrorCore", "MirrorKit"],
             path: "Tests/MirrorTestSupport",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
