@@ -3,6 +3,20 @@ import PackageDescription
 
 /// `mirror`: keeps a directory in sync with a checksummed manifest over unreliable networks.
 ///
+/// The library is layered, each target using only those below it, so that the compiler refuses a
+/// use that goes up (README.md, "Layout"):
+///
+/// - `MirrorKit`: threads, locks, clocks, byte counts, formatting, redaction, crash points, the
+///   stop signal. Needs nothing of mirror.
+/// - `MirrorFS`: DEST on disk: descriptors, paths opened without following links, atomic
+///   replacement, the generations of an atomic DEST. Uses MirrorKit.
+/// - `MirrorCore`: everything else (manifest, journal, plan, transfers, the sync, reports). Uses both.
+/// - `mirror`: the executable, argument parsing and exit codes.
+///
+/// What a target offers the ones above it but not the library's users is `package`, not `public`.
+/// MirrorKit and MirrorFS compile in Swift 6 language mode (full data-race checking); MirrorCore
+/// and above are still in Swift 5 mode.
+///
 /// The C libraries are system libraries found through pkg-config; `scripts/setup` installs their
 /// Debian packages. Each has a tiny module map and a header shim (see `Sources/C*/shim.h`).
 let package = Package(
@@ -10,7 +24,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "mirror", targets: ["mirror"]),
-        .library(name: "MirrorCore", targets: ["MirrorCore"]),
+        .library(name: "MirrorCore", targets: ["MirrorCore", "MirrorKit", "MirrorFS"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -23,32 +37,44 @@ let package = Package(
         // Header-only: Linux system calls Swift's Glibc module does not expose (syncfs, openat2).
         .systemLibrary(name: "CLinux"),
         .target(
+            name: "MirrorKit",
+            dependencies: ["CLinux"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "MirrorFS",
+            dependencies: ["MirrorKit", "CLinux"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
             name: "MirrorCore",
-            dependencies: ["CCurl", "CYAML", "CZlib", "COpenSSL", "CLinux"],
+            dependencies: ["MirrorKit", "MirrorFS", "CCurl", "CYAML", "CZlib", "COpenSSL", "CLinux"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .executableTarget(
             name: "mirror",
             dependencies: [
                 "MirrorCore",
+                "MirrorKit",
+                "MirrorFS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .target(
             name: "MirrorTestSupport",
-            dependencies: ["MirrorCore"],
+            dependencies: ["MirrorCore", "MirrorKit"],
             path: "Tests/MirrorTestSupport",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
             name: "MirrorCoreTests",
-            dependencies: ["MirrorCore", "MirrorTestSupport"],
+            dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MirrorCore", "MirrorTestSupport", "mirror"],
+            dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorTestSupport", "mirror"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ]

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MirrorCore
+import MirrorKit
 
 /// Sizes, durations and rates as argument types: the parser reads each value once, and the
 /// commands get a ``ByteCount``, ``TimeSpan`` or ``ByteRate``, never the text, so there is no

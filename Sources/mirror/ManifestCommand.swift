@@ -3,6 +3,8 @@ import ArgumentParser
 import Glibc
 #endif
 import MirrorCore
+import MirrorFS
+import MirrorKit
 
 /// `mirror manifest`: commands that make manifests.
 struct ManifestGroup: ParsableCommand {

@@ -3,6 +3,7 @@ import ArgumentParser
 import Glibc
 #endif
 import MirrorCore
+import MirrorFS
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(

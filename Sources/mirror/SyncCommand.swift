@@ -1,5 +1,6 @@
 import ArgumentParser
 import MirrorCore
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif

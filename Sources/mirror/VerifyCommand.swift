@@ -1,5 +1,6 @@
 import ArgumentParser
 import MirrorCore
+import MirrorKit
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorFS
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc

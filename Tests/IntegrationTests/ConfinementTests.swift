@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorKit
 import MirrorTestSupport
 
 /// Symlinks (and hard links) planted under DEST, before a run and during one, never make `mirror`

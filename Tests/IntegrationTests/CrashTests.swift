@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorFS
 import MirrorTestSupport
 
 /// Real SIGKILLs at random moments, with the damage a crash or a meddling person can leave, and

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorFS
 import MirrorTestSupport
 
 /// A destination that runs out of space or cannot be written, on real small filesystems: a tmpfs

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorKit
 import MirrorTestSupport
 
 /// A fleet behind caches (docs/fleet.md): a cache on the way never keeps a machine on an old

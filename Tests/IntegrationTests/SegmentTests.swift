@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorFS
 import MirrorTestSupport
 
 /// Segmented downloads (`--segments`): several ranges of one file at once, into one partial file,

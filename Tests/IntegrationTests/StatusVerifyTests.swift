@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorFS
+import MirrorKit
 import MirrorTestSupport
 
 /// `mirror status` and `mirror verify`, the built binary, on destinations a real sync left behind.

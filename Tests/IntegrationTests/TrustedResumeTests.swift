@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MirrorCore
+import MirrorFS
 import MirrorTestSupport
 
 /// A run killed (SIGKILL) after a checkpoint was journaled resumes from the saved hash state

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import MirrorKit
 
 /// What a finished child process left behind.
 public struct ProcessResult: Sendable, CustomStringConvertible {

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import MirrorKit
 
 /// Minimal networking on 127.0.0.1 for the harness itself: picking a free port and checking that a
 /// test server answers.

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import MirrorKit
 
 /// One line of ``NginxServer``'s access log.
 public struct AccessLogEntry: Sendable, Equatable, CustomStringConvertible {

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import MirrorKit
 
 /// A real forward proxy, Debian's `squid`, on 127.0.0.1, for tests of `http_proxy`,
 /// `https_proxy` and `no_proxy` (docs/fleet.md). It caches nothing (`cache deny all`), or with

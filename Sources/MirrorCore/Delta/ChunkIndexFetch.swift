@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Fetches an entry's chunk index (docs/cli.md, "Chunk deltas", step 2): from its first source
 /// that serves it, checked against the manifest (size, SHA-256) and against the entry (same size
 /// and SHA-256 of the whole file). The run asks it for a delta it lays out, the dry run for a

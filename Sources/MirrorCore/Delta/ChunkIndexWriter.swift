@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// The publisher's side of chunk indexes (`mirror manifest create --chunks`; docs/manifest.md,
 /// "Chunk indexes"): one pass over a large file gives its SHA-256 for the manifest and its chunks
 /// for the index, and the index is written under `DIR/.mirror-chunks/`, so that whoever publishes

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// The deciding half of a chunk delta (docs/cli.md, "Chunk deltas", steps 1 to 4): whether an
 /// entry is synced as a delta, from which older copy, and what it fetches. The run lays out the
 /// partial file from what this returns (``SyncRunner/startDelta(_:url:)``); the dry run prints and

@@ -1,4 +1,6 @@
 import CZlib
+import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import CZlib
+import MirrorFS
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// Free space kept for the journal beyond its end (docs/journal.md, "A full disk").
 ///
 /// When a download fills DEST's file system, the run still has to write what it learnt: the

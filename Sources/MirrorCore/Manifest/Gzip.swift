@@ -1,4 +1,5 @@
 import CZlib
+import MirrorKit
 
 /// Gunzipping of manifests (`manifest.yaml.gz`), recognised by the RFC 1952 magic bytes 1f 8b and
 /// never by file name, as the spec says.

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// A parsed, validated manifest (spec: `docs/manifest.md`).
 ///
 /// Every value here has already passed the spec's rules: paths are safe relative paths, URLs use an
@@ -175,20 +177,5 @@ public final class ChunkIndexReference: Sendable, Hashable {
     public func hash(into hasher: inout Swift.Hasher) {
         hasher.combine(size)
         hasher.combine(sha256)
-    }
-}
-
-/// A point in time with nanosecond precision, as `struct timespec` holds it.
-public struct FileTime: Sendable, Hashable, Comparable {
-    public var seconds: Int64
-    public var nanoseconds: Int64
-
-    public init(seconds: Int64, nanoseconds: Int64 = 0) {
-        self.seconds = seconds
-        self.nanoseconds = nanoseconds
-    }
-
-    public static func < (a: FileTime, b: FileTime) -> Bool {
-        (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
     }
 }

@@ -1,3 +1,4 @@
+import MirrorFS
 #if canImport(Glibc)
 import Glibc
 #endif

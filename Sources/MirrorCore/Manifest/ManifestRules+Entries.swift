@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// The `files` list: each entry's keys, the `path` rules, and uniqueness across entries.
 extension ManifestRules {
     static let entryKeys = EntryKey.allCases.map(\.rawValue)

@@ -1,3 +1,6 @@
+import MirrorFS
+import MirrorKit
+
 /// Scalar formats: integers, strings, checksums, timestamps, modes and URLs.
 extension ManifestRules {
     /// A non-negative integer written as plain decimal digits. Quoted numbers, signs, fractions,

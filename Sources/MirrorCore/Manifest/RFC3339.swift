@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// RFC 3339 §5.6 `date-time` parsing into a `FileTime` (UTC seconds since the Unix epoch + ns).
 ///
 /// Written out rather than using Foundation's date formatters: they accept more than the grammar

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// Which files a sync run may delete (docs/cli.md, "Deleting").
 public enum DeletionMode: Sendable, Equatable {
     /// `--delete`: files an earlier run installed (the journal's verified records, not adopted)

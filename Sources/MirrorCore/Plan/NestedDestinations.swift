@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// The other destinations inside a DEST, which `--delete-unlisted` leaves whole (docs/cli.md,
 /// "Deleting"): a folder holding a `.mirror` state folder is a DEST of its own (or the generation
 /// store of one, `NAME.generations`, whose DEST is then the symlink `NAME` beside it). Deleting in

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// A listed path that something else holds: a file where the entry needs a folder (the manifest
 /// listed `x`, now lists `x/y`), or a folder where it needs a file (the reverse). A republish that
 /// turns a file into a folder is normal, so what mirror itself installed there, unchanged and no

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// `sync --dry-run` starts planning while the manifest is still being read: a thread of its own
 /// takes the entries the reader has checked so far and marks those that are up to date, one bit
 /// each (docs/performance.md, "The dry run plans while the manifest is read").

@@ -118,6 +118,7 @@ public struct Planner {
     }
 }
 
+import MirrorFS
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Where netrc credentials (`--netrc-file`) may go: facts in (the request's URL, the manifest's
 /// URL, the manifest's sources for what the request fetches), a decision out. No file, no server;
 /// unit-tested in `Tests/MirrorCoreTests/Policy/CredentialScopeTests.swift`. SECURITY.md,

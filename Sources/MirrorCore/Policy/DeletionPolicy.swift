@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Whether a run may delete what it found to delete: facts in, a decision out, unit-tested without
 /// a server or a file system (`Tests/MirrorCoreTests/Policy/DeletionPolicyTests.swift`).
 ///

@@ -1,4 +1,5 @@
 import CLinux
+import MirrorFS
 #if canImport(Glibc)
 import Glibc
 #endif

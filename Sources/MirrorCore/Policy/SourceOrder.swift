@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Which URLs an entry is asked at, in order: the `--prefer` bases first (a site cache or a
 /// neighbour, set on the machine and outside the signed manifest), then the manifest's own
 /// sources (`base_url`, then each mirror, or the entry's absolute URL). Facts in, a list out,

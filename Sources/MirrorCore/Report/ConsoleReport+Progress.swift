@@ -1,3 +1,5 @@
+import MirrorKit
+
 extension ConsoleReport {
     /// Called by the sync loop at each turn (it turns at least 10 times a second while a progress
     /// block is shown): redraws the block when 0.1 s have passed since the last redraw.

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// What `sync --dry-run` would do, in totals, after its plan lines (docs/cli.md, `--dry-run`): a plan of
 /// 20,000 lines says nothing at a glance, and a script wants the numbers (`--json`: `dry_run`).
 ///

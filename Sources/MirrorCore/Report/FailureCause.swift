@@ -1,4 +1,5 @@
 import CCurl
+import MirrorFS
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import MirrorKit
 
 /// The one encoder behind `sync --json`, `status --json` and `verify --json` (docs/cli.md): each
 /// command builds an `Encodable` document (``SyncDocument``, ``StatusDocument``,

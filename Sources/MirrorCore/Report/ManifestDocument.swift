@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// The `manifest` object of `sync --json` and `status --json` (docs/cli.md, "Where the manifest
 /// came from"), and the `last_success` moment beside it: what an admin alerts on when a machine
 /// runs on a saved copy with its server down (docs/cli.md, "Where the manifest came from").

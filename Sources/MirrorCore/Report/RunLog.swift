@@ -1,3 +1,5 @@
+import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif

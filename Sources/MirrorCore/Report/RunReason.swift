@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Why a run did not end `ok`, in one line, for its journal record (`reason=`) and so for
 /// `mirror status` after it: "incomplete: 0 downloaded, 0 failed" alone did not say that the disk
 /// was full (docs/cli.md, "mirror status").

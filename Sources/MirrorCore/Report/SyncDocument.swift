@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// The `sync --json` object (docs/cli.md, "Output"), printed through ``JSONOutput``.
 ///
 /// Messages (`reason`, `error`) are masked with ``redactingURLs(in:)`` here; `source` is masked

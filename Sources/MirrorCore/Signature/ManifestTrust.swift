@@ -1,3 +1,5 @@
+import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,8 +26,8 @@ extension ManifestLoader {
         let name = displayName ?? path
         let bytes: [UInt8]
         do {
-            bytes = try readWholeFile(path)
-        } catch let code as ReadFailure {
+            bytes = try WholeFile.read(path)
+        } catch let code as WholeFile.Failure {
             throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
         }
         let signaturePath = trust.signaturePath ?? ManifestSignature.defaultPath(for: path)
@@ -46,8 +48,8 @@ extension ManifestSignature {
     public static func signFile(manifestPath: String, key: SigningKey, outputPath: String? = nil) throws -> String {
         let bytes: [UInt8]
         do {
-            bytes = try ManifestLoader.readWholeFile(manifestPath)
-        } catch let code as ManifestLoader.ReadFailure {
+            bytes = try WholeFile.read(manifestPath)
+        } catch let code as WholeFile.Failure {
             throw ManifestError(file: manifestPath, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
         }
         _ = try ManifestLoader.parse(bytes, sourceName: manifestPath)
@@ -76,8 +78,8 @@ extension ManifestTrust {
     /// that cannot be read is missing, one too large is malformed.
     static func readSignature(_ path: String, manifestName: String, trust: ManifestTrust) throws -> [UInt8] {
         do {
-            return try ManifestLoader.readWholeFile(path, limit: ManifestSignature.maxFileSize)
-        } catch let code as ManifestLoader.ReadFailure {
+            return try WholeFile.read(path, limit: ManifestSignature.maxFileSize)
+        } catch let code as WholeFile.Failure {
             let cause: SignatureError.Cause = code.errno == EFBIG
                 ? .malformed(detail: "larger than \(ManifestSignature.maxFileSize) bytes; a signature file has one line of 88 base64 characters")
                 : .missing(detail: String(cString: strerror(code.errno)))

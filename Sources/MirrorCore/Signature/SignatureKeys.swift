@@ -1,4 +1,5 @@
 import COpenSSL
+import MirrorKit
 
 #if canImport(Glibc)
 import Glibc
@@ -189,8 +190,8 @@ func withNonEmptyBytes<R>(_ bytes: [UInt8], _ body: (UnsafePointer<UInt8>, Int) 
 func readKeyFile(_ path: String) throws -> [UInt8] {
     let bytes: [UInt8]
     do {
-        bytes = try ManifestLoader.readWholeFile(path, limit: 64 * 1024)
-    } catch let failure as ManifestLoader.ReadFailure {
+        bytes = try WholeFile.read(path, limit: 64 * 1024)
+    } catch let failure as WholeFile.Failure {
         if failure.errno == EFBIG {
             throw SignatureKeyError(file: path, message: "cannot read key: larger than 64 KiB, so not a PEM key")
         }

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// DEST opened for `mirror status` on a thread of its own while the manifest is parsed: at 10^6
 /// entries the manifest takes the main thread about 1.3 s and DEST's journal another 0.6 s, and
 /// the two are independent when `--dest` names DEST (docs/performance.md, "10^6 entries"). The

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// The `status --json` object (docs/cli.md, "mirror status"), printed through ``JSONOutput``.
 ///
 /// Errors come from the journal, which may quote a URL: they are masked here with

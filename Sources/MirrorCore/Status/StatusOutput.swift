@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// The two forms of `mirror status` (docs/cli.md, "mirror status"), written a line or a batch at
 /// a time rather than built whole: on a fresh DEST every entry of the manifest is listed, and
 /// 10^6 lines held as one `String` (after an array of them) cost more than the manifest itself

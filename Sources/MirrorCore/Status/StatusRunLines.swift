@@ -1,3 +1,5 @@
+import MirrorKit
+
 extension DestinationStatus {
     /// The lines of `status` about the runs and the manifest (docs/cli.md, "mirror status"): the last
     /// run with why it stopped and where its manifest came from, the last run that ended `ok`

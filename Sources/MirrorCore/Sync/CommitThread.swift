@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Runs the group commits of a run (``Installer/commit(_:)``) on a thread of their own, one at a
 /// time, so that the sync thread goes on starting and verifying downloads meanwhile.
 ///

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// Carries out a ``DeletionPlan`` once ``DeletionPolicy`` allows it: removes each planned file
 /// that is still the file planned, then the folders this left empty, and drops their records
 /// from the journal (docs/cli.md, "Deleting"; docs/journal.md, "Records").

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Verified files waiting to be made durable and renamed into place together: group commit.
 ///
 /// Thousands of small files must not pay three serial fsyncs each (file, folder, journal). A batch

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// What the journal says about one partial file: every `partial` and `forget` record a download
 /// writes is built here (docs/journal.md, rules 1, 3 and 8), apart from the bytes and their hashing
 /// (``PartialFile``), so what a record may vouch for is decided in one place.

@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// The entries the plan gave to fetch, in manifest order, each made into an ``EntryTask`` only
 /// when it comes up to start (``Scheduler/nextToStart()``).
 ///

@@ -1,3 +1,4 @@
+import MirrorFS
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -101,18 +102,5 @@ public enum Rollback {
         } catch {
             throw .destination(SystemError("roll back", destPath, code: 5))
         }
-    }
-}
-
-extension GenerationStore {
-    /// The store's state folder (`DEST.generations/.mirror`), opened without following a link
-    /// and required to be this user's alone (``StateOwnership``).
-    func stateFolder() throws -> FileDescriptor {
-        let display = store.displayPath + "/" + Destination.stateFolderName
-        let fd = openat(store.fd, Destination.stateFolderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0 { throw SystemError("open folder", display) }
-        let folder = FileDescriptor(fd: fd, displayPath: display)
-        try StateOwnership.require(folder, display)
-        return folder
     }
 }

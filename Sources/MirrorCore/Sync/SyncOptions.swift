@@ -1,3 +1,6 @@
+import MirrorFS
+import MirrorKit
+
 /// How a `mirror sync` run behaves (its command-line options, parsed).
 public struct SyncOptions: Sendable {
     /// The manifest's path or name, as given (its folder anchors a relative `destination`).

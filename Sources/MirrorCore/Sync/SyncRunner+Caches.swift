@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// The runner's side of caches and preferred sources: which headers and credentials one request
 /// carries (``CacheRevalidation``, ``SourceOrder``), and what a checksum mismatch leads to
 /// (``MismatchPolicy``). docs/fleet.md describes the site cache these serve.

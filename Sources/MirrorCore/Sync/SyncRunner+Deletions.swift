@@ -1,3 +1,5 @@
+import MirrorFS
+
 extension SyncRunner {
     /// Every listed file verified and in place, and nothing stopped the run: only then may files
     /// be deleted (docs/cli.md, "Deleting").

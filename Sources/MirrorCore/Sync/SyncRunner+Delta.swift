@@ -1,3 +1,6 @@
+import MirrorFS
+import MirrorKit
+
 /// Chunk deltas, the runner's side (docs/cli.md, "Chunk deltas"). An entry whose manifest entry
 /// names a chunk index, that starts from nothing, and of which this machine holds an older copy
 /// (the file at its path in DEST, in the current generation of an atomic DEST, or at the same path

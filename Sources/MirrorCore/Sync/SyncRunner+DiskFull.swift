@@ -1,3 +1,5 @@
+import MirrorFS
+
 extension SyncRunner {
     /// `fatal` worded with the entry whose partial file could not be written, the bytes it still
     /// needs and the bytes free (``DiskSpace/explain(_:entry:needed:free:)``); `error` as it is when

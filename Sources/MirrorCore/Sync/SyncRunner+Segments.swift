@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Segmented downloads, the runner's side: which ranges to request, when a file widens
 /// (``SegmentPolicy``), and what one segment's end means for the whole entry.
 extension SyncRunner {

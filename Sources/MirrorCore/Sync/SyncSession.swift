@@ -1,3 +1,6 @@
+import MirrorFS
+import MirrorKit
+
 /// What one `mirror sync` command asks for, its options parsed.
 public struct SyncRequest: Sendable {
     /// A path, or an `https://`, `http://` or `file://` URL.

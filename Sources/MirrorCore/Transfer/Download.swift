@@ -1,4 +1,5 @@
 import CCurl
+import MirrorFS
 
 /// Settings shared by every request of a run.
 public struct TransferSettings: Sendable {

@@ -1,3 +1,4 @@
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,8 +40,8 @@ public struct Netrc: Sendable {
     public static func load(path: String) throws -> Netrc {
         let bytes: [UInt8]
         do {
-            bytes = try ManifestLoader.readWholeFile(path)
-        } catch let failure as ManifestLoader.ReadFailure {
+            bytes = try WholeFile.read(path)
+        } catch let failure as WholeFile.Failure {
             throw Failure(path: path, reason: "cannot read it: " + String(cString: strerror(failure.errno)))
         }
         return try Netrc(path: path, text: String(decoding: bytes, as: UTF8.self))

@@ -30,6 +30,8 @@ extension PartialFile {
     }
 }
 
+import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif

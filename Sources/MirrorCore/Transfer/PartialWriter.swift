@@ -1,4 +1,5 @@
 import CLinux
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif

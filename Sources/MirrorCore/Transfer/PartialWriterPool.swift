@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Hashing by a pool: several ``PartialWriter`` threads, so that the files in flight are hashed
 /// on as many cores as there are files (one writer served every file before, and one core's
 /// SHA-256, about 1 GB/s with SHA-NI, bounded the whole run).

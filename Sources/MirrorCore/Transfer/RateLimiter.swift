@@ -1,4 +1,5 @@
 import CCurl
+import MirrorKit
 
 /// `--limit-rate RATE`: one token bucket for the whole run, shared by every transfer on the
 /// transfer thread (and so by every segment and file), filled at RATE bytes per second.

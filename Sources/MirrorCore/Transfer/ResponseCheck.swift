@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// The status and headers of the final response of one request (after redirects).
 public struct ResponseHead: Sendable {
     public var status: Int

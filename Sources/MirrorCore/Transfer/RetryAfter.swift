@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// Parses `Retry-After` (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in the preferred
 /// IMF-fixdate form (`Sun, 06 Nov 1994 08:49:37 GMT`, §5.6.7).
 public enum RetryAfter {

@@ -1,4 +1,5 @@
 import CCurl
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif

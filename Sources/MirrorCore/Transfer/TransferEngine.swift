@@ -1,5 +1,6 @@
 import CLinux
 import CCurl
+import MirrorKit
 
 /// Runs every transfer of a run on one thread, through one libcurl multi handle.
 ///

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// Why one attempt at fetching an entry failed. Each case says whether trying again can help.
 public enum TransferFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// The server answered with an error status (404, 503, ...), possibly with `Retry-After`.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 
 /// Content-defined chunking (``Chunker``): cuts follow the content, so the chunks of a region two
 /// versions share are the same chunks wherever the region lies.

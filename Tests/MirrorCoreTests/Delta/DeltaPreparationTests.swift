@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 
 /// ``DeltaPreparation``: the one decision of whether an entry is synced as a chunk delta, which
 /// the run lays out and the dry run counts (docs/cli.md, "Chunk deltas", `--dry-run`). The older

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 
 /// Walks and removals of a chain of folders 25,000 deep (a full path far past `PATH_MAX`): no

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 
 /// ``SafePath`` refuses every way out of its folder, with openat2 and with the fallback walk alike.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc

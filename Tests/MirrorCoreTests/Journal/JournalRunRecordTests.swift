@@ -1,5 +1,7 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
+@testable import MirrorKit
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 
 /// Choosing verified records before decoding them (``VerifiedIndex/records(where:)``,

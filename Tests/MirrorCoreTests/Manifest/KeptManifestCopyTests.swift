@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 
 /// The copy of a remote manifest kept under `DEST/.mirror/manifest/` (issue 17): it is written with

@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 
 /// ``ManifestEntry`` keeps `mtime`, `mode` and `line` packed: every value the manifest allows
 /// comes back as it went in, absence included, and an entry takes 104 bytes (10^6 entries are

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import CZlib
 @testable import MirrorCore
+@testable import MirrorKit
 
 /// A fresh folder under /tmp for one test, removed (with its files) when the value goes away.
 final class ManifestTempDir {
@@ -44,6 +45,6 @@ final class ManifestTempDir {
     }
 
     func read(_ file: String) throws -> [UInt8] {
-        try ManifestLoader.readWholeFile(file)
+        try WholeFile.read(file)
     }
 }

@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 
 private typealias F = ManifestFixture
 private let sha = ManifestFixture.sha256

@@ -1,4 +1,5 @@
 import MirrorCore
+import MirrorFS
 import MirrorTestSupport
 
 /// A real destination folder with its `.mirror`, partial folder and journal, for the tests of the

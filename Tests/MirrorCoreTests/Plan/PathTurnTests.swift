@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorFS
 import MirrorTestSupport
 #if canImport(Glibc)
 import Glibc

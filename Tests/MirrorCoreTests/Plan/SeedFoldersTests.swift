@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 
 /// ``SeedBudget`` (which seed files are hashed for an entry, in which order) and ``SeedFolders``

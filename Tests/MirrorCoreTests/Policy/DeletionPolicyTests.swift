@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorKit
 
 /// Deletion guardrails without a server or a disk (``DeletionPolicy``, ``DeleteLimit``).
 struct DeletionPolicyTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 
 /// ``DeltaPolicy``: which sources and old copies a delta uses, and which failures stop the run.
 struct DeltaPolicyTests {

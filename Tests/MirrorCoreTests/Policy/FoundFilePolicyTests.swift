@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorFS
 
 /// Whether a file found with an entry's bytes is kept, fixed or copied (``FoundFilePolicy``).
 struct FoundFilePolicyTests {

@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorKit
 
 /// `--prefer` source order without a server (``SourceOrder``).
 struct SourceOrderTests {

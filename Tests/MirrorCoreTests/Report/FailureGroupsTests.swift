@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 
 /// Failures are grouped by a typed cause and the host, never by their words (``FailureCause``,
 /// ``FailureGroups``; docs/cli.md, "Output").

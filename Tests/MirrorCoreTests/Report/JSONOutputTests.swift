@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorKit
 
 /// `--json` goes through one encoder (``JSONOutput``) for sync, status and verify: the documents
 /// keep the names, nesting and values of the emitters built by hand before them, round-trip

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
 import MirrorTestSupport
 
 /// The textfile collector format, parsed line by line (Prometheus exposition format 0.0.4).

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorFS
+@testable import MirrorKit
 import MirrorTestSupport
 
 @Suite struct RunLogTests {

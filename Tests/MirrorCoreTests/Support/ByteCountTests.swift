@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorKit
 
 /// `--segments-above` values (docs/cli.md, "Values of options").
 @Suite struct ByteCountTests {

@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorKit
 
 /// `--limit-rate` values (docs/cli.md, "Values of options").
 @Suite struct ByteRateTests {

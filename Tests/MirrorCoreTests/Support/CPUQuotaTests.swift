@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorKit
 
 /// The CPU quota behind the default thread counts (``CPUQuota``, ``WorkerPool/coreCount``), from
 /// the texts of `/proc/self/cgroup`, `/proc/self/mountinfo` and the cgroup files, as the kernel

@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorKit
 
 @Suite struct FormattingTests {
     @Test func bytes() {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorKit
 
 /// Nothing printed for a person carries a character a terminal acts on (issue 17): one function,
 /// ``Formatting/printable(_:)``, and every sink uses it.

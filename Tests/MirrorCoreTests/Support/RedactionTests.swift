@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import MirrorCore
+@testable import MirrorKit
 import MirrorTestSupport
 
 /// One rule masks the user-info of every URL in every output (RFC 3986 §3.2.1: user-info ends at

@@ -1,5 +1,6 @@
 import Testing
 import MirrorCore
+import MirrorKit
 
 /// `--deadline`, `--stall-timeout` and `--jitter` values (docs/cli.md, "Values of options").
 @Suite struct TimeSpanTests {

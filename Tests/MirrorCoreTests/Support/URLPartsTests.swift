@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorKit
 
 @Suite struct URLPartsTests {
     @Test func hostKeysIgnoreCredentialsPathAndCase() {

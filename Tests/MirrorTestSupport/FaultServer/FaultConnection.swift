@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import MirrorKit
 
 /// One accepted connection of a ``FaultServer``: reads requests one after another (keep-alive)
 /// and answers each according to the path's ``Fault``s, on its own thread.

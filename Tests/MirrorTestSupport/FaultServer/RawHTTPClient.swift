@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import MirrorKit
 
 /// A response as read by ``RawHTTPClient``, with how its body ended.
 public struct RawHTTPResponse: Sendable {

@@ -29,7 +29,7 @@ extension Destination {
     }
 
     /// Every name under DEST but `skipping` at its top (the state folder), depth first.
-    func walk(skippingTopLevel skipping: String) throws -> Tree {
+    package func walk(skippingTopLevel skipping: String) throws -> Tree {
         var tree = Tree()
         let walker = try FolderWalker(root, skippingTopLevel: Array(skipping.utf8))
         var parents: [Int] = []
@@ -113,9 +113,9 @@ extension Destination {
     /// folder whose parent it kept (or at the top): a folder in one it does not keep is not kept
     /// either, so that a chain thousands deep costs no path per folder. Returns how many went.
     /// `leavingWhole` names folders kept with everything in them (another destination's,
-    /// ``NestedDestinations``); it is asked about every folder not inside one, so pass nil when
+    /// `NestedDestinations`); it is asked about every folder not inside one, so pass nil when
     /// there are none.
-    func removeEmptyFolders(skippingTopLevel skipping: String, keeping keep: ([UInt8]) -> Bool,
+    package func removeEmptyFolders(skippingTopLevel skipping: String, keeping keep: ([UInt8]) -> Bool,
                             leavingWhole: (([UInt8]) -> Bool)? = nil) throws -> Int {
         let walker = try FolderWalker(root, skippingTopLevel: Array(skipping.utf8))
         // Whether each folder from the top to the current one is kept (the root is), and whether
@@ -140,12 +140,12 @@ extension Destination {
     }
 
     /// Makes every removal in DEST durable: one `syncfs(2)` for the whole file system.
-    func syncAll() throws { try root.syncFilesystem() }
+    package func syncAll() throws { try root.syncFilesystem() }
 }
 
 extension Array where Element == UInt8 {
     /// The bytes as a NUL-terminated C string (a name from `readdir` holds no NUL).
-    func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
+    package func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
         var terminated = map { CChar(bitPattern: $0) }
         terminated.append(0)
         // Never nil: the array holds at least the terminating NUL.

@@ -8,7 +8,7 @@ import Glibc
 /// one comparison against a value read once at start-up.
 ///
 /// The names: `checkpoint-before-record`, `install-before-record`, `compact-before-rename`,
-/// `compact-after-rename`, `turn-before-remove`, `turn-before-rename` (``Installer``, a path that
+/// `compact-after-rename`, `turn-before-remove`, `turn-before-rename` (`Installer`, a path that
 /// turns between file and folder), `prune-mid-removal` (a generation being pruned, renamed out of
 /// the list, before its files are removed).
 ///
@@ -19,10 +19,11 @@ import Glibc
 /// (old generations pruned, records not yet refreshed), `seed-after-walk` (the `--seed` folders
 /// walked, no seed file opened yet: a test swaps a folder for a link there).
 public enum CrashPoint {
-    static let armed: String? = getenv("MIRROR_CRASH_AT").map { String(cString: $0) }
-    static let stopAt: String? = getenv("MIRROR_STOP_AT").map { String(cString: $0) }
+    @usableFromInline static let armed: String? = getenv("MIRROR_CRASH_AT").map { String(cString: $0) }
+    @usableFromInline static let stopAt: String? = getenv("MIRROR_STOP_AT").map { String(cString: $0) }
 
-    @inline(__always)
+    /// Inlinable, so that a call from the modules above costs the comparison and no call.
+    @inlinable @inline(__always)
     public static func hit(_ name: StaticString) {
         if let stopAt, stopAt == name.description { raise(SIGSTOP) }
         guard let armed, armed == name.description else { return }

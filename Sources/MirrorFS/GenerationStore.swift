@@ -1,4 +1,5 @@
 import CLinux
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,7 @@ import Glibc
 /// hard links between generations: they take their space once.
 public final class GenerationStore {
     public static let suffix = ".generations"
-    static let buildingName = "building"
+    package static let buildingName = "building"
     /// The new symlink's name in the store before it is renamed over DEST, and the old plain
     /// folder's after an exchange. It lives in the store, never in DEST's parent: mirror creates
     /// and removes nothing there but DEST and the store, so it never removes what it did not make.
@@ -87,7 +88,7 @@ public final class GenerationStore {
     /// writes (sync, rollback) requires the store, its generations and `building/` to be this
     /// user's alone (``StateOwnership``), and stops with exit 73 otherwise. Reading commands
     /// (status, verify) do not ask: they trust nothing they find there.
-    func requireOwnership() throws {
+    package func requireOwnership() throws {
         try StateOwnership.require(store, store.displayPath)
         for entry in try store.entryNames() {
             let name = String(decoding: entry, as: UTF8.self)
@@ -136,7 +137,7 @@ public final class GenerationStore {
     }
 
     /// `g12` is 12; anything else is no generation.
-    static func number(_ name: String) -> Int? {
+    package static func number(_ name: String) -> Int? {
         guard name.hasPrefix("g"), name.count > 1, name.count < 12, name.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
         return Int(name.dropFirst())
     }
@@ -166,7 +167,7 @@ public final class GenerationStore {
     /// Renames `building` to the next generation's name; returns its number. The caller made its
     /// files durable first (`syncfs`); the store's folder is synced here, so the name is durable
     /// before DEST is switched to it.
-    func sealBuilding() throws -> Int {
+    package func sealBuilding() throws -> Int {
         let next = (try generations().last ?? 0) + 1
         if renameat(store.fd, GenerationStore.buildingName, store.fd, "g\(next)") != 0 {
             throw SystemError("publish", store.displayPath + "/g\(next)")
@@ -214,7 +215,7 @@ public final class GenerationStore {
     /// Returns the numbers removed. Each is first renamed to a hidden name (and the store synced),
     /// then removed: a kill during the removal leaves a torn tree that no command lists or
     /// switches to, which the next run sweeps (``sweepLeftovers()``). A listed `gN` is always whole.
-    func prune(keep: Int) throws -> [Int] {
+    package func prune(keep: Int) throws -> [Int] {
         guard case .generation(let now) = current() else { return [] }
         let all = try generations()
         let kept = Set(all.suffix(max(1, keep)) + [now])
@@ -234,7 +235,7 @@ public final class GenerationStore {
     }
 
     /// Removes what a killed run left of generations it was pruning and of a switch.
-    func sweepLeftovers() throws {
+    package func sweepLeftovers() throws {
         try removeLeftoverSwitch()
         for entry in try store.entryNames() where entry.starts(with: Array(GenerationStore.prunedPrefix.utf8)) {
             try GenerationStore.removeTree(entry, in: store)
@@ -242,7 +243,7 @@ public final class GenerationStore {
     }
 
     /// `rm -r` of `name` in `folder`, no link followed (a symlink is removed, not entered).
-    static func removeTree(_ name: String, in folder: FileDescriptor) throws {
+    package static func removeTree(_ name: String, in folder: FileDescriptor) throws {
         try removeTree(Array(name.utf8), in: folder)
     }
 
@@ -250,5 +251,18 @@ public final class GenerationStore {
     /// recursion and with a bounded number of descriptors, however deep the tree (``FolderWalker``).
     static func removeTree(_ name: [UInt8], in folder: FileDescriptor) throws {
         try FolderWalker.removeTree(name, in: folder)
+    }
+}
+
+extension GenerationStore {
+    /// The store's state folder (`DEST.generations/.mirror`), opened without following a link
+    /// and required to be this user's alone (``StateOwnership``).
+    package func stateFolder() throws -> FileDescriptor {
+        let display = store.displayPath + "/" + Destination.stateFolderName
+        let fd = openat(store.fd, Destination.stateFolderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 { throw SystemError("open folder", display) }
+        let folder = FileDescriptor(fd: fd, displayPath: display)
+        try StateOwnership.require(folder, display)
+        return folder
     }
 }

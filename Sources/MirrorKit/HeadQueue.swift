@@ -2,19 +2,21 @@
 /// element after it (`Array.removeFirst`, which made taking 10^6 entries one by one quadratic:
 /// seconds at 10^5, minutes at 10^6; docs/performance.md, "A first sync of many files"). The
 /// taken part is dropped once it is half the array, so memory stays within twice what is queued.
-/// The scheduler's queue (``Scheduler``) and the plan's entries (``PlannedEntries``) are two.
-struct HeadQueue<Element> {
+/// The scheduler's queue (`Scheduler`) and the plan's entries (`PlannedEntries`) are two.
+package struct HeadQueue<Element> {
     private var items: [Element] = []
     private var head = 0
 
+    package init() {}
+
     /// What is still queued, in order.
-    var remaining: ArraySlice<Element> { items[head...] }
-    var count: Int { items.count - head }
-    var isEmpty: Bool { head == items.count }
+    package var remaining: ArraySlice<Element> { items[head...] }
+    package var count: Int { items.count - head }
+    package var isEmpty: Bool { head == items.count }
 
-    mutating func append(_ element: Element) { items.append(element) }
+    package mutating func append(_ element: Element) { items.append(element) }
 
-    mutating func popFirst() -> Element? {
+    package mutating func popFirst() -> Element? {
         guard head < items.count else { return nil }
         let first = items[head]
         head += 1
@@ -23,7 +25,7 @@ struct HeadQueue<Element> {
     }
 
     /// Removes the queued elements `shouldRemove` picks; the others keep their order.
-    mutating func removeAll(where shouldRemove: (Element) -> Bool) {
+    package mutating func removeAll(where shouldRemove: (Element) -> Bool) {
         dropTaken()
         items.removeAll(where: shouldRemove)
     }

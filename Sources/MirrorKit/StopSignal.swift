@@ -33,7 +33,7 @@ public enum StopSignal {
     }
 
     /// Sleeps `seconds` in steps of at most 0.1 s; false when a stop signal arrived first, so that
-    /// SIGINT or SIGTERM end a wait (``Jitter``, a signature's second look) promptly.
+    /// SIGINT or SIGTERM end a wait (`Jitter`, a signature's second look) promptly.
     public static func pause(_ seconds: Double) -> Bool {
         let end = monotonicSeconds() + seconds
         while received == 0 {

@@ -12,11 +12,15 @@ import Glibc
 // `ProcessInfo`) is in FoundationEssentials (docs/performance.md, "Memory before any work").
 
 /// A mutex (`pthread_mutex_lock(3)`). The mutex lives in memory of its own, never moved.
-final class Lock: @unchecked Sendable {
+///
+/// Its calls, and ``ReadWriteLock``'s, are inlinable: the modules above take them around every
+/// lookup (the journal's, once per manifest entry), and inlined they cost what they cost when all
+/// of this was one module, the `pthread` call and nothing more.
+package final class Lock: @unchecked Sendable {
     /// Also the mutex of a ``Condition`` built on this lock.
-    fileprivate let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
     }
@@ -27,10 +31,10 @@ final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+    @inlinable package func lock() { pthread_mutex_lock(mutex) }
+    @inlinable package func unlock() { pthread_mutex_unlock(mutex) }
 
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    @inlinable package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         lock()
         defer { unlock() }
         return try body()
@@ -40,12 +44,12 @@ final class Lock: @unchecked Sendable {
 /// A `pthread_rwlock_t`: any number of readers at once, or one writer.
 ///
 /// Why not ``Lock``: planning asks the journal once per manifest entry from a thread per core
-/// (``Reconciler/forEachAction(in:window:threads:known:_:)``); with a mutex they queued behind each other's lookups and
+/// (`Reconciler.forEachAction(in:window:threads:known:_:)`); with a mutex they queued behind each other's lookups and
 /// slept in the kernel (futex) whenever they met, for lookups that change nothing.
-final class ReadWriteLock: @unchecked Sendable {
-    private let rwlock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+package final class ReadWriteLock: @unchecked Sendable {
+    @usableFromInline let rwlock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         rwlock.initialize(to: pthread_rwlock_t())
         pthread_rwlock_init(rwlock, nil)
     }
@@ -57,23 +61,23 @@ final class ReadWriteLock: @unchecked Sendable {
     }
 
     /// Shared: for what only reads.
-    func lockForReading() { pthread_rwlock_rdlock(rwlock) }
+    @inlinable package func lockForReading() { pthread_rwlock_rdlock(rwlock) }
 
     /// Exclusive: for what changes the state.
-    func lock() { pthread_rwlock_wrlock(rwlock) }
+    @inlinable package func lock() { pthread_rwlock_wrlock(rwlock) }
 
-    func unlock() { pthread_rwlock_unlock(rwlock) }
+    @inlinable package func unlock() { pthread_rwlock_unlock(rwlock) }
 }
 
 /// A mutex with a condition variable (`pthread_cond_wait(3)`), used as `NSCondition` was: lock,
 /// test the predicate in a loop around ``wait()``, unlock. Timed waits count on
 /// `CLOCK_MONOTONIC` (`pthread_condattr_setclock`), so a change of the wall clock neither
 /// shortens nor stretches them.
-final class Condition: @unchecked Sendable {
+package final class Condition: @unchecked Sendable {
     private let mutex = Lock()
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         cond.initialize(to: pthread_cond_t())
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -88,16 +92,16 @@ final class Condition: @unchecked Sendable {
         cond.deallocate()
     }
 
-    func lock() { mutex.lock() }
-    func unlock() { mutex.unlock() }
+    package func lock() { mutex.lock() }
+    package func unlock() { mutex.unlock() }
     /// Waits for a signal; the lock must be held. May wake without one: test the predicate again.
-    func wait() { pthread_cond_wait(cond, mutex.mutex) }
-    func signal() { pthread_cond_signal(cond) }
-    func broadcast() { pthread_cond_broadcast(cond) }
+    package func wait() { pthread_cond_wait(cond, mutex.mutex) }
+    package func signal() { pthread_cond_signal(cond) }
+    package func broadcast() { pthread_cond_broadcast(cond) }
 
     /// Waits for a signal at most `seconds`; the lock must be held. Returns false on timeout.
     @discardableResult
-    func wait(seconds: Double) -> Bool {
+    package func wait(seconds: Double) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         // At most a day: every caller waits far less, and the sum below stays in range.
@@ -113,7 +117,7 @@ final class Condition: @unchecked Sendable {
 }
 
 /// Starts detached threads (`pthread_create(3)`), named for `top -H` and /proc/PID/task/*/comm.
-enum SystemThread {
+package enum SystemThread {
     /// The closure travels to the new thread retained (`Unmanaged`) and is released there.
     private final class Body {
         let name: String
@@ -123,7 +127,7 @@ enum SystemThread {
 
     /// Runs `body` on a new detached thread named `name` (at most 15 bytes reach the kernel).
     /// `stackSize` nil keeps the system's default (8 MiB of address space, touched as used).
-    static func start(name: String, stackSize: Int? = nil, _ body: @escaping () -> Void) {
+    package static func start(name: String, stackSize: Int? = nil, _ body: @escaping () -> Void) {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }

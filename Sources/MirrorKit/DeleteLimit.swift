@@ -1,5 +1,5 @@
 /// `--max-delete N` or `--max-delete N%`: how many files one run may delete before it refuses to
-/// delete any (``DeletionPolicy``). A count, or a share of the files mirror knows in DEST.
+/// delete any (`DeletionPolicy`). A count, or a share of the files mirror knows in DEST.
 public enum DeleteLimit: Sendable, Hashable, CustomStringConvertible {
     case count(Int)
     /// Percent, 0...100.

@@ -1,4 +1,5 @@
 import CLinux
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,7 @@ public final class Destination {
 
     /// DEST as the user named it, for messages.
     public let path: String
-    let root: FileDescriptor
+    package let root: FileDescriptor
     /// Where `.mirror` is: DEST itself, or for an atomic destination its store
     /// (``GenerationStore``), which outlives every generation.
     let stateRoot: FileDescriptor
@@ -67,13 +68,13 @@ public final class Destination {
     }
 
     /// The next generation of an atomic DEST, as the folder a run installs into (``GenerationStore``).
-    static func building(_ store: GenerationStore) throws -> Destination {
+    package static func building(_ store: GenerationStore) throws -> Destination {
         Destination(path: store.destPath, root: try store.building(), stateRoot: store.store, generations: store)
     }
 
-    /// A complete generation DEST does not show, read as a source (``SyncRunner/keptCopy(of:)``),
+    /// A complete generation DEST does not show, read as a source (`SyncRunner.keptCopy(of:)`),
     /// named in messages by where it is (`DEST.generations/g2/PATH`).
-    static func keptGeneration(_ store: GenerationStore, _ n: Int) throws -> Destination {
+    package static func keptGeneration(_ store: GenerationStore, _ n: Int) throws -> Destination {
         Destination(path: store.store.displayPath + "/g\(n)", root: try store.open(generation: n), stateRoot: store.store,
                     generations: store)
     }
@@ -221,9 +222,9 @@ public final class Destination {
     }
 
     /// The same DEST (the same descriptors) with a folder cache of its own, for another thread
-    /// planning other entries (``Reconciler/forEachAction(in:window:threads:known:_:)``): sharing one cache, two
+    /// planning other entries (`Reconciler.forEachAction(in:window:threads:known:_:)`): sharing one cache, two
     /// threads walking different folders would open a folder for nearly every entry.
-    func sibling() -> Destination {
+    package func sibling() -> Destination {
         Destination(path: path, root: root, stateRoot: stateRoot, generations: generations)
     }
 
@@ -297,7 +298,7 @@ public final class Destination {
 
     /// Opens (and with `create`, makes) every folder of `relative` but the last component, and
     /// returns that folder and the final name.
-    func openParent(of relative: String, create: Bool) throws -> (FileDescriptor, String) {
+    package func openParent(of relative: String, create: Bool) throws -> (FileDescriptor, String) {
         var components = relative.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard let name = components.popLast() else { throw SystemError("open", display(relative), code: EINVAL) }
         return (try openFolder(components, create: create, for: relative), name)
@@ -355,5 +356,5 @@ public final class Destination {
 
 extension FileStatus {
     /// Same inode on the same device: the same file, whatever its name now.
-    func sameFile(as other: FileStatus) -> Bool { inode == other.inode && device == other.device }
+    package func sameFile(as other: FileStatus) -> Bool { inode == other.inode && device == other.device }
 }

@@ -11,11 +11,11 @@ import Glibc
 /// would race with other threads creating files, so the mask comes from `/proc/self/status`
 /// (`Umask:`, Linux 4.7). When it cannot be read, every mode counts as narrowed: the `fchmod` is
 /// kept. mirror never changes its umask, so the value read at the first use stays true.
-enum ProcessUmask {
+package enum ProcessUmask {
     static let value: mode_t? = read()
 
     /// Whether creating a file with `mode` may give it fewer permission bits (true when unknown).
-    static func narrows(_ mode: mode_t) -> Bool {
+    package static func narrows(_ mode: mode_t) -> Bool {
         guard let value else { return true }
         return mode & value != 0
     }

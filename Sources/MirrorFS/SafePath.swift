@@ -75,9 +75,9 @@ public enum SafePath {
     }
 
     /// ``open(_:beneath:flags:mode:resolver:)`` of a path given as bytes, names joined by `/`, as a
-    /// walk of a folder met them (``SeedFolders``): a name that is not UTF-8 is opened as it is,
+    /// walk of a folder met them (`SeedFolders`): a name that is not UTF-8 is opened as it is,
     /// never as the text it would decode to.
-    static func open(bytes relative: [UInt8], beneath folder: Int32, flags: Int32,
+    package static func open(bytes relative: [UInt8], beneath folder: Int32, flags: Int32,
                      resolver: Resolver = SafePath.defaultResolver) -> Int32 {
         let flags = flags | O_NOFOLLOW | O_CLOEXEC
         guard isPlainRelative(bytes: relative) else {
@@ -149,7 +149,7 @@ public enum SafePath {
     /// another file (`fs.protected_hardlinks` prevents most such links, but not everywhere). The
     /// owner is not checked: a destination synced by root once and by a service account later is
     /// legitimate, and a user who can replace these files can already write the files they own.
-    static func requireSoleRegularFile(_ fd: Int32, _ displayPath: String) throws {
+    package static func requireSoleRegularFile(_ fd: Int32, _ displayPath: String) throws {
         var st = stat()
         if fstat(fd, &st) != 0 { throw SystemError("inspect", displayPath) }
         if st.st_mode & S_IFMT != S_IFREG {

@@ -13,6 +13,11 @@ extension Formatting {
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
+
+    /// `2026-11-22T03:04:05Z` (RFC 3339, UTC, whole seconds): ``utcTimestamp(_:)`` of the second.
+    public static func rfc3339(_ unixTime: Double) -> String {
+        utcTimestamp(Int64(unixTime.rounded(.down)))
+    }
 }
 
 extension Formatting {

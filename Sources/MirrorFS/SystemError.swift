@@ -36,7 +36,7 @@ public struct SystemError: Error, CustomStringConvertible, Sendable, Equatable {
 
 /// Runs a system call, retrying on `EINTR` (signals interrupting slow calls, POSIX.1-2008 §2.3).
 @inline(__always)
-func retryingOnEINTR<T: BinaryInteger>(_ call: () -> T) -> T {
+package func retryingOnEINTR<T: BinaryInteger>(_ call: () -> T) -> T {
     while true {
         let r = call()
         if r == -1 && errno == EINTR { continue }

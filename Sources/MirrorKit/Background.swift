@@ -4,12 +4,12 @@ import Dispatch
 /// for: `--dry-run` reads DEST's journal while the manifest is parsed (docs/performance.md,
 /// "10^6 entries"). The two are independent and each takes about a core for a second at 10^6
 /// entries, so on two cores the run takes the longer of the two instead of their sum.
-final class Background<Value>: @unchecked Sendable {
+package final class Background<Value>: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     /// Written once by the thread before `done` is signalled; read only after waiting on it.
     private var result: Value?
 
-    init(_ work: @escaping () -> Value) {
+    package init(_ work: @escaping () -> Value) {
         // Journal reading recurses no deeper than the run's own thread does.
         SystemThread.start(name: "mirror-read", stackSize: 1 << 20) { [self] in
             result = work()
@@ -19,7 +19,7 @@ final class Background<Value>: @unchecked Sendable {
 
     /// Waits for the value (at once if it is ready, and at once on every later call: the signal
     /// taken is given back).
-    func value() -> Value {
+    package func value() -> Value {
         done.wait()
         done.signal()
         // The thread always stores a value before it signals.

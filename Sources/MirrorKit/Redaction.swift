@@ -26,7 +26,7 @@ public func redactedURL(_ url: String) -> String {
 ///
 /// Callers that hold a URL mask it with ``redactedURL(_:)`` before putting it into text (a URL
 /// given on the command line may hold a literal space); this function is the net behind them,
-/// applied by every sink (``RunLog``, ``ConsoleReport``, ``SyncDocument``, the journal).
+/// applied by every sink (`RunLog`, `ConsoleReport`, `SyncDocument`, the journal).
 public func redactingURLs(in text: String) -> String {
     maskingUserInfo(in: text, authorityEndsAtSpace: true)
 }

@@ -110,9 +110,9 @@ public enum CPUQuota {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// A file of /proc or /sys, read whole (``ManifestLoader/readWholeFile(_:limit:)`` reads on
+    /// A file of /proc or /sys, read whole (``WholeFile/read(_:limit:)`` reads on
     /// to the end, whatever size `fstat` reports: 0 or 4096 here).
     private static func readSmallFile(_ path: String) -> String? {
-        (try? ManifestLoader.readWholeFile(path)).map { String(decoding: $0, as: UTF8.self) }
+        (try? WholeFile.read(path)).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -16,8 +16,8 @@ import Glibc
 ///
 /// Every folder is opened with `openat(O_NOFOLLOW | O_DIRECTORY)` relative to its parent, so a
 /// symlink is reported as an entry, never followed. Names are bytes, as `readdir` gives them.
-final class FolderWalker {
-    enum Event {
+package final class FolderWalker {
+    package enum Event {
         /// Anything that is not a folder (file, symlink, socket...), in ``folder``, with its status.
         case entry(name: [UInt8], status: FileStatus)
         /// The walk went into the folder `name`; ``folder`` and ``path`` are now that folder.
@@ -61,7 +61,7 @@ final class FolderWalker {
     /// the name `skipping` at the top. `displayRoot` names `root` in messages. With
     /// `skippingUnreadable` (a `--seed` folder: a tree of someone else's, read only for what it
     /// offers), a folder below the root that `openat` refuses with `EACCES` is left out, as if empty.
-    init(_ root: FileDescriptor, skippingTopLevel skipping: [UInt8]? = nil, skippingUnreadable: Bool = false,
+    package init(_ root: FileDescriptor, skippingTopLevel skipping: [UInt8]? = nil, skippingUnreadable: Bool = false,
          maxOpen: Int = FolderWalker.defaultMaxOpen) throws {
         self.maxOpen = max(2, maxOpen)
         self.skipping = skipping
@@ -90,7 +90,7 @@ final class FolderWalker {
     var depth: Int { max(0, frames.count - 1) }
 
     /// `path` joined with `name`: the relative path of an entry of the current folder.
-    func path(of name: [UInt8]) -> [UInt8] {
+    package func path(of name: [UInt8]) -> [UInt8] {
         path.isEmpty ? name : path + [UInt8(ascii: "/")] + name
     }
 
@@ -100,7 +100,7 @@ final class FolderWalker {
     }
 
     /// The next event, nil when the whole tree was walked (all descriptors are then closed).
-    func next() throws -> Event? {
+    package func next() throws -> Event? {
         while let top = frames.indices.last {
             guard frames[top].next < frames[top].names.count else {
                 if top == 0 {

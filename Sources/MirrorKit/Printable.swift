@@ -48,13 +48,13 @@ extension Formatting {
     }
 
     /// A line for people: credentials masked (``redactingURLs(in:)``), then ``printable(_:)``.
-    /// Every sink that prints for a person goes through it (``ConsoleReport``, ``RunLog``,
+    /// Every sink that prints for a person goes through it (`ConsoleReport`, `RunLog`,
     /// `mirror status`, the progress display).
     public static func forPeople(_ text: String) -> String {
         printable(redactingURLs(in: text))
     }
 
-    static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    package static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1f, 0x7f...0x9f: return true
         case 0x061c, 0x200e, 0x200f, 0x2028, 0x2029, 0x202a...0x202e, 0x2066...0x2069: return true

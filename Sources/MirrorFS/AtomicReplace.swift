@@ -2,13 +2,6 @@
 import Glibc
 #endif
 
-extension Formatting {
-    /// `2026-11-22T03:04:05Z` (RFC 3339, UTC, whole seconds): ``utcTimestamp(_:)`` of the second.
-    public static func rfc3339(_ unixTime: Double) -> String {
-        utcTimestamp(Int64(unixTime.rounded(.down)))
-    }
-}
-
 /// Replaces the file `name` in the folder `folder` with `bytes`, atomically: a new temporary file
 /// in the same folder, `fsync`, `renameat` over the name, then `fsync` of the folder so the new
 /// name survives a crash. A reader (node_exporter, the next run) sees the old content or the new,
@@ -20,7 +13,7 @@ extension Formatting {
 /// link) is never opened, followed or removed; another random name is drawn instead, at most
 /// ``atomicReplaceAttempts`` times (a loop, never recursion). `mode` is set with `fchmod`, so the
 /// umask cannot change it (0644 for what node_exporter must read, 0600 for what is private).
-func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: [UInt8], mode: mode_t = 0o644) throws {
+package func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: [UInt8], mode: mode_t = 0o644) throws {
     let display = folder.displayPath + "/" + name
     var created: (fd: Int32, name: String)?
     var lastError: Int32 = EEXIST
@@ -60,7 +53,7 @@ let atomicReplaceAttempts = 8
 
 /// Opens the folder holding `path` (a user-given file path such as `--metrics-file`) and returns
 /// it with the file's own name.
-func openParentFolder(of path: String) throws -> (FileDescriptor, String) {
+package func openParentFolder(of path: String) throws -> (FileDescriptor, String) {
     let slash = path.lastIndex(of: "/")
     let folder = slash.map { path[..<$0].isEmpty ? "/" : String(path[..<$0]) } ?? "."
     let name = slash.map { String(path[path.index(after: $0)...]) } ?? path

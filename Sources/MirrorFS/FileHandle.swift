@@ -129,7 +129,7 @@ public final class FileDescriptor {
 extension FileDescriptor {
     /// The entry names of this open folder, as bytes, without `.` and `..` (`fdopendir`/`readdir`
     /// on a duplicate descriptor, since `closedir` closes the one it was given).
-    func entryNames() throws -> [[UInt8]] {
+    package func entryNames() throws -> [[UInt8]] {
         try FileDescriptor.entryNames(ofFolder: fd, displayPath: displayPath)
     }
 
@@ -153,6 +153,21 @@ extension FileDescriptor {
             out.append(name)
         }
         return out
+    }
+}
+
+/// A point in time with nanosecond precision, as `struct timespec` holds it.
+public struct FileTime: Sendable, Hashable, Comparable {
+    public var seconds: Int64
+    public var nanoseconds: Int64
+
+    public init(seconds: Int64, nanoseconds: Int64 = 0) {
+        self.seconds = seconds
+        self.nanoseconds = nanoseconds
+    }
+
+    public static func < (a: FileTime, b: FileTime) -> Bool {
+        (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
     }
 }
 
@@ -181,7 +196,7 @@ public struct FileStatus: Sendable, Equatable {
         self.links = links
     }
 
-    init(_ st: Glibc.stat) {
+    package init(_ st: Glibc.stat) {
         size = Int64(st.st_size)
         mode = UInt32(st.st_mode)
         inode = UInt64(st.st_ino)
@@ -208,7 +223,7 @@ extension FileDescriptor {
     }
 
     /// The free space of this folder's file system (`fstatvfs(3)`).
-    func space() throws -> Space {
+    package func space() throws -> Space {
         var vfs = statvfs()
         guard fstatvfs(fd, &vfs) == 0 else { throw SystemError("measure the free space of", displayPath) }
         let block = Int64(vfs.f_frsize)
@@ -216,7 +231,7 @@ extension FileDescriptor {
     }
 
     /// The bytes allocated to the file `name` in this folder (`st_blocks × 512`); 0 when absent.
-    func allocatedBytes(of name: String) -> Int64 {
+    package func allocatedBytes(of name: String) -> Int64 {
         var st = Glibc.stat()
         guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFREG else { return 0 }
         return Int64(st.st_blocks) * 512

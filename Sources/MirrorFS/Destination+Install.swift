@@ -59,7 +59,7 @@ extension Destination {
         return try placed(final, in: parent, relative: relative, ours: ours, syncFolder: syncFolder)
     }
 
-    /// Installs a verified file that has no name (``PartialNaming``): `linkat(2)` of the open
+    /// Installs a verified file that has no name (`PartialNaming`): `linkat(2)` of the open
     /// file to `relative` (``mirror_link_open_file``), one new name in its folder, and nothing
     /// for anyone to swap, since nobody else can reach the file before it has a name. A link
     /// never replaces: when it fails (the name is taken: a file to replace, a folder in the way),
