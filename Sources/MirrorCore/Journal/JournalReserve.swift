@@ -1,5 +1,7 @@
 import MirrorFS
 
+import MirrorFS
+
 /// Free space kept for the journal beyond its end (docs/journal.md, "A full disk").
 ///
 /// When a download fills DEST's file system, the run still has to write what it learnt: the

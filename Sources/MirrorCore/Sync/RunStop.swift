@@ -1,3 +1,4 @@
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
