@@ -14,8 +14,8 @@ import PackageDescription
 /// - `mirror`: the executable, argument parsing and exit codes.
 ///
 /// What a target offers the ones above it but not the library's users is `package`, not `public`.
-/// MirrorKit and MirrorFS compile in Swift 6 language mode (full data-race checking); MirrorCore
-/// and above are still in Swift 5 mode.
+/// The library's targets and the executable compile in Swift 6 language mode (full data-race
+/// checking); the test targets are still in Swift 5 mode.
 ///
 /// The C libraries are system libraries found through pkg-config; `scripts/setup` installs their
 /// Debian packages. Each has a tiny module map and a header shim (see `Sources/C*/shim.h`).
@@ -49,7 +49,7 @@ let package = Package(
         .target(
             name: "MirrorCore",
             dependencies: ["MirrorKit", "MirrorFS", "CCurl", "CYAML", "CZlib", "COpenSSL", "CLinux"],
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
             name: "mirror",
@@ -59,7 +59,7 @@ let package = Package(
                 "MirrorFS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "MirrorTestSupport",

@@ -13,7 +13,11 @@ import Glibc
 /// on disk": sync never writes, deletes or follows a link outside DEST). A symlink in the way fails that one entry;
 /// at `.mirror` or `.mirror/partial` it fails the run (exit 73), see SECURITY.md.
 /// The tool's own state lives in `DEST/.mirror/` (journal, lock, partial downloads).
-public final class Destination {
+///
+/// Sendable, unchecked: its descriptors are ``FileDescriptor``s, and its two caches (the folder
+/// ``status(of:)`` looked in last, the folder an install renamed into last) are read and written
+/// only under their locks; everything else is set in `init`.
+public final class Destination: @unchecked Sendable {
     public static let stateFolderName = ".mirror"
 
     /// DEST as the user named it, for messages.

@@ -8,7 +8,11 @@ import Darwin
 /// An open file descriptor, closed exactly once (in ``close()`` or `deinit`).
 ///
 /// Used for regular files and directories alike. The `displayPath` is only for messages.
-public final class FileDescriptor {
+///
+/// Sendable, unchecked: threads share a descriptor to read and write through it (`pread`,
+/// `pwrite`, `fstat`, `*at` calls are safe on one descriptor from any thread); ``fd`` changes
+/// only in ``close()``, which its owner calls once no other thread uses it (or `deinit` does).
+public final class FileDescriptor: @unchecked Sendable {
     public private(set) var fd: Int32
     public let displayPath: String
 

@@ -20,8 +20,12 @@ public struct EntryRecords: Sendable {
 /// record; the first line whose checksum fails, or a last line without its newline, marks the torn
 /// tail of a write a crash interrupted: it and everything after it are ignored and cut off
 /// (`ftruncate`), so a damaged tail costs a little time and never a wrong file.
-/// Appends come from the sync thread and the transfer thread, so they are serialised by a lock.
-public final class Journal {
+/// Appends come from the sync thread, the hashing threads (checkpoints) and the commit thread
+/// (docs/architecture.md, "Threads"), so they are serialised by a lock.
+///
+/// Sendable, unchecked: every read and write of its records and its file is under ``lock`` (a
+/// ``ReadWriteLock``: lookups together, appends and compaction alone).
+public final class Journal: @unchecked Sendable {
     public static let fileName = "journal"
     static let header = Array("mirror-journal 1\n".utf8)
 

@@ -23,7 +23,7 @@ public struct PlanItem: Sendable {
 
 /// Compares the manifest with the destination and the journal (one `fstatat` per entry, and one
 /// per partial file; no reads).
-public struct Planner {
+public struct Planner: Sendable {
     let destination: Destination?
     let journal: Journal?
     let partialFolder: FileDescriptor?

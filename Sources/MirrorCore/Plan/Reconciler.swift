@@ -7,7 +7,7 @@ import MirrorKit
 ///
 /// The walk is apart from the decisions (as rclone's `fs/march` is apart from `fs/sync`): the
 /// ``Planner`` decides one entry from one `stat` and one journal line; this type goes over the set.
-public struct Reconciler {
+public struct Reconciler: Sendable {
     public let planner: Planner
     public let journal: Journal?
 

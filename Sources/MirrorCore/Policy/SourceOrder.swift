@@ -35,7 +35,7 @@ public struct SourceOrder: Sendable, Equatable {
 
     /// Checks one `--prefer` value: an `http://` or `https://` URL with a host and without a query
     /// or fragment (the entry's path is appended to it). Returns it ending in "/".
-    public static func parseBase(_ text: String) throws -> String {
+    @Sendable public static func parseBase(_ text: String) throws -> String {
         let lowered = text.lowercased()
         guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://"), let parts = URLParts(text),
               !parts.hostAndPort.isEmpty, !text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }),

@@ -115,6 +115,7 @@ public final class VerifyRunner {
             progress?(VerifyProgress(filesDone: files, filesTotal: entries.count, bytesDone: bytes,
                                      bytesTotal: bytesTotal, seconds: monotonicSeconds() - start))
         }
+        let destinationPath = destinationPath
         WorkerPool.run(count: entries.count, threads: threads, onIdle: progress == nil ? nil : report) { index in
             let entry = entries[index]
             let problem: VerifyProblem?
@@ -124,7 +125,7 @@ public final class VerifyRunner {
                 problem = VerifyProblem(path: entry.path, kind: .unreadable, message: openFailure, expectedSize: entry.size)
             } else {
                 problem = VerifyProblem(path: entry.path, kind: .missing,
-                                        message: "missing (\(self.destinationPath) does not exist)", expectedSize: entry.size)
+                                        message: "missing (\(destinationPath) does not exist)", expectedSize: entry.size)
             }
             counters.finish(index, problem)
         }
