@@ -99,7 +99,7 @@ import MirrorTestSupport
 
             // What the next run may resume: durable per the (damaged) journal and still on disk.
             let resumable = try resumableBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "")
-            let before = try fx.requests().count
+            let before = try fx.requestsSoFar().count
 
             let rerun = try fx.sync(flags)
             #expect(rerun.exitCode == 0, "\(context): \(rerun)")
@@ -209,7 +209,7 @@ import MirrorTestSupport
                                            environment: SyncFixture.loopbackOnly.merging(["MIRROR_CRASH_AT": point]) { a, _ in a },
                                            timeout: 60)
         #expect(crashed.signal == SIGKILL, "the crash point \(point) was reached: \(crashed)")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         // The files the crashed run had already renamed into place (complete and verified).
         let installedAtCrash = ["big.bin", "small.bin"].filter { fx.exists(fx.destPath($0)) }
 

@@ -98,7 +98,7 @@ import MirrorTestSupport
         #expect(killed.signal == SIGKILL, "the delta ended before the kill: \(killed)")
         #expect(records >= 3 && ranges >= 2, "killed after \(records) journal records and \(ranges) ranges")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("images/lab.img")) != v2SHA, "the kill came too late")
-        let beforeResume = try fx.requests().count
+        let beforeResume = try fx.requestsSoFar().count
 
         let resumed = try fx.sync(["--json"])
         #expect(resumed.exitCode == 0, "\(resumed)")
@@ -135,7 +135,7 @@ import MirrorTestSupport
         // Damage the server's copy inside the inserted part, after the manifest was made.
         v2[(10 << 20) + 1000] ^= 0xff
         try Data(v2).write(to: URL(fileURLWithPath: image))
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
 
         let bad = try fx.sync()
         #expect(bad.exitCode == 1, "\(bad)")
@@ -220,7 +220,7 @@ import MirrorTestSupport
         _ = try victim.wait(timeout: 30)
         let held = fx.size(of: partial)
         #expect(held >= 16 << 20 && held < 32 << 20, "the partial file holds \(held) bytes")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
 
         var v3 = [UInt8](try Data(contentsOf: URL(fileURLWithPath: image)))
         v3.replaceSubrange((1 << 20) ..< (1 << 20) + 4096, with: TestData.bytes(count: 4096, seed: 82))

@@ -192,7 +192,7 @@ struct DestinationTests {
         let result = try fx.sync()
         #expect(result.exitCode == 73, "\(result)")
         #expect(result.stderr.contains("Read-only file system"), "\(result.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
         _ = disk
     }
 }

@@ -175,6 +175,6 @@ import MirrorTestSupport
         let result = try run.wait(timeout: 10)
         #expect(result.exitCode == 75, "\(result)")
         #expect(result.stderr.contains("--jitter"))
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 }

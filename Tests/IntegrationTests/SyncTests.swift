@@ -38,10 +38,10 @@ import MirrorTestSupport
         for (path, sha) in expected { #expect(try TestData.sha256(ofFileAt: fx.destPath(path)) == sha, "\(path)") }
         let connections = Set(try fx.requests(atLeast: 63).map(\.connection))
         #expect(connections.count >= 3, "\(connections.count) connections")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let again = try fx.sync(flags)
         #expect(again.exitCode == 0 && again.stdout.isEmpty, "\(again)")
-        #expect(try fx.requests().count == before, "the rerun sent requests")
+        #expect(try fx.requestsSoFar().count == before, "the rerun sent requests")
     }
 
     /// 1 GiB and 200 small files: all verified, peak memory bounded; then a rerun that sends no
@@ -75,7 +75,7 @@ import MirrorTestSupport
         // asked for once, each answered with exactly that range.
         let requestsAfterFirst = try fx.requests(atLeast: 232).count
         #expect(requestsAfterFirst == 232)
-        let segments = try fx.requests().filter { $0.uri == "/disk/image.iso" }
+        let segments = try fx.requestsSoFar().filter { $0.uri == "/disk/image.iso" }
         let piece = 32 * Self.mib
         #expect(segments.allSatisfy { $0.status == 206 } && segments.count == 32)
         #expect(Set(segments.compactMap(\.rangeHeader)) == Set((0..<32).map { "bytes=\(Int64($0) * piece)-\(Int64($0 + 1) * piece - 1)" }))
@@ -85,7 +85,7 @@ import MirrorTestSupport
         #expect(second.stdout.isEmpty, "a no-op run is silent when not on a terminal: \(second.stdout)")
         print("measured: no-op rerun \(second.wallSeconds) s, \(second.stdout.utf8.count) bytes of output")
         #expect(second.stderr.isEmpty, "\(second.stderr)")
-        #expect(try fx.requests().count == requestsAfterFirst, "a no-op run sends no request")
+        #expect(try fx.requestsSoFar().count == requestsAfterFirst, "a no-op run sends no request")
         #expect(!FileManager.default.fileExists(atPath: fx.destPath(".mirror/partial/") + PartialFile.name(for: "disk/image.iso")))
     }
 
@@ -260,7 +260,7 @@ import MirrorTestSupport
         let pattern = try Regex(#"manifest\.yaml:\d+:\d+: "#)
         #expect(result.stderr.contains(pattern), "\(result.stderr)")
         #expect(result.stderr.lowercased().contains(mentions.lowercased()), "\(result.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
         #expect(!fx.exists(fx.dest), "nothing created")
     }
 
@@ -295,7 +295,7 @@ import MirrorTestSupport
         #expect(result.stdout.contains("download a.bin"))
         #expect(result.stdout.contains("download b/c.bin"))
         #expect(!fx.exists(fx.dest))
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 
     /// Another run holds the lock: exit 75 at once, nothing fetched.
@@ -312,7 +312,7 @@ import MirrorTestSupport
         let result = try fx.sync(timeout: 30)
         #expect(result.exitCode == 75, "\(result)")
         #expect(result.stderr.contains("another mirror run"))
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
         #expect(!fx.exists(fx.destPath("a.bin")))
     }
 
@@ -328,7 +328,7 @@ import MirrorTestSupport
         let rerun = try fx.sync()
         #expect(rerun.exitCode == 0, "\(rerun)")
         #expect(rerun.stdout.isEmpty)
-        #expect(try fx.requests().count == before)
+        #expect(try fx.requestsSoFar().count == before)
         #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == sha)
         #expect(fx.exists(fx.destPath(".mirror/journal")))
     }
@@ -373,7 +373,7 @@ import MirrorTestSupport
                                           environment: SyncFixture.loopbackOnly, timeout: 30)
         #expect(result.exitCode == 73, "\(result)")
         #expect(result.stderr.contains("blocker"), "the message names the path: \(result.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 
     /// SIGTERM mid-transfer: the run saves its progress and exits 75; the next run resumes.

@@ -68,7 +68,7 @@ import MirrorTestSupport
 
     @Test func aKilledDownloadResumesWithoutReadingItsDurablePrefixAgain() throws {
         let (fx, sha, record) = try killAfterACheckpoint()
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let document = try rerun(fx, sha: sha)
         let resumed = try #require(document.resumed, "\(document)")
         #expect(resumed.files == 1 && resumed.bytes == record.bytes, "\(resumed)")
@@ -99,7 +99,7 @@ import MirrorTestSupport
         let record = try #require(try partialRecord(fx))
         let segments = try #require(record.segments)
         try #require(changeTime(fx.destPath(partialName)) != record.fileChangeTime, "the killed run wrote past its checkpoint")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let result = try fx.sync(flags + ["--json"])
         #expect(result.exitCode == 0, "\(result)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == sha)
@@ -153,7 +153,7 @@ import MirrorTestSupport
         changed.replaceSubrange((changed.count - 4096)..<changed.count, with: [UInt8](repeating: 0x3C, count: 4096))
         try serve(changed)
 
-        let count = try fx.requests().count
+        let count = try fx.requestsSoFar().count
         let failed = try fx.sync(["--segments", "1", "--json"])
         #expect(failed.exitCode == 1, "\(failed)")
         let document = try JSONOutput.makeDecoder().decode(SyncDocument.self, from: Data(failed.stdout.utf8))
@@ -196,7 +196,7 @@ import MirrorTestSupport
         } else {
             #expect(link(path, fx.dir.path("second-name")) == 0)
         }
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let document = try rerun(fx, sha: sha)
         #expect(document.resumed == nil, "\(String(describing: document.resumed))")
         let big = try fx.requests(atLeast: before + 1).dropFirst(before).filter { $0.uri == "/big.bin" }
