@@ -23,7 +23,7 @@ import Glibc
 
         let run = try ChildProcess(try MirrorBinary.path(), ["sync", manifestArgument, "--dest", fx.dest, "--segments", "1"],
                                    environment: SyncFixture.loopbackOnly)
-        try SharedDestination.waitUntil("big.bin is on its way") {
+        try Wait.until("big.bin is on its way") {
             let parts = (try? FileManager.default.contentsOfDirectory(atPath: fx.dest + "/.mirror/partial")) ?? []
             return parts.contains { fx.size(of: fx.dest + "/.mirror/partial/" + $0) >= Self.mib }
         }

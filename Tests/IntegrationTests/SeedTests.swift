@@ -69,7 +69,7 @@ import MirrorTestSupport
         let run = try ChildProcess(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest, "--seed", seed],
                                    environment: SyncFixture.loopbackOnly.merging(["MIRROR_STOP_AT": "seed-after-walk"]) { $1 })
         defer { run.signal(SIGKILL) }
-        try SharedDestination.waitUntil("the run stopped after the walk or ended", timeout: 60) {
+        try Wait.until("the run stopped after the walk or ended", timeout: 60) {
             SharedDestination.isStopped(run.pid) || Self.hasEnded(run.pid)
         }
         #expect(SharedDestination.isStopped(run.pid), "the run never stopped at seed-after-walk")
