@@ -84,12 +84,10 @@ import MirrorTestSupport
         // Slowly, so that the kill lands while ranges are still being fetched.
         let victim = try fx.startSync(["--limit-rate", "512k"])
 
-        let deadline = Date().addingTimeInterval(60)
         var records = 0
-        while Date() < deadline {
+        try Wait.until("the journal holds three records of v2's segments or the run ended", timeout: 60) {
             records = segmentRecords()
-            if records >= 3 { break }
-            usleep(20_000)
+            return records >= 3 || !victim.isRunning
         }
         let ranges = try fx.server.waitForAccessLog(count: 0, timeout: 0).dropFirst(v1Requests)
             .filter { $0.uri.hasSuffix("lab.img") && $0.status == 206 }.count
@@ -214,8 +212,9 @@ import MirrorTestSupport
         try Self.publish(fx, ["--chunks-above", "1M"])
         let victim = try fx.startSync(["--limit-rate", "8m"])
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "c.img"))
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && fx.size(of: partial) < 16 << 20 { usleep(20_000) }
+        try Wait.until("c.img's partial file holds 16 MiB or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 16 << 20 || !victim.isRunning
+        }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
         let held = fx.size(of: partial)

@@ -29,7 +29,24 @@ import MirrorTestSupport
 
         try manifest("b", shaB)
         let victim = try fx.startSync(flags)
-        usleep(2_500_000)  // about a megabyte of B, well before its first 8 MiB checkpoint
+        // About a megabyte of B, well before its first 8 MiB checkpoint: counted as the 4 KiB
+        // blocks of the partial file that hold B's bytes (the file is A's partial at first, and
+        // all its size at once when segmented).
+        let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "data.bin"))
+        let bytesB = [UInt8](try Data(contentsOf: URL(fileURLWithPath: fx.www + "/b/data.bin")))
+        func bytesOfB() -> Int {
+            guard let held = FileManager.default.contents(atPath: partial) else { return 0 }
+            let count = min(held.count, bytesB.count)
+            return held.withUnsafeBytes { h in
+                bytesB.withUnsafeBytes { b in
+                    guard let h = h.baseAddress, let b = b.baseAddress else { return 0 }
+                    return stride(from: 0, to: count, by: 4096).filter { memcmp(h + $0, b + $0, min(4096, count - $0)) == 0 }.count * 4096
+                }
+            }
+        }
+        try Wait.until("the partial file holds a megabyte of B or the run ended", timeout: 60) {
+            bytesOfB() >= 1_000_000 || !victim.isRunning
+        }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 10)
 

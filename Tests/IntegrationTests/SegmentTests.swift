@@ -25,16 +25,13 @@ import MirrorTestSupport
         try fx.writeManifest()
 
         let victim = try fx.startSync(["--segments", "4"])
-        let deadline = Date().addingTimeInterval(60)
-        var recorded: [SegmentRecord] = []
-        while Date() < deadline && victim.isRunning {
-            recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
-            if recorded.reduce(0, { $0 + $1.done }) >= 48 * Self.mib { break }
-            usleep(20_000)
+        try Wait.until("the journal records 48 MiB of video.mp4's segments or the run ended", timeout: 60) {
+            let recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
+            return recorded.reduce(0, { $0 + $1.done }) >= 48 * Self.mib || !victim.isRunning
         }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 10)
-        recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
+        let recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
         // 128 MiB in 32 segments of 4 MiB, lowest first, four at a time once widened (the rate
         // limit leaves the hash waiting for bytes).
         try #require(recorded.count == 32, "the journal holds every segment: \(recorded)")

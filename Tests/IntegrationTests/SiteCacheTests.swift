@@ -89,8 +89,11 @@ import MirrorTestSupport
             #expect(try TestData.sha256(ofFileAt: fx.dir.path("machine\(n + 1)/set/big.iso")) == sha)
         }
         #expect(try cache.lines().filter { $0.cacheControl != nil }.isEmpty, "no machine asked to revalidate")
-        // nginx may still be filling the cache from a response no machine waits for any more.
-        usleep(1_000_000)
+        // nginx may still be filling the cache from a response no machine waits for any more:
+        // wait until no connection to the origin is open (the site file keeps none alive).
+        try Wait.until("no connection between the cache and the origin is open", timeout: 60) {
+            Loopback.establishedConnections(port: fx.server.port) == 0
+        }
         let sent = try Self.originBytes(fx)
         let copies = Double(sent) / Double(size)
         print("measured: 5 machines, cache lock \(lock ? "on" : "off"), slice \(slice ? "1m" : "off"): "

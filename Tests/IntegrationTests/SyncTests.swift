@@ -22,14 +22,19 @@ import MirrorTestSupport
 
         let victim = try fx.startSync(flags)
         let partial = fx.destPath(".mirror/partial")
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && ((try? FileManager.default.contentsOfDirectory(atPath: partial))?.count ?? 0) < 3 { usleep(20_000) }
+        try Wait.until("three partial files exist", timeout: 30) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: partial))?.count ?? 0) >= 3
+        }
         // The threads, by name (`/proc/PID/task/*/comm`): three transfer threads.
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(victim.pid)/task")) ?? []).compactMap {
             try? String(contentsOfFile: "/proc/\(victim.pid)/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         #expect(Set(names.filter { $0.hasPrefix("mirror-xfer-") }).count == 3, "threads: \(names)")
-        usleep(300_000)
+        // Well under way: ten of the small files verified and in place.
+        try Wait.until("ten small files are in place or the run ended", timeout: 30) {
+            let done = (try? FileManager.default.contentsOfDirectory(atPath: fx.destPath("s"))) ?? []
+            return done.filter { $0.hasSuffix(".dat") }.count >= 10 || !victim.isRunning
+        }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
 
@@ -130,9 +135,8 @@ import MirrorTestSupport
 
         // One stream (segmented downloads have their own tests in SegmentTests).
         let victim = try fx.startSync(["--segments", "1"])
-        let deadline = Date().addingTimeInterval(60)
-        while fx.size(of: partial) < 128 * Self.mib && Date() < deadline && victim.isRunning {
-            usleep(20_000)
+        try Wait.until("video.mp4's partial file holds 128 MiB or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 128 * Self.mib || !victim.isRunning
         }
         #expect(fx.size(of: partial) >= 128 * Self.mib, "the download never got halfway")
         let killedAt = fx.size(of: partial)
@@ -162,8 +166,9 @@ import MirrorTestSupport
         try fx.writeManifest()
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "data.bin"))
         let victim = try fx.startSync(["--segments", "1"])
-        let deadline = Date().addingTimeInterval(60)
-        while fx.size(of: partial) < 20 * Self.mib && Date() < deadline && victim.isRunning { usleep(20_000) }
+        try Wait.until("data.bin's partial file holds 20 MiB or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 20 * Self.mib || !victim.isRunning
+        }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 10)
 
@@ -384,8 +389,9 @@ import MirrorTestSupport
         try fx.writeManifest()
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "slow.bin"))
         let run = try fx.startSync(["--segments", "1"])
-        let deadline = Date().addingTimeInterval(30)
-        while fx.size(of: partial) < 20 << 20 && Date() < deadline && run.isRunning { usleep(20_000) }
+        try Wait.until("slow.bin's partial file holds 20 MiB or the run ended", timeout: 30) {
+            fx.size(of: partial) >= 20 << 20 || !run.isRunning
+        }
         run.signal(signal)
         let stopped = try run.wait(timeout: 10)
         #expect(stopped.exitCode == 75, "\(stopped)")

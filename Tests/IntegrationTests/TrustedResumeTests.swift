@@ -21,15 +21,13 @@ import MirrorTestSupport
         try fx.writeManifest()
         let victim = try fx.startSync(["--segments", "1"])
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
-        let deadline = Date().addingTimeInterval(60)
         // Wait on the journal, not on a clock: a checkpoint recorded with its hash state, and the
         // file 1 to 6 MiB past it (well before the next one, every 8 MiB).
-        while victim.isRunning && Date() < deadline {
-            if let record = try partialRecord(fx), record.bytes >= 8 << 20, record.hashStates[.sha256] != nil {
-                let past = fx.size(of: partial) - record.bytes
-                if past >= 1 << 20 && past <= 6 << 20 { break }
-            }
-            usleep(5_000)
+        try Wait.until("big.bin is 1 to 6 MiB past a checkpoint of 8 MiB or more, or the run ended", timeout: 60) {
+            guard victim.isRunning else { return true }
+            guard let record = try partialRecord(fx), record.bytes >= 8 << 20, record.hashStates[.sha256] != nil else { return false }
+            let past = fx.size(of: partial) - record.bytes
+            return past >= 1 << 20 && past <= 6 << 20
         }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
@@ -87,12 +85,12 @@ import MirrorTestSupport
         try fx.writeManifest()
         let flags = ["--segments", "4", "--segments-above", "1M"]
         let victim = try fx.startSync(flags)
-        let deadline = Date().addingTimeInterval(60)
-        while victim.isRunning && Date() < deadline {
-            // A checkpoint with a hash state, and the file written since (its change time moved).
-            if let record = try partialRecord(fx), record.segments != nil, record.bytes > 0, record.hashStates[.sha256] != nil,
-               let written = changeTime(fx.destPath(partialName)), written != record.fileChangeTime { break }
-            usleep(5_000)
+        // A checkpoint with a hash state, and the file written since (its change time moved).
+        try Wait.until("big.bin was written after a segmented checkpoint, or the run ended", timeout: 60) {
+            guard victim.isRunning else { return true }
+            guard let record = try partialRecord(fx), record.segments != nil, record.bytes > 0, record.hashStates[.sha256] != nil,
+                  let written = changeTime(fx.destPath(partialName)) else { return false }
+            return written != record.fileChangeTime
         }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
