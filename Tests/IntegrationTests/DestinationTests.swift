@@ -219,7 +219,7 @@ struct DestinationTests {
         let waiting = try fx.startSync(["--wait"])
         // It tried the lock and sleeps before the next try (every 50 ms), the lock file open.
         try Wait.until("the waiting run sleeps between tries of the lock, or ended") {
-            ProcessState.hasOpen(waiting.pid, endingIn: "/.mirror/lock") && ProcessState.isInNanosleep(waiting.pid) || !waiting.isRunning
+            ProcessState.hasOpen(waiting.pid, endingIn: "/.mirror/lock") && ProcessState.isInTimedSleep(waiting.pid) || !waiting.isRunning
         }
         #expect(waiting.isRunning, "still waiting for the lock")
         #expect(!fx.exists(fx.destPath("a.bin")), "nothing written while another run holds the lock")

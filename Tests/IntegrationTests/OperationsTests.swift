@@ -171,7 +171,7 @@ import MirrorTestSupport
         try fx.writeManifest()
         let run = try fx.startSync(["--jitter", "1h"])
         try Wait.until("the run sleeps out its jitter delay with SIGTERM caught, or ended", timeout: 30) {
-            ProcessState.catches(run.pid, SIGTERM) && ProcessState.isInNanosleep(run.pid) || !run.isRunning
+            ProcessState.catches(run.pid, SIGTERM) && ProcessState.isInTimedSleep(run.pid) || !run.isRunning
         }
         run.signal(SIGTERM)
         let result = try run.wait(timeout: 10)

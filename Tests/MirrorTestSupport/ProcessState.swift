@@ -19,7 +19,7 @@ public enum ProcessState {
     /// Whether the main thread of process `pid` is asleep in `nanosleep` or `clock_nanosleep`
     /// (`/proc/PID/syscall`): a program that sleeps in steps while it waits (for a lock, out a
     /// jitter delay) is in its waiting loop.
-    public static func isInNanosleep(_ pid: pid_t) -> Bool {
+    public static func isInTimedSleep(_ pid: pid_t) -> Bool {
 #if arch(x86_64)
         let calls: Set<Int> = [35, 230]
 #elseif arch(arm64)
