@@ -21,6 +21,11 @@ import Glibc
         private(set) var mixed: [String] = []
         private(set) var mixedCount = 0
         private var thread: Thread?
+        /// Entered while the thread runs: ``finish()`` waits on it.
+        private let running = DispatchGroup()
+
+        /// The snapshots taken so far (all of them, mixed ones included).
+        var snapshots: Int { lock.withLock { counts[0] + counts[1] + mixedCount } }
 
         init(dest: String, versions: [[String: String]]) {
             self.dest = dest
@@ -29,8 +34,10 @@ import Glibc
         }
 
         func start() {
+            running.enter()
             let thread = Thread { [self] in
                 while !lock.withLock({ stop }) { snapshot() }
+                running.leave()
             }
             self.thread = thread
             thread.start()
@@ -38,13 +45,15 @@ import Glibc
 
         func finish() -> (v1: Int, v2: Int, mixed: Int, examples: [String]) {
             lock.withLock { stop = true }
-            while thread?.isFinished == false { usleep(10_000) }
+            running.wait()
             return lock.withLock { (counts[0], counts[1], mixedCount, mixed) }
         }
 
         private func snapshot() {
             let dir = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard dir >= 0 else { usleep(1000); return }  // not made yet
+            // Not a wait for a state: DEST is not made yet, and the reader's loop, which is what
+            // looks at DEST, tries again a millisecond later instead of spinning.
+            guard dir >= 0 else { usleep(1000); return }
             defer { close(dir) }
             var seen: [String: String] = [:]
             for path in paths {
@@ -109,15 +118,22 @@ import Glibc
         defer { _ = reader.finish() }
 
         let killed = try fx.startSync(["--segments", "1"])
-        usleep(1_500_000)
+        // Mid-run: a megabyte of v2's big.bin (8 MiB at 2 MiB/s) in its partial file.
+        let partial = fx.dest + ".generations/.mirror/partial/" + PartialFile.name(for: "big.bin")
+        try Wait.until("v2's big.bin holds 1 MiB in its partial file or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 1 << 20 || !killed.isRunning
+        }
         killed.signal(SIGKILL)
         _ = try killed.wait(timeout: 10)
-        usleep(300_000)
+        // The reader looks at DEST as the kill left it: a snapshot begun after the kill ends.
+        let atKill = reader.snapshots
+        try Wait.until("the reader took two snapshots after the kill", timeout: 30) { reader.snapshots >= atKill + 2 }
         #expect(try Self.snapshot(fx.dest, paths: reader.paths) == v1, "after the kill DEST is not all of v1")
 
         let done = try fx.sync(["--segments", "1"])
         #expect(done.exitCode == 0, "\(done)")
-        usleep(300_000)
+        let atEnd = reader.snapshots
+        try Wait.until("the reader took two snapshots after the run", timeout: 30) { reader.snapshots >= atEnd + 2 }
         let seen = reader.finish()
         print("atomic reader: \(seen.v1) snapshots of v1, \(seen.v2) of v2, \(seen.mixed) mixed")
         #expect(seen.mixed == 0, "mixed snapshots, such as \(seen.examples)")
@@ -156,7 +172,7 @@ import Glibc
 
         let converted = try fx.sync(["--atomic"])
         #expect(converted.exitCode == 0, "\(converted)")
-        #expect(try fx.requests().count == requests, "converting downloaded again")
+        #expect(try fx.requestsSoFar().count == requests, "converting downloaded again")
         var st = stat()
         #expect(lstat(fx.dest, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK, "DEST is not a symlink")
         #expect(Self.inode(fx.destPath("f0.bin"))?.ino == before, "the file was copied, not moved")

@@ -101,7 +101,7 @@ import MirrorTestSupport
         #expect(try scene.canary.snapshot() == before, "nothing outside DEST changes")
         #expect(result.exitCode == 73, "\(result)")
         #expect(result.stderr.contains(planted.0.split(separator: "/").last.map(String.init) ?? planted.0), "\(result.stderr)")
-        #expect(try fx.requests().isEmpty, "no request before the destination is usable")
+        #expect(try fx.requestsSoFar().isEmpty, "no request before the destination is usable")
     }
 
     /// A hard link to a file outside DEST planted as the journal or the lock (the tool truncates
@@ -155,13 +155,14 @@ import MirrorTestSupport
     /// Waits (at most 30 s) until the entry's partial file holds some bytes: the transfer is running.
     static func waitForPartial(_ fx: SyncFixture, _ path: String, _ child: ChildProcess) throws -> String {
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: path))
-        let deadline = monotonicSeconds() + 30
-        while monotonicSeconds() < deadline {
-            if fx.size(of: partial) >= 64 << 10 { return partial }
-            if !child.isRunning { break }
-            usleep(20_000)
+        try Wait.until("the partial file of \(path) holds 64 KiB or the run ended", timeout: 30,
+                       detail: "stderr: \((try? child.currentStderr()) ?? "")") {
+            fx.size(of: partial) >= 64 << 10 || !child.isRunning
         }
-        throw HarnessError("the partial file of \(path) did not grow; stderr: \((try? child.currentStderr()) ?? "")")
+        guard fx.size(of: partial) >= 64 << 10 else {
+            throw HarnessError("the partial file of \(path) did not grow; stderr: \((try? child.currentStderr()) ?? "")")
+        }
+        return partial
     }
 
     @Test(arguments: Resolver.allCases)

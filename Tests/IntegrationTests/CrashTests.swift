@@ -70,18 +70,20 @@ import MirrorTestSupport
             // so that resuming is exercised in every run of this test, whatever the machine's load.
             let victim = try fx.startSync(flags)
             if rng.below(2) == 0 {
+                // Not a wait for a state: the random moment is what this branch tests.
                 usleep(useconds_t(20_000 + rng.below(1_100_000)))
             } else if segmented {
                 // The segmented partial file has its full size from the start: watch the journal.
                 let target = Int64(8 << 20) + Int64(rng.below(16 << 20))
-                let deadline = Date().addingTimeInterval(30)
-                while try resumableBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "") < target
-                        && victim.isRunning && Date() < deadline { usleep(20_000) }
+                try Wait.until("\(context): the journal holds \(target) resumable bytes of big.bin or the run ended", timeout: 30) {
+                    try resumableBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "") >= target || !victim.isRunning
+                }
             } else {
                 let target = Int64(9 << 20) + Int64(rng.below(22 << 20))
                 let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
-                let deadline = Date().addingTimeInterval(30)
-                while fx.size(of: partial) < target && victim.isRunning && Date() < deadline { usleep(5_000) }
+                try Wait.until("\(context): big.bin's partial file holds \(target) bytes or the run ended", timeout: 30) {
+                    fx.size(of: partial) >= target || !victim.isRunning
+                }
             }
             victim.signal(SIGKILL)
             _ = try victim.wait(timeout: 10)
@@ -100,7 +102,7 @@ import MirrorTestSupport
 
             // What the next run may resume: durable per the (damaged) journal and still on disk.
             let resumable = try resumableBytes(fx: fx, path: "big.bin", sha256: current["big.bin"] ?? "")
-            let before = try fx.requests().count
+            let before = try fx.requestsSoFar().count
 
             let rerun = try fx.sync(flags)
             #expect(rerun.exitCode == 0, "\(context): \(rerun)")
@@ -210,7 +212,7 @@ import MirrorTestSupport
                                            environment: SyncFixture.loopbackOnly.merging(["MIRROR_CRASH_AT": point]) { a, _ in a },
                                            timeout: 60)
         #expect(crashed.signal == SIGKILL, "the crash point \(point) was reached: \(crashed)")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         // The files the crashed run had already renamed into place (complete and verified).
         let installedAtCrash = ["big.bin", "small.bin"].filter { fx.exists(fx.destPath($0)) }
 
@@ -251,14 +253,19 @@ import MirrorTestSupport
         let victim = try fx.startSync()
         // The file the run writes, seen through /proc/PID/fd: with no name it reads
         // "<partial folder>/#<inode> (deleted)".
-        func partialBeingWritten() -> String? {
+        func partialDescriptor() -> (fd: String, target: String)? {
             let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(victim.pid)/fd")) ?? []
-            return fds.lazy.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(victim.pid)/fd/\($0)") }
-                .first { $0.hasPrefix(partialFolder + "/") }
+            return fds.lazy.compactMap { fd in
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(victim.pid)/fd/\(fd)")).map { ("/proc/\(victim.pid)/fd/\(fd)", $0) }
+            }.first { $0.1.hasPrefix(partialFolder + "/") }
         }
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && victim.isRunning && partialBeingWritten() == nil { usleep(20_000) }
-        usleep(500_000)
+        func partialBeingWritten() -> String? { partialDescriptor()?.target }
+        // In the middle: the unnamed file holds 64 KiB (half a second at 128 KiB/s) of 512 KiB.
+        try Wait.until("the unnamed partial file holds 64 KiB or the run ended", timeout: 30) {
+            guard let open = partialDescriptor() else { return !victim.isRunning }
+            var st = stat()
+            return stat(open.fd, &st) == 0 && st.st_size >= 64 << 10
+        }
         let open = try #require(partialBeingWritten(), "the download is under way")
         #expect(open.hasSuffix(" (deleted)"), "the download is an open file with no name: \(open)")
         let names = (try? FileManager.default.contentsOfDirectory(atPath: partialFolder)) ?? []

@@ -36,9 +36,10 @@ import MirrorTestSupport
         // manifest and replaces b.bin; a run after it is told 304 (not modified).
         // nginx's validators are the file's mtime in whole seconds and its size: a manifest of the
         // same size rewritten within the same second would be answered 304. A person republishes
-        // later than that; the test waits the second out.
-        usleep(1_100_000)
+        // later than that; the test stamps the new manifest with another second.
+        let previous = try #require(FileClock.times(of: world.www + "/manifest.yaml")).modified
         try world.publish(["a.bin": (200_000, 1), "b.bin": (300_000, 3)])
+        try FileClock.giveNewValidators(world.www + "/manifest.yaml", previous: previous)
         step = try world.sync("republish")
         #expect(step.run.exitCode == 0, "\(step.run)")
         #expect(step.files["replaced"] as? Int == 1, "\(step.run.stdout)")
@@ -115,7 +116,10 @@ import MirrorTestSupport
         // later), "no source could be reached" in --json, the metrics and status; the partial stays.
         try world.publish(["docs/a-renamed.bin": (200_000, 1), "b.bin": (300_000, 3), "net.bin": (6 << 20, 5)])
         let running = try world.startSync()
-        usleep(1_200_000)
+        let partial = world.dest + "/.mirror/partial/" + PartialFile.name(for: "net.bin")
+        try Wait.until("net.bin's partial file holds 1 MiB or the run ended", timeout: 60) {
+            (FileDamage.size(of: partial) ?? 0) >= 1 << 20 || !running.isRunning
+        }
         world.server.stop()
         step = try world.finish(running, "network loss")
         #expect(step.run.exitCode == 75, "\(step.run)")

@@ -150,7 +150,7 @@ import MirrorTestSupport
         #expect(run.exitCode == 73, "\(run)")
         // 20 MiB less the journal's reserve (64 KiB past its end, docs/journal.md "A full disk").
         #expect(run.stderr.contains("need 32.0 MiB") && run.stderr.contains("19.9 MiB free"), "\(run)")
-        #expect(try fx.requests().isEmpty, "a request was sent")
+        #expect(try fx.requestsSoFar().isEmpty, "a request was sent")
     }
 
     /// A chain of folders 25,000 deep in DEST, its full path far past PATH_MAX, with files at

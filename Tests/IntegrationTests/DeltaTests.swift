@@ -84,12 +84,10 @@ import MirrorTestSupport
         // Slowly, so that the kill lands while ranges are still being fetched.
         let victim = try fx.startSync(["--limit-rate", "512k"])
 
-        let deadline = Date().addingTimeInterval(60)
         var records = 0
-        while Date() < deadline {
+        try Wait.until("the journal holds three records of v2's segments or the run ended", timeout: 60) {
             records = segmentRecords()
-            if records >= 3 { break }
-            usleep(20_000)
+            return records >= 3 || !victim.isRunning
         }
         let ranges = try fx.server.waitForAccessLog(count: 0, timeout: 0).dropFirst(v1Requests)
             .filter { $0.uri.hasSuffix("lab.img") && $0.status == 206 }.count
@@ -98,7 +96,7 @@ import MirrorTestSupport
         #expect(killed.signal == SIGKILL, "the delta ended before the kill: \(killed)")
         #expect(records >= 3 && ranges >= 2, "killed after \(records) journal records and \(ranges) ranges")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("images/lab.img")) != v2SHA, "the kill came too late")
-        let beforeResume = try fx.requests().count
+        let beforeResume = try fx.requestsSoFar().count
 
         let resumed = try fx.sync(["--json"])
         #expect(resumed.exitCode == 0, "\(resumed)")
@@ -135,7 +133,7 @@ import MirrorTestSupport
         // Damage the server's copy inside the inserted part, after the manifest was made.
         v2[(10 << 20) + 1000] ^= 0xff
         try Data(v2).write(to: URL(fileURLWithPath: image))
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
 
         let bad = try fx.sync()
         #expect(bad.exitCode == 1, "\(bad)")
@@ -214,13 +212,14 @@ import MirrorTestSupport
         try Self.publish(fx, ["--chunks-above", "1M"])
         let victim = try fx.startSync(["--limit-rate", "8m"])
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "c.img"))
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && fx.size(of: partial) < 16 << 20 { usleep(20_000) }
+        try Wait.until("c.img's partial file holds 16 MiB or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 16 << 20 || !victim.isRunning
+        }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
         let held = fx.size(of: partial)
         #expect(held >= 16 << 20 && held < 32 << 20, "the partial file holds \(held) bytes")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
 
         var v3 = [UInt8](try Data(contentsOf: URL(fileURLWithPath: image)))
         v3.replaceSubrange((1 << 20) ..< (1 << 20) + 4096, with: TestData.bytes(count: 4096, seed: 82))

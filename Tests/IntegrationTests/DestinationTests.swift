@@ -45,6 +45,15 @@ struct DestinationTests {
         throw HarnessError("fallocate \(path): the free space kept shrinking")
     }
 
+    /// Waits until a partial file under DEST/.mirror/partial holds `bytes` (or the run ended).
+    static func waitForPartial(_ fx: SyncFixture, holding bytes: Int64, _ run: ChildProcess) throws {
+        let partials = fx.destPath(".mirror/partial")
+        try Wait.until("a partial file holds \(bytes) bytes or the run ended", timeout: 60) {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: partials)) ?? []
+            return names.contains { fx.size(of: partials + "/" + $0) >= bytes } || !run.isRunning
+        }
+    }
+
     /// The files fit when the run starts (the space check passes), then another writer fills the
     /// disk mid-run: exit 73, the verified file and the journal intact, the partial's durable
     /// bytes recorded, and a later run resumes from them.
@@ -56,7 +65,8 @@ struct DestinationTests {
         let disk = try SmallFilesystem(at: fx.dest, size: "40m")
 
         let run = try fx.startSync(["--jobs", "1"])
-        usleep(1_600_000)
+        // big.bin past its first 8 MiB checkpoint (small.bin has 1 MiB: the partial is big.bin's).
+        try Self.waitForPartial(fx, holding: 9 << 20, run)
         let filler = try Self.fill(fx.dest, leaving: 1 << 20)
         let full = try run.wait(timeout: 60)
         #expect(full.exitCode == 73, "\(full)")
@@ -102,15 +112,17 @@ struct DestinationTests {
         }
         let run = try ChildProcess(try MirrorBinary.path(), ["sync", url, "--dest", fx.dest, "--jobs", "1"],
                                    environment: SyncFixture.loopbackOnly)
-        usleep(1_600_000)
+        try Self.waitForPartial(fx, holding: 9 << 20, run)
         _ = try Self.fill(fx.dest, leaving: 1 << 20)
         let full = try run.wait(timeout: 60)
         #expect(full.exitCode == 73, "\(full)")
 
         fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
         fx.manifest.add(path: "small.bin", size: 1 << 20, sha256: try TestData.sha256(ofFileAt: fx.www + "/small.bin"))
-        usleep(1_100_000)  // nginx's validators are whole seconds: the new manifest gets a new ETag
+        let previous = try #require(FileClock.times(of: fx.www + "/manifest.yaml")).modified
         try fx.manifest.write(to: fx.www + "/manifest.yaml")
+        // nginx's validators are whole seconds: another second gives the new manifest a new ETag.
+        try FileClock.giveNewValidators(fx.www + "/manifest.yaml", previous: previous)
         let after = try sync()
         #expect(after.exitCode == 0, "\(after)")
         #expect(after.stderr.contains("is not kept as the last good copy"), "\(after.stderr)")
@@ -131,11 +143,7 @@ struct DestinationTests {
         let metrics = fx.dir.path("mirror.prom")
 
         let run = try fx.startSync(["--jobs", "1", "--summary", "--metrics-file", metrics])
-        let partials = fx.destPath(".mirror/partial")
-        try SharedDestination.waitUntil("big.bin's partial file holds 2 MiB", timeout: 60) {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: partials)) ?? []
-            return names.contains { fx.size(of: partials + "/" + $0) >= 2 << 20 }
-        }
+        try Self.waitForPartial(fx, holding: 2 << 20, run)
         _ = try Self.fill(fx.dest, leaving: 1 << 20)
         let full = try run.wait(timeout: 60)
         #expect(full.exitCode == 73, "\(full)")
@@ -193,7 +201,7 @@ struct DestinationTests {
         let result = try fx.sync()
         #expect(result.exitCode == 73, "\(result)")
         #expect(result.stderr.contains("Read-only file system"), "\(result.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
         _ = disk
     }
 }
@@ -210,7 +218,10 @@ struct DestinationTests {
         try #require(flock(fd, LOCK_EX) == 0)
 
         let waiting = try fx.startSync(["--wait"])
-        usleep(1_000_000)
+        // It tried the lock and sleeps before the next try (every 50 ms), the lock file open.
+        try Wait.until("the waiting run sleeps between tries of the lock, or ended") {
+            ProcessState.hasOpen(waiting.pid, endingIn: "/.mirror/lock") && ProcessState.isInTimedSleep(waiting.pid) || !waiting.isRunning
+        }
         #expect(waiting.isRunning, "still waiting for the lock")
         #expect(!fx.exists(fx.destPath("a.bin")), "nothing written while another run holds the lock")
         close(fd)

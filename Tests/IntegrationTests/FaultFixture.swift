@@ -55,8 +55,9 @@ final class FaultFixture {
         server.serve("/" + path, bytes: bytes, fault: .stall(afterBytes: Int64(at)))
         manifest.add(path: path, size: Int64(bytes.count), sha256: TestData.sha256(of: bytes))
         let run = try start(extra)
-        let deadline = Date().addingTimeInterval(20)
-        while partialSize(path) < Int64(at) && Date() < deadline && run.isRunning { usleep(5_000) }
+        try Wait.until("\(path)'s partial file holds \(at) bytes or the run ended", timeout: 20) {
+            partialSize(path) >= Int64(at) || !run.isRunning
+        }
         server.serve("/" + path, bytes: bytes, fault: fault)
         return try run.wait(timeout: 60)
     }

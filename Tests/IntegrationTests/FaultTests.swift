@@ -67,8 +67,9 @@ import MirrorTestSupport
         fx.server.serve("/a.bin", bytes: bytes, fault: .truncatedKeepAlive(missing: 1000))
         fx.manifest.add(path: "a.bin", size: Int64(size), sha256: TestData.sha256(of: bytes))
         let run = try fx.start()
-        let deadline = Date().addingTimeInterval(20)
-        while fx.partialSize("a.bin") < Int64(size - 1000) && Date() < deadline && run.isRunning { usleep(5_000) }
+        try Wait.until("a.bin's partial file holds all but the missing 1000 bytes or the run ended", timeout: 20) {
+            fx.partialSize("a.bin") >= Int64(size - 1000) || !run.isRunning
+        }
         fx.server.serve("/a.bin", bytes: bytes)
         let result = try run.wait(timeout: 60)
         #expect(result.exitCode == 0, "\(result)")

@@ -65,7 +65,7 @@ struct FoundFileOwnerTests {
         let nowB = try #require(Self.found(fx.destPath("run.sh")))
         #expect(nowB.owner == geteuid() && nowB.permissions == 0o755 && nowB.inode != plantedB.inode, "\(nowB)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("bin/tool")) == sha)
-        #expect(try fx.requests().isEmpty, "copied from the file found, not downloaded")
+        #expect(try fx.requestsSoFar().isEmpty, "copied from the file found, not downloaded")
 
         let again = try fx.sync(["--json"])
         #expect(again.exitCode == 0 && Self.upToDate(again) == 2, "\(again)")
@@ -139,7 +139,7 @@ struct FoundFileOwnerTests {
         let nowTool = try #require(Self.found(fx.destPath("tool")))
         #expect(nowTool.permissions == 0o755, "mode \(String(nowTool.permissions, radix: 8))")
         #expect(nowTool.inode == tool.inode, "only the mode was wrong: fixed in place")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
 
         let again = try fx.sync(["--json"])
         #expect(again.exitCode == 0 && Self.upToDate(again) == 2, "\(again)")

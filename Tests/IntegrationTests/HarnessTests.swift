@@ -108,24 +108,15 @@ import Testing
     @Test func childProcessTimeoutKillsTheWholeGroup() throws {
         let process = try ChildProcess("/bin/sh", ["-c", "sleep 30 & echo $!; echo waiting >&2; wait"])
         // Bounded wait for the shell to report its background child's pid.
-        var grandchild: pid_t = 0
-        for _ in 0..<1000 {
-            if let line = try process.currentStdout().split(separator: "\n").first, let pid = pid_t(line) {
-                grandchild = pid
-                break
-            }
-            usleep(10_000)
+        let grandchild = try Wait.for("the shell printed its background child's pid", timeout: 10) {
+            try process.currentStdout().split(separator: "\n").first.flatMap { pid_t($0) }
         }
         try #require(grandchild > 0)
         let error = try #require(throws: ProcessTimeoutError.self) { try process.wait(timeout: 0.2) }
         #expect(error.result.signal == SIGKILL)
         #expect(error.description.contains("waiting"))  // the stderr tail is quoted
         // The background `sleep` was killed with the group: gone, or a zombie awaiting its reaper.
-        for _ in 0..<1000 {
-            if Self.processIsGoneOrZombie(grandchild) { break }
-            usleep(10_000)
-        }
-        #expect(Self.processIsGoneOrZombie(grandchild))
+        try Wait.until("the background sleep \(grandchild) is gone or a zombie", timeout: 10) { Self.processIsGoneOrZombie(grandchild) }
     }
 
     private static func processIsGoneOrZombie(_ pid: pid_t) -> Bool {

@@ -81,12 +81,10 @@ import MirrorTestSupport
 
         // nginx logs a request once it ends, which may be a moment after mirror exits.
         var asked: [SiteCache.Line] = []
-        let deadline = monotonicSeconds() + 5
-        repeat {
+        try Wait.until("the cache logged four manifest and signature requests", timeout: 5, detail: "\(asked)") {
             asked = try cache.lines().filter { $0.uri == "/manifest.yaml" || $0.uri == "/manifest.yaml.sig" }
-            if asked.count >= 4 { break }
-            usleep(50_000)
-        } while monotonicSeconds() < deadline
+            return asked.count >= 4
+        }
         #expect(asked.count == 4, "\(asked)")
         #expect(asked.allSatisfy { $0.cacheControl == "no-cache" && $0.pragma == "no-cache" }, "\(asked)")
 
@@ -95,7 +93,7 @@ import MirrorTestSupport
         let before = try fx.server.accessLog().filter { $0.uri == "/manifest.yaml" }.count
         let third = try Self.sync(url, dest: fx.dest, ["--json"])
         #expect(Self.manifestField(third, "source") == "not_modified", "\(third.stdout)")
-        try SharedDestination.waitUntil("the origin logged the third manifest request", timeout: 5) {
+        try Wait.until("the origin logged the third manifest request", timeout: 5) {
             try fx.server.accessLog().filter { $0.uri == "/manifest.yaml" }.count > before
         }
         let statuses = try fx.server.accessLog().filter { $0.uri == "/manifest.yaml" }.map(\.status)

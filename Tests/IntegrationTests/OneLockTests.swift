@@ -24,9 +24,9 @@ import Glibc
         #expect(try d.sync("va", ["--atomic"]).exitCode == 0)
 
         let holder = try d.startSync("vb", ["--atomic", "--segments", "1"])
-        try SharedDestination.waitUntil("the first run holds the lock") { SharedDestination.holder(of: d.store + "/.mirror/lock") == holder.pid }
+        try Wait.until("the first run holds the lock") { SharedDestination.holder(of: d.store + "/.mirror/lock") == holder.pid }
         let waiter = try d.startSync("va", ["--wait"])
-        try SharedDestination.waitUntil("the waiter opened the lock file") { SharedDestination.hasOpen(waiter.pid, endingIn: "/.mirror/lock") }
+        try Wait.until("the waiter opened the lock file") { ProcessState.hasOpen(waiter.pid, endingIn: "/.mirror/lock") }
 
         let first = try holder.wait(timeout: 120)
         #expect(first.exitCode == 0, "\(first)")
@@ -106,7 +106,7 @@ import Glibc
         defer { close(fd) }
 
         let waiter = try d.startSync("va", ["--wait"])
-        try SharedDestination.waitUntil("the waiter opened the lock file") { SharedDestination.hasOpen(waiter.pid, endingIn: "/.mirror/lock") }
+        try Wait.until("the waiter opened the lock file") { ProcessState.hasOpen(waiter.pid, endingIn: "/.mirror/lock") }
         waiter.signal(SIGTERM)
         let result = try waiter.wait(timeout: 20)
         #expect(result.exitCode == 75, "\(result)")
@@ -122,9 +122,9 @@ import Glibc
         #expect(try d.sync("va", ["--atomic"]).exitCode == 0)
 
         let holder = try d.startSync("vb", ["--segments", "1"])
-        try SharedDestination.waitUntil("the sync holds the lock") { SharedDestination.holder(of: d.store + "/.mirror/lock") == holder.pid }
+        try Wait.until("the sync holds the lock") { SharedDestination.holder(of: d.store + "/.mirror/lock") == holder.pid }
         let rollback = try d.start(["rollback", "--dest", d.dest, "--wait"])
-        try SharedDestination.waitUntil("the rollback opened the lock file") { SharedDestination.hasOpen(rollback.pid, endingIn: "/.mirror/lock") }
+        try Wait.until("the rollback opened the lock file") { ProcessState.hasOpen(rollback.pid, endingIn: "/.mirror/lock") }
         #expect(try holder.wait(timeout: 120).exitCode == 0)
         let back = try rollback.wait(timeout: 60)
         #expect(back.exitCode == 0, "\(back)")
@@ -150,7 +150,7 @@ import Glibc
         for (point, version, shown) in [("seed-after-links", "vc", "vb"), ("publish-after-prune", "va", "va")] {
             let run = try d.startSync(version, ["--keep", "1"], environment: ["MIRROR_STOP_AT": point])
             defer { run.signal(SIGKILL) }
-            try SharedDestination.waitUntil("the run stopped at \(point)") { SharedDestination.isStopped(run.pid) }
+            try Wait.until("the run stopped at \(point)") { SharedDestination.isStopped(run.pid) }
             let status = try d.run(["status", d.manifestPath(shown), "--dest", d.dest, "--json"], timeout: 60)
             let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status)")
             let counts = try #require(object["files"] as? [String: Any])
@@ -171,7 +171,7 @@ import Glibc
         #expect(try d.sync("va").exitCode == 0)
 
         let converting = try d.startSync("vb", ["--atomic", "--segments", "1"])
-        try SharedDestination.waitUntil("the conversion moved the state and holds its lock") {
+        try Wait.until("the conversion moved the state and holds its lock") {
             SharedDestination.holder(of: d.store + "/.mirror/lock") == converting.pid
         }
         let plain = try d.sync("vb")
@@ -191,7 +191,7 @@ import Glibc
 
         let converting = try d.startSync("vb", ["--atomic", "--segments", "1"])
         // Checkpoints come every 8 MiB: wait for the journal's record of one.
-        try SharedDestination.waitUntil("a part of big.bin is journaled") {
+        try Wait.until("a part of big.bin is journaled") {
             let journal = (try? String(contentsOfFile: d.store + "/.mirror/journal", encoding: .utf8)) ?? ""
             return journal.contains("partial path=big.bin") && journal.contains("bytes=\(8 * Self.mib)")
         }

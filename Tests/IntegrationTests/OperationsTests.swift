@@ -170,11 +170,13 @@ import MirrorTestSupport
         try fx.addFile("x.bin", size: 1000, seed: 6)
         try fx.writeManifest()
         let run = try fx.startSync(["--jitter", "1h"])
-        usleep(500_000)
+        try Wait.until("the run sleeps out its jitter delay with SIGTERM caught, or ended", timeout: 30) {
+            ProcessState.catches(run.pid, SIGTERM) && ProcessState.isInTimedSleep(run.pid) || !run.isRunning
+        }
         run.signal(SIGTERM)
         let result = try run.wait(timeout: 10)
         #expect(result.exitCode == 75, "\(result)")
         #expect(result.stderr.contains("--jitter"))
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 }

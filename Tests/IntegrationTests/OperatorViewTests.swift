@@ -14,7 +14,12 @@ import MirrorTestSupport
         for i in 0..<6 { try fx.addFile("clip\(i).bin", size: 3 << 20, seed: UInt64(10 + i)) }
         try fx.writeManifest()
         let run = try fx.startSync(["--json", "--segments", "1", "--jobs", "4"])
-        usleep(1_500_000)
+        // Mid-run: a partial file holds 2 MiB (of a 3 MiB clip or the 40 MiB big.bin).
+        let partials = fx.destPath(".mirror/partial")
+        try Wait.until("a partial file holds 2 MiB or the run ended", timeout: 60) {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: partials)) ?? []
+            return names.contains { fx.size(of: partials + "/" + $0) >= 2 << 20 } || !run.isRunning
+        }
         fx.server.stop()
         let result = try run.wait(timeout: 120)
         #expect(result.exitCode == 75, "\(result)")
@@ -37,7 +42,9 @@ import MirrorTestSupport
         try fx.writeManifest()
         let long = try fx.startSync(["--segments", "1"])
         defer { long.signal(SIGKILL); _ = try? long.wait(timeout: 10) }
-        usleep(800_000)
+        try Wait.until("the long run's pid is in the lock file", timeout: 30) {
+            SharedDestination.holder(of: fx.destPath(".mirror/lock")) == long.pid
+        }
         for expected in 1...2 {
             let locked = try fx.sync(["--metrics-file", metrics])
             #expect(locked.exitCode == 75, "\(locked)")

@@ -107,7 +107,7 @@ import MirrorTestSupport
         let moved = try fx.sync()
         #expect(moved.exitCode == 0, "\(moved)")
         #expect((try? TestData.sha256(ofFileAt: fx.destPath("pf/inner.bin"))) == shas["pf"])
-        #expect(try fx.requests().count == before, "the bytes came from the file in the way, not the server")
+        #expect(try fx.requestsSoFar().count == before, "the bytes came from the file in the way, not the server")
     }
 
     /// A kill just before the old file goes, and between its removal and the rename of the new

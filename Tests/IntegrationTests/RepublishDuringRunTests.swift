@@ -23,7 +23,7 @@ import Glibc
 
         let run = try ChildProcess(try MirrorBinary.path(), ["sync", manifestArgument, "--dest", fx.dest, "--segments", "1"],
                                    environment: SyncFixture.loopbackOnly)
-        try SharedDestination.waitUntil("big.bin is on its way") {
+        try Wait.until("big.bin is on its way") {
             let parts = (try? FileManager.default.contentsOfDirectory(atPath: fx.dest + "/.mirror/partial")) ?? []
             return parts.contains { fx.size(of: fx.dest + "/.mirror/partial/" + $0) >= Self.mib }
         }
@@ -49,7 +49,7 @@ import Glibc
         #expect(first.exitCode == 75, "\(first)")
         #expect(first.stderr.contains("the manifest changed during the run"), "\(first.stderr)")
         #expect(!first.stderr.contains("republish"), "\(first.stderr)")
-        let bigRequests = try fx.requests().filter { $0.uri == "/big.bin" }
+        let bigRequests = try fx.requestsSoFar().filter { $0.uri == "/big.bin" }
         #expect(bigRequests.count == 1, "big.bin was fetched again within the run: \(bigRequests)")
 
         let next = try ChildProcess.run(try MirrorBinary.path(), ["sync", manifestArgument, "--dest", fx.dest],
@@ -70,7 +70,7 @@ import Glibc
         fx.server.serve("/a.bin", bytes: old, fault: .stall(afterBytes: 2 * Self.mib))
         fx.manifest.add(path: "a.bin", size: Int64(size), sha256: TestData.sha256(of: old))
         let run = try fx.start(["--segments", "1"])
-        try SharedDestination.waitUntil("a.bin's first 2 MiB are in its partial file", timeout: 30) {
+        try Wait.until("a.bin's first 2 MiB are in its partial file", timeout: 30) {
             fx.partialSize("a.bin") >= 2 * Self.mib
         }
         // The republish: the file (new bytes, so a new ETag), then the manifest, renamed into place.

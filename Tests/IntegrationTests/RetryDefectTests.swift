@@ -74,9 +74,14 @@ import MirrorTestSupport
         try fx.addFile("a.bin", size: 20 << 20, seed: 3)
         try fx.writeManifest()
         let run = try fx.startSync(["--segments", "1"])
-        usleep(1_500_000)
+        let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "a.bin"))
+        try Wait.until("a.bin's partial file holds 1 MiB or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 1 << 20 || !run.isRunning
+        }
         run.signal(SIGTERM)
-        usleep(2_000)  // the clean stop takes longer than this
+        // The second signal once the first is delivered (a pending one would merge with it); the
+        // clean stop takes longer than that.
+        try Wait.until("the first SIGTERM was delivered", timeout: 10) { !ProcessState.hasPending(run.pid, SIGTERM) || !run.isRunning }
         run.signal(SIGTERM)
         let result = try run.wait(timeout: 30)
         #expect(result.signal == nil && result.exitCode == 75, "\(result)")

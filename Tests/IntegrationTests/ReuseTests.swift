@@ -10,7 +10,7 @@ import MirrorTestSupport
 
     /// The bytes nginx sent since the first `skip` requests.
     static func bytesSent(_ fx: SyncFixture, after skip: Int) throws -> Int64 {
-        try fx.requests().dropFirst(skip).reduce(0) { $0 + $1.bodyBytesSent }
+        try fx.requestsSoFar().dropFirst(skip).reduce(0) { $0 + $1.bodyBytesSent }
     }
 
     /// A 64 MiB file renamed in the manifest, and a second path with the same content: at most
@@ -62,7 +62,7 @@ import MirrorTestSupport
         #expect(!dry.stdout.contains("check"), "a file the journal knows as the old version is hashed first: \(dry.stdout)")
         let run = try fx.sync()
         #expect(run.exitCode == 0, "\(run)")
-        let requested = try fx.requests().dropFirst(before).map(\.uri)
+        let requested = try fx.requestsSoFar().dropFirst(before).map(\.uri)
         #expect(requested.isEmpty, "a swap downloaded: \(requested)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == y)
         #expect(try TestData.sha256(ofFileAt: fx.destPath("b.bin")) == x)
@@ -86,7 +86,7 @@ import MirrorTestSupport
         let run = try fx.sync()
         #expect(run.exitCode == 0, "\(run)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == shaC)
-        #expect(!(try fx.requests()).contains { $0.uri == "/gone/a.bin" }, "copied, not fetched")
+        #expect(!(try fx.requestsSoFar()).contains { $0.uri == "/gone/a.bin" }, "copied, not fetched")
     }
 
     /// A seed folder holding two of three files: only the third comes from the server. A seed file
@@ -118,7 +118,7 @@ import MirrorTestSupport
         handle.closeFile()
         fx.manifest.add(path: "a-again.bin", size: 3 << 20, sha256: a, url: fx.server.baseURL + "a.bin")
         try fx.writeManifest()
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let again = try fx.sync()
         #expect(again.exitCode == 0, "\(again)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("a-again.bin")) == a)

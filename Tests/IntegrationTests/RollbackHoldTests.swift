@@ -31,12 +31,12 @@ import MirrorTestSupport
 
     /// The GET requests nginx logged after the first `count`.
     static func gets(_ d: SharedDestination, after count: Int) throws -> [String] {
-        try d.fx.requests().dropFirst(count).filter { $0.method == "GET" }.map(\.uri)
+        try d.fx.requestsSoFar().dropFirst(count).filter { $0.method == "GET" }.map(\.uri)
     }
 
     @Test func theNextSyncOfTheNewerManifestChangesNothing() throws {
         let d = try Self.rolledBack()
-        let before = try d.fx.requests().count
+        let before = try d.fx.requestsSoFar().count
         for extra in [[], ["--json"], ["--atomic"]] {
             let held = try d.sync("v2", extra)
             #expect(held.exitCode == 0, "\(held)")
@@ -57,7 +57,7 @@ import MirrorTestSupport
         let release = try d.run(["rollback", "--dest", d.dest, "--release"])
         #expect(release.exitCode == 0, "\(release)")
         #expect(release.stdout.contains("hold released"), "\(release.stdout)")
-        let before = try d.fx.requests().count
+        let before = try d.fx.requestsSoFar().count
         let forward = try d.sync("v2", ["--json"])
         #expect(forward.exitCode == 0, "\(forward)")
         #expect(try d.versionHeld(by: d.dest) == "v2")
@@ -70,7 +70,7 @@ import MirrorTestSupport
 
     @Test func anotherManifestReleasesTheHoldByItself() throws {
         let d = try Self.rolledBack()
-        let before = try d.fx.requests().count
+        let before = try d.fx.requestsSoFar().count
         let next = try d.sync("v3")
         #expect(next.exitCode == 0, "\(next)")
         #expect(next.stdout.contains("released the hold"), "\(next.stdout)")

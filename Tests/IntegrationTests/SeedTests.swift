@@ -50,7 +50,7 @@ import MirrorTestSupport
         let again = try fx.sync(["--seed", seed])
         #expect(again.exitCode == 0, "\(again)")
         #expect(again.stdout.contains("copied set/a.bin (1.0 MiB) from \(seed)/old/a.bin"), "\(again.stdout)")
-        #expect(try fx.requests().count == before, "copied, not fetched")
+        #expect(try fx.requestsSoFar().count == before, "copied, not fetched")
     }
 
     /// The seed's folder `set` holds a file of the entry's size when the walk sees it; the run is
@@ -69,7 +69,7 @@ import MirrorTestSupport
         let run = try ChildProcess(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest, "--seed", seed],
                                    environment: SyncFixture.loopbackOnly.merging(["MIRROR_STOP_AT": "seed-after-walk"]) { $1 })
         defer { run.signal(SIGKILL) }
-        try SharedDestination.waitUntil("the run stopped after the walk or ended", timeout: 60) {
+        try Wait.until("the run stopped after the walk or ended", timeout: 60) {
             SharedDestination.isStopped(run.pid) || Self.hasEnded(run.pid)
         }
         #expect(SharedDestination.isStopped(run.pid), "the run never stopped at seed-after-walk")
@@ -103,7 +103,7 @@ import MirrorTestSupport
         let run = try fx.sync(["--seed", seed])
         #expect(run.exitCode == 0, "\(run)")
         #expect(run.stdout.contains("copied a.bin"), "\(run.stdout)")
-        #expect(try fx.requests().isEmpty, "copied, not fetched")
+        #expect(try fx.requestsSoFar().isEmpty, "copied, not fetched")
     }
 
     /// Twenty files of the entry's size with other bytes, and its bytes under a name that sorts
@@ -129,7 +129,7 @@ import MirrorTestSupport
         let again = try fx.sync(["--seed", seed])
         #expect(again.exitCode == 0, "\(again)")
         #expect(again.stdout.contains("copied set/a.bin (64.0 KiB) from \(seed)/sub/a.bin"), "\(again.stdout)")
-        #expect(try fx.requests().count == before, "copied, not fetched")
+        #expect(try fx.requestsSoFar().count == before, "copied, not fetched")
     }
 
     /// A chunk delta's older copy in a seed is opened beneath it too: v1 behind a symlinked folder

@@ -26,16 +26,13 @@ import MirrorTestSupport
         try fx.writeManifest()
 
         let victim = try fx.startSync(["--segments", "4"])
-        let deadline = Date().addingTimeInterval(60)
-        var recorded: [SegmentRecord] = []
-        while Date() < deadline && victim.isRunning {
-            recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
-            if recorded.reduce(0, { $0 + $1.done }) >= 48 * Self.mib { break }
-            usleep(20_000)
+        try Wait.until("the journal records 48 MiB of video.mp4's segments or the run ended", timeout: 60) {
+            let recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
+            return recorded.reduce(0, { $0 + $1.done }) >= 48 * Self.mib || !victim.isRunning
         }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 10)
-        recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
+        let recorded = try Self.journaledSegments(fx, "video.mp4") ?? []
         // 128 MiB in 32 segments of 4 MiB, lowest first, four at a time once widened (the rate
         // limit leaves the hash waiting for bytes).
         try #require(recorded.count == 32, "the journal holds every segment: \(recorded)")
@@ -43,14 +40,9 @@ import MirrorTestSupport
         #expect(recorded.contains { $0.done < $0.end - $0.start }, "the kill came before the end")
         #expect(!fx.exists(fx.destPath("video.mp4")))
         // nginx logs a request when it ends: the killed run's requests in flight are logged once
-        // nginx notices the closed connections, which under load can be after the first count.
-        var firstRun = try fx.requests(atLeast: 4).count
-        for _ in 0..<20 {
-            usleep(250_000)
-            let now = try fx.requests(atLeast: firstRun).count
-            if now == firstRun { break }
-            firstRun = now
-        }
+        // nginx notices the closed connections, which under load can be a while after the kill.
+        // The marker request of requestsSoFar() is logged after them.
+        let firstRun = try fx.requestsSoFar().count
 
         let rerun = try fx.sync(["--segments", "4"])
         #expect(rerun.exitCode == 0, "\(rerun)")

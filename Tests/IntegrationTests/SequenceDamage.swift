@@ -64,8 +64,8 @@ extension SequenceWalk {
             return note(step, "tamper \(path): a turned path stands there", kind: "tamper")
         }
         // The file's times must change for mirror to notice, and Linux stamps files with a clock
-        // that ticks every few milliseconds: let it tick past the run that installed the file.
-        usleep(20_000)
+        // that ticks every few milliseconds: wait until it has ticked past the file's times.
+        try FileClock.waitUntilPastTimes(of: target)
         let size = FileDamage.size(of: target) ?? 0
         switch size == 0 ? 2 : rng.below(4) {
         case 0:

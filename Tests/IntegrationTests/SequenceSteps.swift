@@ -41,13 +41,15 @@ extension SequenceWalk {
         let stopAt: String? = atomic && rng.chance(0.3) ? rng.pick(["seed-after-links", "publish-after-prune"]) : nil
         let a = try start(planA.args, cwd: planA.dest.cwd, environment: stopAt.map { ["MIRROR_STOP_AT": $0] } ?? [:])
         defer { if a.isRunning { a.signal(SIGKILL); a.signal(SIGCONT) } }
-        try waitUntil(30, "sync A's pid in the lock file") { lockNames(a.pid) || !a.isRunning }
+        try Wait.until("sync A's pid is in the lock file", timeout: 30) { lockNames(a.pid) || !a.isRunning }
         if stopAt != nil {
-            try waitUntil(60, "sync A at \(stopAt!)") { isStopped(a.pid) || !a.isRunning }
+            try Wait.until("sync A stopped itself at \(stopAt!)", timeout: 60) { isStopped(a.pid) || !a.isRunning }
         } else {
+            // Not a wait for a state: a random moment of A's run to stop it at is what this step
+            // draws (the seeded sequence replays it).
             if rng.chance(0.6) { usleep(useconds_t(rng.inRange(0...1200) * 1000)) }
             a.signal(SIGSTOP)
-            try waitUntil(10, "sync A stopped") { isStopped(a.pid) || !a.isRunning }
+            try Wait.until("sync A is stopped", timeout: 10) { isStopped(a.pid) || !a.isRunning }
         }
         let held = a.isRunning && isStopped(a.pid) && lockNames(a.pid)
         let kind = rng.weighted([5, 4, 2, 2, 3, 2])
@@ -145,7 +147,7 @@ extension SequenceWalk {
         let bProcess = try start(args, cwd: b.cwd)
         defer { if bProcess.isRunning { bProcess.signal(SIGKILL) } }
         var problems: [String] = []
-        try waitUntil(15, "B waiting on the lock file") { holdsLockFile(bProcess.pid) || !bProcess.isRunning }
+        try Wait.until("B waits on the lock file", timeout: 15) { holdsLockFile(bProcess.pid) || !bProcess.isRunning }
         if !bProcess.isRunning {
             problems.append("invariant 6: \(args.joined(separator: " ")) (DEST as \(b.label)) ended while sync A (pid \(a.pid)) held the lock\n\(try bProcess.wait())")
         }
@@ -153,7 +155,7 @@ extension SequenceWalk {
         if killA { a.signal(SIGKILL) }
         a.signal(SIGCONT)
         var bEndedFirst = false
-        try waitUntil(240, "A and B to end") {
+        try Wait.until("A and B ended", timeout: 240) {
             if a.isRunning && !bProcess.isRunning { bEndedFirst = true }
             return !a.isRunning && !bProcess.isRunning
         }
@@ -210,15 +212,6 @@ extension SequenceWalk {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return false }
         return text[text.index(after: close)...].split(separator: " ").first == "T"
-    }
-
-    /// Polls `condition` every 2 ms for at most `seconds`; throws when it never holds.
-    func waitUntil(_ seconds: Double, _ what: String, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while try !condition() {
-            if Date() > deadline { throw HarnessError("waited \(Int(seconds)) s for \(what)") }
-            usleep(2000)
-        }
     }
 
     /// `mirror status --json`: the states of entries not done (every other listed path is done),

@@ -229,6 +229,7 @@ struct SequenceWalk {
         case .kill(let ms):
             how = "SIGKILL at \(ms)ms"
             let child = try start(plan.args, cwd: plan.dest.cwd)
+            // Not a wait for a state: the kill at a random moment is the step under test.
             usleep(useconds_t(ms * 1000))
             child.signal(SIGKILL)
             result = try child.wait(timeout: 30)

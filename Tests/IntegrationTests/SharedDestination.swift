@@ -83,27 +83,10 @@ final class SharedDestination {
 
     // MARK: - Conditions
 
-    /// Waits until `condition` holds (polled every 10 ms), at most `timeout` seconds.
-    static func waitUntil(_ what: String, timeout: Double = 60, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while try !condition() {
-            if Date() > deadline { throw HarnessError("timed out after \(Int(timeout)) s waiting until \(what)") }
-            usleep(10_000)
-        }
-    }
-
     /// The pid written into the lock file at `lockPath` (the holder writes it once it has the lock).
     static func holder(of lockPath: String) -> Int32? {
         guard let text = try? String(contentsOfFile: lockPath, encoding: .utf8) else { return nil }
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
-    }
-
-    /// Whether process `pid` has a descriptor open on a path ending in `suffix` (`/proc/PID/fd`).
-    static func hasOpen(_ pid: pid_t, endingIn suffix: String) -> Bool {
-        guard let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return false }
-        return fds.contains { fd in
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))?.hasSuffix(suffix) == true
-        }
     }
 
     /// Whether process `pid` is stopped (`T` in `/proc/PID/stat`).

@@ -44,13 +44,13 @@ import MirrorTestSupport
         let b = try fx.addFile("b.bin", size: 20_000, seed: 2)
         try fx.manifest.write(to: file)  // v2, still beside v1's signature
         let run = try sync(fx, pub)
-        try SharedDestination.waitUntil("the run asked for the old signature", timeout: 30) { try signatureRequests(fx) > before }
+        try Wait.until("the run asked for the old signature", timeout: 30) { try signatureRequests(fx) > before }
         try sign(file, priv)
         let result = try run.wait(timeout: 60)
         #expect(result.exitCode == 0, "\(result)")
         #expect(result.stderr.contains("a publish was in progress"), "\(result.stderr)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("b.bin")) == b)
-        try SharedDestination.waitUntil("nginx logged both requests for the signature", timeout: 5) { try signatureRequests(fx) >= before + 2 }
+        try Wait.until("nginx logged both requests for the signature", timeout: 5) { try signatureRequests(fx) >= before + 2 }
         #expect(try signatureRequests(fx) == before + 2, "the signature is asked twice")
     }
 
@@ -68,7 +68,7 @@ import MirrorTestSupport
         #expect(result.exitCode == 65, "\(result)")
         #expect(result.stderr.contains("does not match the manifest"), "\(result.stderr)")
         #expect(!fx.exists(fx.destPath("b.bin")))
-        try SharedDestination.waitUntil("nginx logged both requests for the signature", timeout: 5) { try signatureRequests(fx) >= before + 2 }
+        try Wait.until("nginx logged both requests for the signature", timeout: 5) { try signatureRequests(fx) >= before + 2 }
         #expect(try signatureRequests(fx) == before + 2, "asked again once, not more")
     }
 }

@@ -51,7 +51,7 @@ import MirrorTestSupport
         let result = try fx.sync(["--trust", pub])
         #expect(result.exitCode == 65, "\(result)")
         #expect(result.stderr.contains("\(fx.manifestPath): refused: signature \(fx.manifestPath).sig does not match"), "\(result.stderr)")
-        #expect(try fx.requests().isEmpty, "no request before the signature is checked")
+        #expect(try fx.requestsSoFar().isEmpty, "no request before the signature is checked")
         #expect(!fx.exists(fx.dest), "nothing is created on disk")
     }
 
@@ -72,7 +72,7 @@ import MirrorTestSupport
         let missing = try fx.sync(["--trust", otherPub])
         #expect(missing.exitCode == 65, "\(missing)")
         #expect(missing.stderr.contains("\(fx.manifestPath): refused: no signature"), "\(missing.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
         #expect(!fx.exists(fx.dest))
     }
 
@@ -85,6 +85,6 @@ import MirrorTestSupport
         #expect(result.stderr.contains("an EC key; signed manifests use Ed25519 keys only"), "\(result.stderr)")
         let sign = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", fx.manifestPath, "--key", ec])
         #expect(sign.exitCode == 64, "\(sign)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 }

@@ -33,8 +33,9 @@ import MirrorTestSupport
         // Kill once the partial file is past the first durable checkpoint (every 8 MiB).
         let victim = try fx.startSync()
         let partialPath = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
-        let deadline = Date().addingTimeInterval(60)
-        while fx.size(of: partialPath) < 9 * Self.mib && victim.isRunning && Date() < deadline { usleep(5_000) }
+        try Wait.until("big.bin's partial file holds 9 MiB or the run ended", timeout: 60) {
+            fx.size(of: partialPath) >= 9 * Self.mib || !victim.isRunning
+        }
         let during = try run(status + ["--json"])
         #expect(during.exitCode == 0, "\(during)")
         let live = try json(during)
@@ -77,7 +78,11 @@ import MirrorTestSupport
             let look = try run(status)
             #expect(look.exitCode == 0, "\(look)")
             looks += 1
-            usleep(50_000)
+            // Each look at another moment of the download.
+            let seen = fx.size(of: partialPath)
+            try Wait.until("big.bin's partial file grew past \(seen) bytes or the rerun ended", timeout: 60) {
+                fx.size(of: partialPath) != seen || !rerun.isRunning
+            }
         }
         let finished = try rerun.wait(timeout: 120)
         #expect(finished.exitCode == 0, "\(finished)")

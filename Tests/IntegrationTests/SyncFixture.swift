@@ -54,12 +54,18 @@ final class SyncFixture {
     /// A proxy configured on the machine must not carry loopback test traffic elsewhere.
     static let loopbackOnly = ["no_proxy": "127.0.0.1,localhost,::1", "NO_PROXY": "127.0.0.1,localhost,::1"]
 
-    /// The requests nginx has logged. nginx logs a keep-alive request when it finishes it, which
-    /// can be a moment after the client exited: wait for `atLeast` entries (5 s at most), or, when
-    /// expecting none, give a late line time to appear.
-    func requests(atLeast count: Int = 0) throws -> [AccessLogEntry] {
-        if count == 0 { usleep(300_000) }
-        return try server.waitForAccessLog(count: count, timeout: 5)
+    /// The requests nginx has logged, once there are at least `count` (5 s at most; then what
+    /// there is, and the test's checks report the shortfall). nginx logs a keep-alive request
+    /// when it finishes it, which can be a moment after the client exited.
+    func requests(atLeast count: Int) throws -> [AccessLogEntry] {
+        try server.waitForAccessLog(count: count, timeout: 5)
+    }
+
+    /// Every request nginx has logged so far, late lines included (a marker request's line proves
+    /// the earlier ones are written: ``NginxServer/settledAccessLog(timeout:)``). For a count to
+    /// compare with later, and for "no request": `requestsSoFar().isEmpty`.
+    func requestsSoFar() throws -> [AccessLogEntry] {
+        try server.settledAccessLog()
     }
 
     func destPath(_ relative: String) -> String { dest + "/" + relative }

@@ -22,14 +22,19 @@ import MirrorTestSupport
 
         let victim = try fx.startSync(flags)
         let partial = fx.destPath(".mirror/partial")
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && ((try? FileManager.default.contentsOfDirectory(atPath: partial))?.count ?? 0) < 3 { usleep(20_000) }
+        try Wait.until("three partial files exist", timeout: 30) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: partial))?.count ?? 0) >= 3
+        }
         // The threads, by name (`/proc/PID/task/*/comm`): three transfer threads.
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(victim.pid)/task")) ?? []).compactMap {
             try? String(contentsOfFile: "/proc/\(victim.pid)/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         #expect(Set(names.filter { $0.hasPrefix("mirror-xfer-") }).count == 3, "threads: \(names)")
-        usleep(300_000)
+        // Well under way: ten of the small files verified and in place.
+        try Wait.until("ten small files are in place or the run ended", timeout: 30) {
+            let done = (try? FileManager.default.contentsOfDirectory(atPath: fx.destPath("s"))) ?? []
+            return done.filter { $0.hasSuffix(".dat") }.count >= 10 || !victim.isRunning
+        }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
 
@@ -38,10 +43,10 @@ import MirrorTestSupport
         for (path, sha) in expected { #expect(try TestData.sha256(ofFileAt: fx.destPath(path)) == sha, "\(path)") }
         let connections = Set(try fx.requests(atLeast: 63).map(\.connection))
         #expect(connections.count >= 3, "\(connections.count) connections")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let again = try fx.sync(flags)
         #expect(again.exitCode == 0 && again.stdout.isEmpty, "\(again)")
-        #expect(try fx.requests().count == before, "the rerun sent requests")
+        #expect(try fx.requestsSoFar().count == before, "the rerun sent requests")
     }
 
     /// 1 GiB and 200 small files: all verified, peak memory bounded; then a rerun that sends no
@@ -75,7 +80,7 @@ import MirrorTestSupport
         // asked for once, each answered with exactly that range.
         let requestsAfterFirst = try fx.requests(atLeast: 232).count
         #expect(requestsAfterFirst == 232)
-        let segments = try fx.requests().filter { $0.uri == "/disk/image.iso" }
+        let segments = try fx.requestsSoFar().filter { $0.uri == "/disk/image.iso" }
         let piece = 32 * Self.mib
         #expect(segments.allSatisfy { $0.status == 206 } && segments.count == 32)
         #expect(Set(segments.compactMap(\.rangeHeader)) == Set((0..<32).map { "bytes=\(Int64($0) * piece)-\(Int64($0 + 1) * piece - 1)" }))
@@ -85,7 +90,7 @@ import MirrorTestSupport
         #expect(second.stdout.isEmpty, "a no-op run is silent when not on a terminal: \(second.stdout)")
         print("measured: no-op rerun \(second.wallSeconds) s, \(second.stdout.utf8.count) bytes of output")
         #expect(second.stderr.isEmpty, "\(second.stderr)")
-        #expect(try fx.requests().count == requestsAfterFirst, "a no-op run sends no request")
+        #expect(try fx.requestsSoFar().count == requestsAfterFirst, "a no-op run sends no request")
         #expect(!FileManager.default.fileExists(atPath: fx.destPath(".mirror/partial/") + PartialFile.name(for: "disk/image.iso")))
     }
 
@@ -130,9 +135,8 @@ import MirrorTestSupport
 
         // One stream (segmented downloads have their own tests in SegmentTests).
         let victim = try fx.startSync(["--segments", "1"])
-        let deadline = Date().addingTimeInterval(60)
-        while fx.size(of: partial) < 128 * Self.mib && Date() < deadline && victim.isRunning {
-            usleep(20_000)
+        try Wait.until("video.mp4's partial file holds 128 MiB or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 128 * Self.mib || !victim.isRunning
         }
         #expect(fx.size(of: partial) >= 128 * Self.mib, "the download never got halfway")
         let killedAt = fx.size(of: partial)
@@ -163,8 +167,9 @@ import MirrorTestSupport
         try fx.writeManifest()
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "data.bin"))
         let victim = try fx.startSync(["--segments", "1"])
-        let deadline = Date().addingTimeInterval(60)
-        while fx.size(of: partial) < 20 * Self.mib && Date() < deadline && victim.isRunning { usleep(20_000) }
+        try Wait.until("data.bin's partial file holds 20 MiB or the run ended", timeout: 60) {
+            fx.size(of: partial) >= 20 * Self.mib || !victim.isRunning
+        }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 10)
 
@@ -264,7 +269,7 @@ import MirrorTestSupport
         let pattern = try Regex(#"manifest\.yaml:\d+:\d+: "#)
         #expect(result.stderr.contains(pattern), "\(result.stderr)")
         #expect(result.stderr.lowercased().contains(mentions.lowercased()), "\(result.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
         #expect(!fx.exists(fx.dest), "nothing created")
     }
 
@@ -299,7 +304,7 @@ import MirrorTestSupport
         #expect(result.stdout.contains("download a.bin"))
         #expect(result.stdout.contains("download b/c.bin"))
         #expect(!fx.exists(fx.dest))
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 
     /// Another run holds the lock: exit 75 at once, nothing fetched.
@@ -316,7 +321,7 @@ import MirrorTestSupport
         let result = try fx.sync(timeout: 30)
         #expect(result.exitCode == 75, "\(result)")
         #expect(result.stderr.contains("another mirror run"))
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
         #expect(!fx.exists(fx.destPath("a.bin")))
     }
 
@@ -332,7 +337,7 @@ import MirrorTestSupport
         let rerun = try fx.sync()
         #expect(rerun.exitCode == 0, "\(rerun)")
         #expect(rerun.stdout.isEmpty)
-        #expect(try fx.requests().count == before)
+        #expect(try fx.requestsSoFar().count == before)
         #expect(try TestData.sha256(ofFileAt: fx.destPath("a.bin")) == sha)
         #expect(fx.exists(fx.destPath(".mirror/journal")))
     }
@@ -377,7 +382,7 @@ import MirrorTestSupport
                                           environment: SyncFixture.loopbackOnly, timeout: 30)
         #expect(result.exitCode == 73, "\(result)")
         #expect(result.stderr.contains("blocker"), "the message names the path: \(result.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 
     /// SIGTERM mid-transfer: the run saves its progress and exits 75; the next run resumes.
@@ -388,8 +393,9 @@ import MirrorTestSupport
         try fx.writeManifest()
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "slow.bin"))
         let run = try fx.startSync(["--segments", "1"])
-        let deadline = Date().addingTimeInterval(30)
-        while fx.size(of: partial) < 20 << 20 && Date() < deadline && run.isRunning { usleep(20_000) }
+        try Wait.until("slow.bin's partial file holds 20 MiB or the run ended", timeout: 30) {
+            fx.size(of: partial) >= 20 << 20 || !run.isRunning
+        }
         run.signal(signal)
         let stopped = try run.wait(timeout: 10)
         #expect(stopped.exitCode == 75, "\(stopped)")

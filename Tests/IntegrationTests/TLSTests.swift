@@ -125,6 +125,6 @@ import MirrorTestSupport
         let result = try fx.sync(["--ca-file", fx.dir.path("no-such-ca.pem")])
         #expect(result.exitCode == 64, "\(result)")
         #expect(result.stderr.contains("--ca-file"), "\(result.stderr)")
-        #expect(try fx.requests().isEmpty)
+        #expect(try fx.requestsSoFar().isEmpty)
     }
 }

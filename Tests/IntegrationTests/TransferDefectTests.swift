@@ -19,8 +19,9 @@ import MirrorTestSupport
         fx.server.serve("/a.bin", bytes: bytes, fault: .stall(afterBytes: Int64(Self.mib)))
         fx.manifest.add(path: "a.bin", size: Int64(bytes.count), sha256: TestData.sha256(of: bytes))
         let run = try fx.start()
-        let until = Date().addingTimeInterval(15)
-        while fx.partialSize("a.bin") < Int64(Self.mib) && Date() < until && run.isRunning { usleep(5_000) }
+        try Wait.until("a.bin's partial file holds 1 MiB or the run ended", timeout: 15) {
+            fx.partialSize("a.bin") >= Int64(Self.mib) || !run.isRunning
+        }
         fx.server.serve("/a.bin", bytes: bytes, fault: .endless416)
         // Without the cap the run reads the 416's body until this timeout kills it.
         let result = try run.wait(timeout: 20)

@@ -22,15 +22,13 @@ import MirrorTestSupport
         try fx.writeManifest()
         let victim = try fx.startSync(["--segments", "1"])
         let partial = fx.destPath(".mirror/partial/" + PartialFile.name(for: "big.bin"))
-        let deadline = Date().addingTimeInterval(60)
         // Wait on the journal, not on a clock: a checkpoint recorded with its hash state, and the
         // file 1 to 6 MiB past it (well before the next one, every 8 MiB).
-        while victim.isRunning && Date() < deadline {
-            if let record = try partialRecord(fx), record.bytes >= 8 << 20, record.hashStates[.sha256] != nil {
-                let past = fx.size(of: partial) - record.bytes
-                if past >= 1 << 20 && past <= 6 << 20 { break }
-            }
-            usleep(5_000)
+        try Wait.until("big.bin is 1 to 6 MiB past a checkpoint of 8 MiB or more, or the run ended", timeout: 60) {
+            guard victim.isRunning else { return true }
+            guard let record = try partialRecord(fx), record.bytes >= 8 << 20, record.hashStates[.sha256] != nil else { return false }
+            let past = fx.size(of: partial) - record.bytes
+            return past >= 1 << 20 && past <= 6 << 20
         }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
@@ -69,7 +67,7 @@ import MirrorTestSupport
 
     @Test func aKilledDownloadResumesWithoutReadingItsDurablePrefixAgain() throws {
         let (fx, sha, record) = try killAfterACheckpoint()
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let document = try rerun(fx, sha: sha)
         let resumed = try #require(document.resumed, "\(document)")
         #expect(resumed.files == 1 && resumed.bytes == record.bytes, "\(resumed)")
@@ -88,19 +86,19 @@ import MirrorTestSupport
         try fx.writeManifest()
         let flags = ["--segments", "4", "--segments-above", "1M"]
         let victim = try fx.startSync(flags)
-        let deadline = Date().addingTimeInterval(60)
-        while victim.isRunning && Date() < deadline {
-            // A checkpoint with a hash state, and the file written since (its change time moved).
-            if let record = try partialRecord(fx), record.segments != nil, record.bytes > 0, record.hashStates[.sha256] != nil,
-               let written = changeTime(fx.destPath(partialName)), written != record.fileChangeTime { break }
-            usleep(5_000)
+        // A checkpoint with a hash state, and the file written since (its change time moved).
+        try Wait.until("big.bin was written after a segmented checkpoint, or the run ended", timeout: 60) {
+            guard victim.isRunning else { return true }
+            guard let record = try partialRecord(fx), record.segments != nil, record.bytes > 0, record.hashStates[.sha256] != nil,
+                  let written = changeTime(fx.destPath(partialName)) else { return false }
+            return written != record.fileChangeTime
         }
         victim.signal(SIGKILL)
         _ = try victim.wait(timeout: 30)
         let record = try #require(try partialRecord(fx))
         let segments = try #require(record.segments)
         try #require(changeTime(fx.destPath(partialName)) != record.fileChangeTime, "the killed run wrote past its checkpoint")
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let result = try fx.sync(flags + ["--json"])
         #expect(result.exitCode == 0, "\(result)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == sha)
@@ -154,7 +152,7 @@ import MirrorTestSupport
         changed.replaceSubrange((changed.count - 4096)..<changed.count, with: [UInt8](repeating: 0x3C, count: 4096))
         try serve(changed)
 
-        let count = try fx.requests().count
+        let count = try fx.requestsSoFar().count
         let failed = try fx.sync(["--segments", "1", "--json"])
         #expect(failed.exitCode == 1, "\(failed)")
         let document = try JSONOutput.makeDecoder().decode(SyncDocument.self, from: Data(failed.stdout.utf8))
@@ -197,7 +195,7 @@ import MirrorTestSupport
         } else {
             #expect(link(path, fx.dir.path("second-name")) == 0)
         }
-        let before = try fx.requests().count
+        let before = try fx.requestsSoFar().count
         let document = try rerun(fx, sha: sha)
         #expect(document.resumed == nil, "\(String(describing: document.resumed))")
         let big = try fx.requests(atLeast: before + 1).dropFirst(before).filter { $0.uri == "/big.bin" }

@@ -89,6 +89,44 @@ public enum Loopback {
         return true
     }
 
+    /// One IPv4 TCP socket of this network namespace, as `/proc/net/tcp` lists it.
+    public struct SocketEntry: Sendable, Equatable {
+        public var localPort: Int
+        public var remotePort: Int
+        /// The kernel's TCP state: 1 established, 10 listening (`include/net/tcp_states.h`).
+        public var state: Int
+        /// For a listening socket: the connections in its accept queue, and the queue's limit
+        /// (`sk_ack_backlog`, `sk_max_ack_backlog`); otherwise the bytes queued.
+        public var rxQueue: Int
+        public var txQueue: Int
+    }
+
+    /// The IPv4 TCP sockets of this network namespace (`/proc/net/tcp`).
+    public static func sockets() -> [SocketEntry] {
+        guard let text = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").dropFirst().compactMap { line in
+            let f = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard f.count > 4, let local = f[1].split(separator: ":").last, let remote = f[2].split(separator: ":").last,
+                  let localPort = Int(local, radix: 16), let remotePort = Int(remote, radix: 16), let state = Int(f[3], radix: 16)
+            else { return nil }
+            let queues = f[4].split(separator: ":")
+            guard queues.count == 2, let tx = Int(queues[0], radix: 16), let rx = Int(queues[1], radix: 16) else { return nil }
+            return SocketEntry(localPort: localPort, remotePort: remotePort, state: state, rxQueue: rx, txQueue: tx)
+        }
+    }
+
+    /// How many established TCP connections have `port` at either end (both ends of a loopback
+    /// connection are listed).
+    public static func establishedConnections(port: Int) -> Int {
+        sockets().filter { $0.state == 1 && ($0.localPort == port || $0.remotePort == port) }.count
+    }
+
+    /// Whether the accept queue of the listener on `port` is full (`sk_acceptq_is_full`: more
+    /// queued than the backlog), so that the kernel drops further SYNs to it.
+    public static func acceptQueueIsFull(port: Int) -> Bool {
+        sockets().contains { $0.state == 10 && $0.localPort == port && $0.rxQueue > $0.txQueue }
+    }
+
     static func connectedSocket(port: Int, timeout: Double) throws -> Int32 {
         guard (1...65535).contains(port) else { throw HarnessError("invalid port \(port)") }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

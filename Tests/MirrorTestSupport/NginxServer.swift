@@ -55,7 +55,8 @@ public struct AccessLogEntry: Sendable, Equatable, CustomStringConvertible {
 /// The access log is written without a buffer, one tab-separated line per request (see
 /// ``accessLog()``). nginx writes the line when it finishes the request, i.e. before it closes an
 /// HTTP/1.0 connection but possibly a moment after a keep-alive client has read the last byte; use
-/// ``waitForAccessLog(count:timeout:)`` after a client such as `mirror` exits.
+/// ``waitForAccessLog(count:timeout:)`` after a client such as `mirror` exits when a count is
+/// expected, and ``settledAccessLog(timeout:)`` for every request so far (none included).
 public final class NginxServer {
     public struct Options {
         /// nginx `limit_rate` (bytes per second per connection, e.g. "32m"), to keep a transfer in
@@ -92,6 +93,9 @@ public final class NginxServer {
     private var process: ChildProcess?
     private let readyPath: String
     private let readyToken: String
+    /// The harness's own logged request (``settledAccessLog(timeout:)``), left out of ``accessLog()``.
+    private let markerPath: String
+    private var markers = 0
 
     /// "http://127.0.0.1:PORT/"
     public var baseURL: String { "http://127.0.0.1:\(port)/" }
@@ -115,6 +119,7 @@ public final class NginxServer {
         configPath = prefix.path("nginx.conf")
         readyToken = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
         readyPath = "/.harness-ready-\(readyToken)"
+        markerPath = "/.harness-marker-\(readyToken)"
         for folder in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
             guard mkdir(prefix.path(folder), 0o700) == 0 else { throw HarnessError.posix("mkdir \(prefix.path(folder))") }
         }
@@ -182,8 +187,37 @@ public final class NginxServer {
     /// True while the nginx process is alive.
     public var isRunning: Bool { process?.isRunning ?? false }
 
-    /// The access log so far, one entry per finished request (the readiness probe is not logged).
+    /// The access log so far, one entry per finished request (the readiness probe is not logged,
+    /// the markers of ``settledAccessLog(timeout:)`` are left out).
     public func accessLog() throws -> [AccessLogEntry] {
+        try loggedRequests().filter { $0.uri != markerPath }
+    }
+
+    /// Every request nginx has finished so far, late lines included, without waiting on a clock:
+    /// asks nginx for a marker URL of its own and returns the log once the marker's line is in it.
+    ///
+    /// Why that proves the earlier lines are written: nginx runs one worker process, one event
+    /// loop, and handles events in the order they come. A client that exited before the marker
+    /// was sent has closed its connections; nginx notices those closes (and logs what was in
+    /// flight on them) no later than the events of the marker's new connection, which takes
+    /// another turn of the loop to be read and answered. So a request that ended, or whose client
+    /// went away, before this call is in the log once the marker is. A request still in flight
+    /// (a client still running, a cache still filling) is not: wait for it to end first.
+    /// A stopped server logs nothing more: its log is returned as it is.
+    public func settledAccessLog(timeout: Double = 5) throws -> [AccessLogEntry] {
+        guard isRunning else { return try accessLog() }
+        markers += 1
+        let target = "\(markerPath)?n=\(markers)"
+        let answer = try Loopback.httpGet(port: port, path: target, timeout: timeout)
+        guard answer.status == 200 else { throw HarnessError("nginx answered \(answer.status) to the marker request \(target)") }
+        try Wait.until("nginx logged the marker request \(target)", timeout: timeout) {
+            try loggedRequests().contains { $0.requestURI == target }
+        }
+        return try accessLog()
+    }
+
+    /// Every line of the access log, markers included.
+    private func loggedRequests() throws -> [AccessLogEntry] {
         let text: String
         do {
             text = try String(contentsOfFile: accessLogPath, encoding: .utf8)
@@ -285,6 +319,10 @@ public final class NginxServer {
                     access_log off;
                     default_type text/plain;
                     return 200 "\(readyToken)";
+                }
+                location = \(markerPath) {
+                    default_type text/plain;
+                    return 200 "marker";
                 }
         \(options.extraServerConfig)
             }

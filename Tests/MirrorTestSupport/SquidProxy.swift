@@ -18,6 +18,9 @@ public final class SquidProxy {
     public let accessLogPath: String
     private let folder: TemporaryDirectory
     private var process: ChildProcess?
+    /// Marks the URLs of ``settledRequests()``'s own requests, left out of ``requests(atLeast:timeout:)``.
+    private let markerToken = "harness-marker-" + String(UInt64.random(in: .min ... .max), radix: 16)
+    private var markers = 0
 
     /// "http://127.0.0.1:PORT"
     public var url: String { "http://127.0.0.1:\(port)" }
@@ -100,11 +103,27 @@ public final class SquidProxy {
             let lines: [(method: String, url: String, result: String)] = text.split(separator: "\n").compactMap { line in
                 // squid format: time elapsed client code/status bytes method URL user hierarchy type
                 let f = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard f.count >= 7, f[6].hasPrefix("http") || f[5] == "CONNECT" else { return nil }
+                guard f.count >= 7, f[6].hasPrefix("http") || f[5] == "CONNECT", !f[6].contains(markerToken) else { return nil }
                 return (String(f[5]), String(f[6]), String(f[3]))
             }
             if lines.count >= count || monotonicSeconds() >= deadline { return lines }
             sleepSeconds(0.05)
         }
+    }
+
+    /// Every request squid handled so far, late lines included, without waiting on a clock:
+    /// sends a marker request of its own through squid (to a port that refuses it, so squid
+    /// answers an error at once) and returns the log once the marker's line is in it. squid is
+    /// one process with one event loop: a transaction that ended, or whose client went away,
+    /// before the marker was sent is logged before the marker's (see
+    /// ``NginxServer/settledAccessLog(timeout:)``).
+    public func settledRequests(timeout: Double = 10) throws -> [(method: String, url: String, result: String)] {
+        markers += 1
+        let marker = "http://127.0.0.1:\(try Loopback.freePort())/\(markerToken)-\(markers)"
+        _ = try Loopback.httpGet(port: port, path: marker, timeout: timeout)
+        try Wait.until("squid logged the marker request \(marker)", timeout: timeout) {
+            ((try? String(contentsOfFile: accessLogPath, encoding: .utf8)) ?? "").contains(marker)
+        }
+        return requests(timeout: 0)
     }
 }

@@ -46,7 +46,7 @@ public final class UnansweredListener {
         // Backlog 0 still queues one connection (and a SYN in flight may take another): a few
         // fillers leave the queue full whatever the kernel's arithmetic.
         for _ in 0..<4 { if let fd = startConnect() { fillers.append(fd) } }
-        usleep(200_000)
+        try Wait.until("the accept queue of 127.0.0.1:\(port) is full", timeout: 5) { Loopback.acceptQueueIsFull(port: port) }
         guard let probe = startConnect() else { throw HarnessError("UnansweredListener: probe connect failed at once") }
         defer { close(probe) }
         var pfd = pollfd(fd: probe, events: Int16(POLLOUT), revents: 0)

@@ -100,7 +100,7 @@ import Glibc
         let (manifest, entries) = try scenario()
         // a.bin rewritten with the same bytes: its ctime changes, so the journal cannot vouch for it.
         let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("dest/a.bin")))
-        usleep(10_000)
+        try FileClock.waitUntilPastTimes(of: dir.path("dest/a.bin"))
         try data.write(to: URL(fileURLWithPath: dir.path("dest/a.bin")))
         // The manifest now lists another version of b.bin: its partial record is obsolete.
         var changed = manifest

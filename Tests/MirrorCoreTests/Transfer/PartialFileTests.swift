@@ -78,7 +78,8 @@ import Glibc
         try append(first, 0..<(8 << 20))
         let record = try #require(journal.records(for: "big.bin")?.partial)
         #expect(record.bytes == 8 << 20 && record.fileInode != nil && record.fileChangeTime != nil)
-        usleep(20_000)
+        let checkpointed = try #require(record.fileChangeTime)
+        try FileClock.waitUntilPast(timespec(tv_sec: Int(checkpointed.seconds), tv_nsec: Int(checkpointed.nanoseconds)))
         try append(first, (8 << 20)..<(10 << 20))  // not checkpointed: then the kill
         #expect(try first.file.stat().ctime != record.fileChangeTime)
         first.close()

@@ -111,7 +111,8 @@ import Glibc
         try feed(first, segment: 1, count: 2 << 20)
         try feed(first, segment: 2, count: 3 << 20 + 5)  // 8 MiB in all: a checkpoint
         let record = try #require(journal.records(for: "big.bin")?.partial)
-        usleep(20_000)
+        let checkpointed = try #require(record.fileChangeTime)
+        try FileClock.waitUntilPast(timespec(tv_sec: Int(checkpointed.seconds), tv_nsec: Int(checkpointed.nanoseconds)))
         let junk = [UInt8](repeating: 0x5A, count: 64 << 10)
         for offset: Int64 in [3 << 20, 6 << 20, (11 << 20) + 5] {
             try junk.withUnsafeBytes { try first.file.write($0, at: offset) }

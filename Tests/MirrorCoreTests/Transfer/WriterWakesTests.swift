@@ -84,10 +84,13 @@ import Glibc
             let identity = EntryIdentity(path: "f\(i).bin", size: Int64(Self.content.count), digests: Self.identity.digests)
             return try PartialFile(identity: identity, folder: folder, folderDisplay: dir.path, journal: journal, writer: writer)
         }
-        // The writer thread runs, hashes a piece, and goes to sleep.
+        // The writer thread runs, hashes a piece, and goes to sleep (its idle clock runs: it waits).
         try Self.content[0 ..< Self.piece].withUnsafeBytes { try files[0].append($0) }
         writer.drain(files[0])
-        usleep(20_000)
+        try Wait.until("the writer thread waits for work", timeout: 10) {
+            let before = writer.idleSeconds
+            return writer.idleSeconds > before
+        }
         // On a thread of its own, so that a lost wake fails the test instead of hanging it.
         let finished = DispatchSemaphore(value: 0)
         let turn = Thread {
