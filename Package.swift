@@ -14,8 +14,7 @@ import PackageDescription
 /// - `mirror`: the executable, argument parsing and exit codes.
 ///
 /// What a target offers the ones above it but not the library's users is `package`, not `public`.
-/// The library's targets and the executable compile in Swift 6 language mode (full data-race
-/// checking); the test targets are still in Swift 5 mode.
+/// Every target, the tests included, compiles in Swift 6 language mode (full data-race checking).
 ///
 /// The C libraries are system libraries found through pkg-config; `scripts/setup` installs their
 /// Debian packages. Each has a tiny module map and a header shim (see `Sources/C*/shim.h`).
@@ -65,17 +64,17 @@ let package = Package(
             name: "MirrorTestSupport",
             dependencies: ["MirrorCore", "MirrorKit"],
             path: "Tests/MirrorTestSupport",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "MirrorCoreTests",
             dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorTestSupport"],
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorTestSupport", "mirror"],
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]
 )

@@ -58,7 +58,7 @@ public struct AccessLogEntry: Sendable, Equatable, CustomStringConvertible {
 /// ``waitForAccessLog(count:timeout:)`` after a client such as `mirror` exits when a count is
 /// expected, and ``settledAccessLog(timeout:)`` for every request so far (none included).
 public final class NginxServer {
-    public struct Options {
+    public struct Options: Sendable {
         /// nginx `limit_rate` (bytes per second per connection, e.g. "32m"), to keep a transfer in
         /// flight long enough to interrupt it.
         public var limitRate: String?

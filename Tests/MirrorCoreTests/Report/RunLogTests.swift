@@ -6,7 +6,8 @@ import Testing
 import MirrorTestSupport
 
 @Suite struct RunLogTests {
-    static let line = try! Regex(#"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z) (info|warning|failed|error) (.+)$"#)
+    /// A literal pattern, read only (`Regex` is not Sendable).
+    nonisolated(unsafe) static let line = try! Regex(#"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z) (info|warning|failed|error) (.+)$"#)
 
     @Test func linesAreAppendedTimestampedAndWithoutCredentials() throws {
         let dir = try TemporaryDirectory(prefix: "mirror-log")

@@ -91,15 +91,17 @@ import Glibc
             let before = writer.idleSeconds
             return writer.idleSeconds > before
         }
-        // On a thread of its own, so that a lost wake fails the test instead of hanging it.
+        // On a thread of its own, so that a lost wake fails the test instead of hanging it. The
+        // files and the writer are lent to it: this thread waits for it before touching them.
         let finished = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let (lentFiles, lentWriter) = (files, writer)
         let turn = Thread {
             try? WriterWakes().deferring {
-                for file in files {
-                    try Self.content[file === files[0] ? Self.piece ..< 2 * Self.piece : 0 ..< Self.piece].withUnsafeBytes { try file.append($0) }
+                for file in lentFiles {
+                    try Self.content[file === lentFiles[0] ? Self.piece ..< 2 * Self.piece : 0 ..< Self.piece].withUnsafeBytes { try file.append($0) }
                 }
             }
-            for file in files { writer.drain(file) }
+            for file in lentFiles { lentWriter.drain(file) }
             finished.signal()
         }
         turn.start()
