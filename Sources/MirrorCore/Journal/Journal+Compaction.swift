@@ -95,6 +95,7 @@ extension Journal {
         partials = [:]
         failures = [:]
         lineCount = 0
+        recordsSinceLastRun = 0
         length = Int64(try replay(handle).read)
         reserve.reset()
         reserve.keep(handle, length: length)

@@ -85,6 +85,9 @@ public final class Journal: @unchecked Sendable {
     /// The last run that ended `ok` (every entry present and verified): "not in sync for 2 h" is
     /// measured from its end (docs/cli.md, "mirror status"). Kept by compaction beside ``lastRun``.
     public private(set) var lastSuccess: RunRecord?
+    /// Records after the last `run` record: a run that was killed (or is running) wrote them. Zero
+    /// means DEST's files are as the last run that ended left them, as far as the journal knows.
+    public internal(set) var recordsSinceLastRun = 0
     /// Bytes of a torn or corrupt tail that opening the journal found and dropped.
     public private(set) var droppedTailBytes = 0
 
@@ -247,6 +250,7 @@ public final class Journal: @unchecked Sendable {
 
     /// Applies a record read (other than a `verified` line the usual way) or appended now.
     private func apply(_ record: JournalRecord) {
+        if case .run = record { recordsSinceLastRun = 0 } else { recordsSinceLastRun += 1 }
         switch record {
         case .verified(let r):
             let path = PathKey(r.identity.path)

@@ -147,7 +147,10 @@ extension SyncRunner {
     /// nothing half-updated). A conversion that a kill interrupted (files in `building/` already)
     /// goes on as it was. True when DEST now shows the kept set.
     func keepPlainSet(_ plain: Destination, in store: GenerationStore) throws -> Bool {
-        guard case .plainFolder = store.current(), journal.lastRun?.succeeded == true, try store.generations().isEmpty,
+        // The last run ended ok and nothing ran after it: a run killed after it may have installed
+        // or removed files of another version, each verified on its own, which are no version's set.
+        guard case .plainFolder = store.current(), journal.lastRun?.succeeded == true, journal.recordsSinceLastRun == 0,
+              try store.generations().isEmpty,
               try destination.walk(skippingTopLevel: "").files.isEmpty else { return false }
         let tree = try plain.walk(skippingTopLevel: Destination.stateFolderName)
         var vouched: [(VerifiedRecord, String)] = []
