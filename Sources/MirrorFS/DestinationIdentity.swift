@@ -26,6 +26,12 @@ public struct DestinationIdentity: Sendable, Equatable {
     /// Resolves `destPath`. A DEST that does not exist yet is named by its parent's canonical
     /// path (when the parent exists) and its last component.
     public static func resolve(_ destPath: String) throws -> DestinationIdentity {
+        try resolve(destPath, links: 0).renamed(destPath)
+    }
+
+    /// `links` counts the dangling symlinks followed so far; past 40 (Linux's own limit on a path's
+    /// symlinks, `ELOOP` in path_resolution(7)) the path is refused.
+    private static func resolve(_ destPath: String, links: Int) throws -> DestinationIdentity {
         // An atomic DEST's own symlink (`media -> media.generations/g3`) names DEST even when the
         // generation is gone: it is judged before anything is followed.
         if let (folder, name) = lexicalSplit(destPath), let target = symlinkTarget(destPath),
@@ -43,6 +49,15 @@ public struct DestinationIdentity: Sendable, Equatable {
         } else {
             guard let split = lexicalSplit(destPath) else {
                 throw SystemError("use", "\(destPath) as the destination (it names no folder)", code: EINVAL)
+            }
+            // A symlink to a DEST that does not exist yet (an atomic DEST before its first
+            // generation, a plain DEST not made) names that DEST, as it will once the DEST exists:
+            // the link is followed by its text, never made a DEST of its own beside it.
+            if let target = symlinkTarget(join(split.folder, split.name)) {
+                guard links < 40 else {
+                    throw SystemError("use", "\(destPath) as the destination (too many levels of symbolic links)", code: ELOOP)
+                }
+                return try resolve(target.hasPrefix("/") ? target : join(split.folder, target), links: links + 1)
             }
             (folder, name) = (canonical(split.folder) ?? split.folder, split.name)
         }

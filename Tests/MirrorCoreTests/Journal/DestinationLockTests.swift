@@ -63,6 +63,21 @@ import Glibc
         #expect(identity.folder == DestinationIdentity.canonical(dir.path))
     }
 
+    /// A symlink to a DEST not made yet (an atomic DEST before its first generation) names that
+    /// DEST, never a DEST of its own beside it (whose store would be `alias.generations`).
+    @Test func aSymlinkToADestNotMadeYetNamesThatDest() throws {
+        try FileManager.default.createSymbolicLink(atPath: dir.path("alias"), withDestinationPath: "later")
+        try FileManager.default.createSymbolicLink(atPath: dir.path("alias2"), withDestinationPath: "alias")
+        let later = try DestinationIdentity.resolve(dir.path("later"))
+        for spelling in [dir.path("alias"), dir.path("alias2"), dir.path("alias") + "/."] {
+            let identity = try DestinationIdentity.resolve(spelling)
+            #expect(identity.path == later.path, "\(spelling)")
+            #expect(identity.displayPath == spelling)
+        }
+        try FileManager.default.createSymbolicLink(atPath: dir.path("loop"), withDestinationPath: "loop")
+        #expect(throws: SystemError.self) { try DestinationIdentity.resolve(dir.path("loop")) }
+    }
+
     @Test func twoSpellingsTakeOneLock() throws {
         let first = try #require(try DestinationLock.take(DestinationIdentity.resolve(dest), creating: .plain, wait: false))
         defer { first.release() }
