@@ -21,7 +21,8 @@ extension Journal {
     /// - the verified records of paths the manifest lists with the same size and digests, and of
     ///   paths it no longer lists (files an earlier run installed, which `--delete` may remove);
     /// - the partial and failed records of entries the manifest lists as they were recorded;
-    /// - the last run, and the last successful one.
+    /// - the last run, and the last successful one: last, or first when records followed the
+    ///   last run (a killed run), which a conversion to `--atomic` must still see.
     ///
     /// Per path, a verified record comes before a partial one and a failed one, as replay needs
     /// (a verified record clears the path's others). Atomic replacement: write `journal.tmp`,
@@ -56,6 +57,14 @@ extension Journal {
                 out.removeAll(keepingCapacity: true)
             }
         }
+        // A run that was killed after the last `run` record wrote records that say DEST may have
+        // changed since (``recordsSinceLastRun``): the run records then go first, so that the
+        // compacted journal still says so.
+        var runs: [RunRecord] = []
+        if let success = lastSuccess, success != lastRun { runs.append(success) }
+        if let run = lastRun { runs.append(run) }
+        let runsFirst = recordsSinceLastRun > 0
+        if runsFirst { for run in runs { try add(.run(run)) } }
         try verified.forEachLiveInArenaOrder { offset in
             let keep = verified.withRecord(at: offset) { at -> Bool in
                 let record = VerifiedIndex.RecordView(base: at)
@@ -70,8 +79,7 @@ extension Journal {
         }
         for (_, record) in partials where isCurrent(record.identity) { try add(.partial(record)) }
         for (_, record) in failures where isCurrent(record.identity) { try add(.failed(record)) }
-        if let success = lastSuccess, success != lastRun { try add(.run(success)) }
-        if let run = lastRun { try add(.run(run)) }
+        if !runsFirst { for run in runs { try add(.run(run)) } }
         try tmp.append(out)
         out = []
         try tmp.sync()

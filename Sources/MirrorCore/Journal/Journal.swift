@@ -190,6 +190,7 @@ public final class Journal: @unchecked Sendable {
             switch JournalRecord.scanVerifiedLine(buf, from: offset, to: newline) {
             case .verified(let line):
                 noteVerified(line, in: buf)
+                recordsSinceLastRun += 1
             case .corrupt:
                 return (offset, true)
             case .other:

@@ -129,6 +129,27 @@ import Glibc
         #expect(try Self.verifiedPaths(dir.path("journal")) == expected)
     }
 
+    /// A run killed after the last `run` record left records after it; the compacted journal
+    /// still says so (a conversion to `--atomic` keeps the plain set only when none did), and a
+    /// journal whose last run ended it says nothing followed.
+    @Test func recordsAfterTheLastRunStayAfterIt() throws {
+        let a = try Self.entry("a", 1), b = try Self.entry("b", 2)
+        let ok = RunRecord(start: 1, end: 2, result: "ok", downloaded: 2, failed: 0, bytes: 10)
+        for killed in [true, false] {
+            let dir = try TemporaryDirectory()
+            let journal = try journal(in: dir)
+            try journal.append([Self.verified(EntryIdentity(a)), Self.verified(EntryIdentity(b))])
+            try journal.append(.run(ok), durable: true)
+            if killed { try journal.append(Self.verified(EntryIdentity(a), inode: 2), durable: false) }
+            try journal.compact(current: Self.current([a, b]))
+            for reading in [journal, try self.journal(in: dir)] {
+                #expect(reading.lastRun == ok)
+                #expect((reading.recordsSinceLastRun > 0) == killed, "killed: \(killed)")
+                #expect(reading.records(for: "a")?.verified?.inode == (killed ? 2 : 1))
+            }
+        }
+    }
+
     /// The `path=` of each `verified` line of a journal file, in file order.
     static func verifiedPaths(_ file: String) throws -> [String] {
         let fd = open(file, O_RDONLY)
