@@ -98,6 +98,11 @@ struct SequenceWalk {
     let convertAt: Int
     /// `--atomic` has been passed (once passed, always: the DEST stays atomic).
     var converted = false
+    /// The plain DEST's files just before the conversion, and those of them no version lists
+    /// beside the version whose whole set it holds: files a plain run without `--delete` left.
+    /// The conversion keeps such a set as g1 as it was (docs/cli.md, "Atomic destinations"),
+    /// leftovers and all; g1 is then whole of that version with the leftovers beside it.
+    var plainBeforeConversion: (files: [String: String], leftovers: Set<String>)?
     var atomic: Bool { mode == .atomic || converted }
 
     enum Ending { case complete, deadline(milliseconds: Int), kill(milliseconds: Int) }
@@ -134,6 +139,7 @@ struct SequenceWalk {
             // The conversion: the first --atomic run, killed now and then.
             converted = true
             counts["convert", default: 0] += 1
+            if !disk.isAtomic { plainBeforeConversion = try plainSetWithLeftovers() }
             problems += try sync(step, rng.chance(0.5) ? .kill(milliseconds: rng.inRange(20...900)) : .complete)
         } else {
             switch rng.weighted([22, 16, 16, 7, 4, 9, 6, 14, 3, 5, 4, 2]) {
@@ -160,8 +166,27 @@ struct SequenceWalk {
         return problems
     }
 
+    /// The plain DEST's files (its state folder left out) and, when they hold one version's whole
+    /// set, the other files beside it.
+    func plainSetWithLeftovers() throws -> (files: [String: String], leftovers: Set<String>) {
+        let files = try disk.files(under: world.fx.dest).files.filter { !$0.key.hasPrefix(".mirror/") }
+        for version in world.versions
+        where version.allSatisfy({ tampered.contains($0.key) || files[$0.key] == $0.value.sha256 }) {
+            return (files, Set(files.keys).subtracting(version.keys))
+        }
+        return (files, [])
+    }
+
     /// The invariants every step ends with.
     mutating func invariants() throws -> [String] {
+        // The set the conversion kept as g1 (exactly the plain DEST's files): its leftovers are
+        // not judged as part of a version's set.
+        if let before = plainBeforeConversion, disk.generations().contains(1) {
+            plainBeforeConversion = nil
+            if try disk.files(under: disk.store + "/g1").files == before.files {
+                generationExempt[1, default: []].formUnion(before.leftovers)
+            }
+        }
         var problems = try world.strayBytes(exempt: tampered)
         if disk.isAtomic { problems += try world.mixedSet(exempt: tampered.union(generationExempt[disk.shownGeneration ?? -1] ?? [])) }
         problems += try disk.wholeGenerations(versions: world.versions, exempt: generationExempt)
