@@ -186,7 +186,7 @@ struct DestinationTests {
         #expect(statvfs(disk.path, &vfs) == 0 && vfs.f_bavail == 0, "the file system is full")
         // About 24 KiB of records: six blocks past the header's.
         for n in 0..<200 {
-            try journal.append(.run(RunRecord(start: 1, end: 2, result: "failed", downloaded: 0, failed: 0, bytes: Int64(n),
+            try JournalWriter(journal).append(.run(RunRecord(start: 1, end: 2, result: "failed", downloaded: 0, failed: 0, bytes: Int64(n),
                                               reason: "No space left on device, record \(n)", manifest: nil)), durable: n == 199)
         }
         #expect(journal.lastRun?.bytes == 199)

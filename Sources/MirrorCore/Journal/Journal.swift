@@ -20,8 +20,8 @@ public struct EntryRecords: Sendable {
 /// record; the first line whose checksum fails, or a last line without its newline, marks the torn
 /// tail of a write a crash interrupted: it and everything after it are ignored and cut off
 /// (`ftruncate`), so a damaged tail costs a little time and never a wrong file.
-/// Appends come from the sync thread, the hashing threads (checkpoints) and the commit thread
-/// (docs/architecture.md, "Threads"), so they are serialised by a lock.
+/// Records are appended only through the run's ``JournalWriter``, which several threads hand
+/// records to (docs/architecture.md, "Threads"), so appends are serialised by a lock.
 ///
 /// Sendable, unchecked: every read and write of its records and its file is under ``lock`` (a
 /// ``ReadWriteLock``: lookups together, appends and compaction alone).
@@ -250,7 +250,7 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// Applies a record read (other than a `verified` line the usual way) or appended now.
-    private func apply(_ record: JournalRecord) {
+    func apply(_ record: JournalRecord) {
         if case .run = record { recordsSinceLastRun = 0 } else { recordsSinceLastRun += 1 }
         switch record {
         case .verified(let r):
@@ -290,30 +290,6 @@ public final class Journal: @unchecked Sendable {
         return records.isEmpty ? nil : records
     }
 
-    /// Appends `record`. With `durable`, `fdatasync`s the journal before returning, so the record
-    /// survives a power cut; callers make the data it describes durable first (docs/journal.md, rule 1).
-    public func append(_ record: JournalRecord, durable: Bool) throws {
-        try append([record], durable: durable)
-    }
-
-    /// Appends `records` with one `write` (a group commit's verified records), durable as for one
-    /// record. Their lines are whole and checksummed each, so a crash in the middle of the write
-    /// leaves whole records and at most one torn line, which recovery drops (docs/journal.md).
-    public func append(_ records: [JournalRecord], durable: Bool = false) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let file, !records.isEmpty else { return }
-        var lines: [UInt8] = []
-        lines.reserveCapacity(records.count * 256)
-        for record in records { record.encode(into: &lines) }
-        try file.append(lines)
-        length += Int64(lines.count)
-        reserve.keep(file, length: length)
-        for record in records { apply(record) }
-        lineCount += records.count
-        if durable { try file.syncData() }
-    }
-
     /// Room in memory for `count` more verified records: the files a run is about to fetch
     /// (``VerifiedIndex/reserve(additional:bytesEach:)``; reserved memory never written is never
     /// resident).
@@ -321,13 +297,6 @@ public final class Journal: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         verified.reserve(additional: count, bytesEach: 112)
-    }
-
-    /// Makes every appended record durable.
-    public func sync() throws {
-        lock.lock()
-        defer { lock.unlock() }
-        try file?.syncData()
     }
 
     /// True when rewriting would shrink the journal noticeably: more lines than live records

@@ -10,7 +10,7 @@ import MirrorFS
 /// drops: a deletion is never undone, and never repeated on another file.
 struct Deleter {
     let destination: Destination
-    let journal: Journal?
+    let writer: JournalWriter?
     let report: ConsoleReport
 
     struct Outcome {
@@ -22,11 +22,11 @@ struct Deleter {
 
     func run(_ plan: DeletionPlan) throws -> Outcome {
         var out = Outcome()
-        for path in plan.stale { try journal?.append(.removed(path: path), durable: false) }
+        for path in plan.stale { try writer?.append(.removed(path: path), durable: false) }
         for path in plan.changed {
             report.warning("kept \(destination.display(path)): it changed after mirror installed it, so it is yours now "
                            + "(mirror forgets it and never deletes it)")
-            try journal?.append(.removed(path: path), durable: false)
+            try writer?.append(.removed(path: path), durable: false)
         }
         // One remover for the batch: a plan made by a walk lists files depth first, and each
         // folder is then opened about once however deep it is.
@@ -45,7 +45,7 @@ struct Deleter {
                 }
                 // Valid UTF-8 or not, the journal only ever recorded UTF-8 paths (a manifest's).
                 if let path = String(validating: item.path, as: UTF8.self) {
-                    try journal?.append(.removed(path: path), durable: false)
+                    try writer?.append(.removed(path: path), durable: false)
                 }
             } catch let error as SystemError where error.isDestinationUnwritable {
                 throw error

@@ -28,6 +28,6 @@ enum EarlyRunRecord {
         let now = currentUnixTime()
         let run = RunRecord(start: Int64(start), end: Int64(now), result: result, downloaded: 0, failed: 0, bytes: 0,
                             reason: redactingURLs(in: reason), manifest: manifest?.rawValue)
-        try? journal.append(.run(run), durable: true)
+        try? JournalWriter(journal).append(.run(run), durable: true)
     }
 }

@@ -14,13 +14,15 @@ import Glibc
 final class Installer {
     let destination: Destination
     let partialFolder: FileDescriptor
-    let journal: Journal
+    /// The journal's writer, the batch's records' one way in (``JournalWriter``).
+    let writer: JournalWriter
+    var journal: Journal { writer.journal }
     private let batch = InstallBatch()
 
-    init(destination: Destination, partialFolder: FileDescriptor, journal: Journal) {
+    init(destination: Destination, partialFolder: FileDescriptor, writer: JournalWriter) {
         self.destination = destination
         self.partialFolder = partialFolder
-        self.journal = journal
+        self.writer = writer
     }
 
     enum Verdict {
@@ -117,10 +119,10 @@ final class Installer {
             if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
             CrashPoint.hit("install-before-record")
             // The partial file's identity is its entry's (``PartialFile/identity``), already made.
-            try journal.append(removed + installed.map { item, status in
+            try writer.append(removed + installed.map { item, status in
                 .verified(VerifiedRecord(identity: item.partial.identity, status: status, adopted: Installer.isFoundCopy(item)))
             })
-            try journal.sync()
+            try writer.sync()
         } catch let error as SystemError {
             // The files are in place and complete; without their records the next run hashes them.
             if error.isDestinationUnwritable { out.fatal = error }
@@ -182,7 +184,7 @@ final class Installer {
             return .unreadable(error)
         }
         do {
-            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status, adopted: true)), durable: false)
+            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status, adopted: true)), durable: false)
             return .verified
         } catch {
             return .failed(error)

@@ -7,16 +7,16 @@ import MirrorFS
 /// Every record is appended durably (`fsync` of the journal): each one either stops the journal
 /// vouching for bytes that are about to change, or vouches for bytes already made durable.
 struct PartialJournal {
-    let journal: Journal
+    let writer: JournalWriter
     let identity: EntryIdentity
 
     /// Whether the journal holds a partial record for this path (of any identity).
-    var hasRecord: Bool { journal.partialRecord(for: identity.path) != nil }
+    var hasRecord: Bool { writer.journal.partialRecord(for: identity.path) != nil }
 
     /// The journal stops vouching for the file under this name, before anything changes it: a
     /// later run must never restore a hash state over other bytes (rule 8).
     func forget() throws {
-        try journal.append(.forget(path: identity.path), durable: true)
+        try writer.append(.forget(path: identity.path), durable: true)
     }
 
     /// ``forget()``, when there is a record to forget.
@@ -34,6 +34,6 @@ struct PartialJournal {
                 segments: [SegmentRecord]? = nil, status: FileStatus? = nil) throws {
         let record = PartialRecord(identity: identity, url: url, validator: validator, bytes: bytes, hashStates: states,
                                    segments: segments, fileInode: status?.inode, fileChangeTime: status?.ctime)
-        try journal.append(.partial(record), durable: true)
+        try writer.append(.partial(record), durable: true)
     }
 }

@@ -103,7 +103,7 @@ extension SyncRunner {
                 summary.deleted += 1
                 summary.add(result)
                 report.entryFinished(result)
-                if let path = String(validating: file.path, as: UTF8.self) { try journal.append(.removed(path: path), durable: false) }
+                if let path = String(validating: file.path, as: UTF8.self) { try writer.append(.removed(path: path), durable: false) }
             }
             _ = try store.prune(keep: options.keepGenerations)
             CrashPoint.hit("publish-after-prune")
@@ -133,7 +133,7 @@ extension SyncRunner {
             guard let now = try? set.status(of: entry.path), now != before, now.sameFile(as: before),
                   now.size == before.size, now.mtime == before.mtime else { continue }
             let adopted = journal.records(for: entry.path)?.verified?.adopted ?? false
-            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: now, adopted: adopted)), durable: false)
+            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: now, adopted: adopted)), durable: false)
         }
     }
 }
@@ -180,7 +180,7 @@ extension SyncRunner {
         guard let kept = try Destination.openExisting(store.identity) else { return true }
         for (record, path) in vouched {
             guard let now = try? kept.status(of: path), now.inode == record.inode, now.device == record.device, now.mtime == record.mtime else { continue }
-            try journal.append(.verified(VerifiedRecord(identity: record.identity, status: now, adopted: record.adopted)), durable: false)
+            try writer.append(.verified(VerifiedRecord(identity: record.identity, status: now, adopted: record.adopted)), durable: false)
         }
         report.notice("\(store.destPath): the set it held is kept as generation \(n), for `mirror rollback`")
         return true

@@ -12,7 +12,7 @@ extension SyncRunner {
     /// thread of the pool (``PartialWriterPool``).
     func openPartial(for task: EntryTask, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws -> PartialFile {
         try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: partialFolder,
-                        folderDisplay: destination.displayState(".mirror/partial"), journal: journal,
+                        folderDisplay: destination.displayState(".mirror/partial"), journal: writer,
                         writer: writers?.writer(), resumeFrom: resumeFrom, saved: saved, naming: partialNaming)
     }
 

@@ -32,7 +32,7 @@ extension SyncRunner {
                 plan.folders = []
                 plan.keptFolders = nil
             }
-            let done = try Deleter(destination: destination, journal: journal, report: report).run(plan)
+            let done = try Deleter(destination: destination, writer: writer, report: report).run(plan)
             summary.deleted += done.deleted.count
             summary.failed += done.failed.count
             for result in done.deleted + done.failed { summary.add(result) }

@@ -103,6 +103,6 @@ extension SyncRunner {
         result.host = source.map { redactedURL(hostKey(of: $0)) }
         summary.add(result)
         report.entryFinished(result)
-        try? journal?.append(.failed(FailedRecord(identity: EntryIdentity(entry), error: message, time: Int64(currentUnixTime()))), durable: false)
+        try? writer?.append(.failed(FailedRecord(identity: EntryIdentity(entry), error: message, time: Int64(currentUnixTime()))), durable: false)
     }
 }

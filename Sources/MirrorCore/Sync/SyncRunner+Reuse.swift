@@ -26,7 +26,7 @@ extension SyncRunner {
         let name = PartialFile.name(for: path)
         do {
             // A fresh file takes the name: the journal stops vouching for an old one first.
-            try PartialJournal(journal: journal, identity: EntryIdentity(task.entry)).forgetIfRecorded()
+            try PartialJournal(writer: writer, identity: EntryIdentity(task.entry)).forgetIfRecorded()
             _ = try LocalCopy.copy(source.file, size: task.entry.size, to: name, in: partialFolder,
                                    displayPath: destination.displayState(".mirror/partial/" + name))
             task.attempt.copiedFrom = source.display

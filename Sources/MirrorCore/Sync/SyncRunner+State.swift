@@ -33,13 +33,13 @@ extension SyncRunner {
             try StateOwnership.require(partials, destination.displayState(".mirror/partial"))
             partialFolder = partials
             partialNaming = PartialNaming(canLinkOpenFiles: PartialFile.canLinkUnnamedFiles(in: partials))
-            journal = try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
+            writer = JournalWriter(try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false))
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
             if let store = generations, let plain = current, try keepPlainSet(plain, in: store) {
                 current = try Destination.openExisting(identity)
                 destination = try Destination.building(store)
             }
-            installer = Installer(destination: destination, partialFolder: partials, journal: journal)
+            installer = Installer(destination: destination, partialFolder: partials, writer: writer)
             keptGenerations = generations.map { keptSets(of: $0) } ?? []
             contentIndex = ContentIndex(journal: journal, destinations: [destination] + (current.map { [$0] } ?? []) + keptGenerations,
                                         seeds: options.seeds)

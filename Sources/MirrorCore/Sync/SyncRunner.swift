@@ -25,7 +25,10 @@ public final class SyncRunner {
     /// Whether small downloads go without a name this run (``PartialNaming``), asked once the
     /// partial folder is open and locked.
     var partialNaming = PartialNaming(canLinkOpenFiles: false)
-    var journal: Journal!
+    /// The one writer of DEST's journal, made when the state is open (``JournalWriter``).
+    var writer: JournalWriter!
+    /// The journal the writer writes, for lookups.
+    var journal: Journal { writer.journal }
     var engine: TransferPool?
     /// The transfer thread of each file (``TransferPool``): taken in turn as files start.
     var nextShard = 0
@@ -362,7 +365,7 @@ public final class SyncRunner {
         do {
             // Durable before a compaction, which may fail (a full disk) and must not take the
             // run's record with it.
-            try journal.append(.run(run), durable: true)
+            try writer.append(.run(run), durable: true)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         } catch let error as SystemError {
             if fatal == nil && error.isDestinationUnwritable { fatal = error }
@@ -374,6 +377,6 @@ public final class SyncRunner {
     func compactJournal() throws {
         let entries = manifest.entries
         let listing = PathIndex(listing: entries)
-        try journal.compact(current: { path in listing.entryIndex(path).map { entries[$0] } })
+        try writer.compact(current: { path in listing.entryIndex(path).map { entries[$0] } })
     }
 }

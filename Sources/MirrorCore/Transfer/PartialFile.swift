@@ -140,11 +140,11 @@ public final class PartialFile {
     ///     and carries hash states this libcrypto can restore, the prefix is not read again.
     ///   - name: ``name(for:)`` of the path, when the caller has it already.
     ///   - naming: whether a new download may go without a name (``PartialNaming``); nil: never.
-    init(identity: EntryIdentity, name knownName: String? = nil, folder: FileDescriptor, folderDisplay: String, journal: Journal?,
+    init(identity: EntryIdentity, name knownName: String? = nil, folder: FileDescriptor, folderDisplay: String, journal: JournalWriter?,
          writer: PartialWriter? = nil, resumeFrom: Int64 = 0, saved: PartialRecord? = nil, naming: PartialNaming? = nil) throws {
         self.identity = identity
         self.folder = folder
-        let records = journal.map { PartialJournal(journal: $0, identity: identity) }
+        let records = journal.map { PartialJournal(writer: $0, identity: identity) }
         self.writer = writer
         name = knownName ?? PartialFile.name(for: identity.path)
         displayPath = folderDisplay + "/" + name

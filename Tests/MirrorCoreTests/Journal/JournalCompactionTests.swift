@@ -39,7 +39,7 @@ import Glibc
         let manifest = [a, b, d, e, g, nfc]
         let textDigest: PerAlgorithm<String> = [.sha256: "NOT-HEX"]
         let partialOfD = PartialRecord(identity: EntryIdentity(d), url: "http://127.0.0.1/d", validator: nil, bytes: 2)
-        try journal.append([
+        try JournalWriter(journal).append([
             Self.verified(EntryIdentity(a), adopted: true),                                      // current: stays
             Self.verified(EntryIdentity(path: "b", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(9)])),  // another version: goes
             Self.verified(EntryIdentity(path: "c", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(3)])),  // unlisted: stays
@@ -52,7 +52,7 @@ import Glibc
             Self.verified(EntryIdentity(path: "g", size: 5, digests: textDigest)),              // listed, a text digest: goes
             Self.verified(EntryIdentity(path: "cafe\u{301}", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(8)])),  // NFD: unlisted
         ])
-        try journal.append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
+        try JournalWriter(journal).append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
 
         try journal.compact(current: Self.current(manifest))
         for reading in [journal, try self.journal(in: dir)] {
@@ -78,7 +78,7 @@ import Glibc
         let journal = try journal(in: dir)
         let entries = try (0 ..< 30_000).map { try Self.entry("folder/file-\($0).bin", UInt8(truncatingIfNeeded: $0), size: Int64($0)) }
         for round in 0 ..< 2 {
-            try journal.append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
+            try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
         }
         try journal.compact(current: Self.current(entries))
         let reopened = try self.journal(in: dir)
@@ -97,9 +97,9 @@ import Glibc
         do {
             let journal = try journal(in: dir)
             for round in 1 ... 100 {
-                try journal.append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
+                try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
             }
-            try journal.append(.removed(path: entries[0].path), durable: true)
+            try JournalWriter(journal).append(.removed(path: entries[0].path), durable: true)
         }
         let reopened = try journal(in: dir)
         #expect(reopened.verified.repacks > 0)
@@ -119,9 +119,9 @@ import Glibc
         let dir = try TemporaryDirectory()
         let journal = try journal(in: dir)
         let entries = try (0 ..< 2000).map { try Self.entry("d\($0 / 100)/f\($0)", UInt8(truncatingIfNeeded: $0)) }
-        try journal.append(entries.map { Self.verified(EntryIdentity($0)) })
+        try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0)) })
         let again = entries.enumerated().filter { $0.offset % 7 == 3 }.map(\.element).reversed()
-        try journal.append(again.map { Self.verified(EntryIdentity($0), inode: 2) })
+        try JournalWriter(journal).append(again.map { Self.verified(EntryIdentity($0), inode: 2) })
         try journal.compact(current: Self.current(entries))
 
         let superseded = Set(again.map(\.path))
@@ -138,9 +138,9 @@ import Glibc
         for killed in [true, false] {
             let dir = try TemporaryDirectory()
             let journal = try journal(in: dir)
-            try journal.append([Self.verified(EntryIdentity(a)), Self.verified(EntryIdentity(b))])
-            try journal.append(.run(ok), durable: true)
-            if killed { try journal.append(Self.verified(EntryIdentity(a), inode: 2), durable: false) }
+            try JournalWriter(journal).append([Self.verified(EntryIdentity(a)), Self.verified(EntryIdentity(b))])
+            try JournalWriter(journal).append(.run(ok), durable: true)
+            if killed { try JournalWriter(journal).append(Self.verified(EntryIdentity(a), inode: 2), durable: false) }
             try journal.compact(current: Self.current([a, b]))
             for reading in [journal, try self.journal(in: dir)] {
                 #expect(reading.lastRun == ok)

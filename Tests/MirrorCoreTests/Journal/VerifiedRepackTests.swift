@@ -49,9 +49,9 @@ import Glibc
         let folder = FileDescriptor(fd: open(dir.path, O_RDONLY | O_DIRECTORY), displayPath: dir.path)
         let journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
         // Records that will be dead, ahead of the one asked for, so that a repack moves it.
-        try journal.append((0 ..< 2000).map { .verified(try Self.record("churn-\($0)", round: 0)) })
+        try JournalWriter(journal).append((0 ..< 2000).map { .verified(try Self.record("churn-\($0)", round: 0)) })
         let wanted = try VerifiedSelectionTests.entry("kept.bin", size: 7, sha256: 7)
-        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(wanted), inode: 7, device: 1,
+        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(wanted), inode: 7, device: 1,
                                                     mtime: FileTime(seconds: 1), ctime: FileTime(seconds: 1))), durable: false)
         let content = ContentHash(size: wanted.size, digests: wanted.digests)
         #expect(journal.verifiedRecords(withContent: content).map(\.identity.path) == ["kept.bin"])
@@ -60,7 +60,7 @@ import Glibc
         var batch: [JournalRecord] = []
         for round in 1 ... 120 {
             for i in 0 ..< 2000 { batch.append(.verified(try Self.record("churn-\(i)", round: round))) }
-            try journal.append(batch)
+            try JournalWriter(journal).append(batch)
             batch.removeAll(keepingCapacity: true)
         }
         #expect(journal.verified.repacks > repacksBefore)

@@ -103,7 +103,7 @@ import Glibc
         file.close()
         guard installed else { return }
         let status = try #require(try fx.destination.status(of: relative))
-        try fx.journal.append(.verified(VerifiedRecord(identity: EntryIdentity(entry(relative)), status: status)), durable: false)
+        try JournalWriter(fx.journal).append(.verified(VerifiedRecord(identity: EntryIdentity(entry(relative)), status: status)), durable: false)
     }
 
     @Test func aFileWhereAFolderMustBeIsFound() throws {

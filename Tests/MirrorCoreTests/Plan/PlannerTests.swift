@@ -39,7 +39,7 @@ import Glibc
         try write("a b=%.bin", bytes: 10)
         let e = entry("a b=%.bin")
         let status = try #require(try destination.status(of: e.path))
-        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: false)
+        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: false)
         #expect(journal.isVerified(e, status: status))
         #expect(try planner.action(for: e) == .upToDate)
 
@@ -77,7 +77,7 @@ import Glibc
         try write("a.bin", bytes: 10)
         let e = entry("a.bin")
         let status = try #require(try destination.status(of: "a.bin"))
-        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: true)
+        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: true)
         #expect(try planner.action(for: e) == .upToDate)
 
         // Any change of the file (here: its mtime) makes the record stale: hash it again.
@@ -96,13 +96,13 @@ import Glibc
         if geteuid() == 0 {
             #expect(chown(dir.path("a.bin"), 65534, 65534) == 0)
             let theirs = try #require(try destination.status(of: "a.bin"))
-            try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: theirs)), durable: true)
+            try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: theirs)), durable: true)
             #expect(journal.isVerified(e, status: theirs), "the record matches the stat")
             #expect(try planner.action(for: e) == .check, "another user's file")
             #expect(chown(dir.path("a.bin"), 0, 0) == 0)
         }
         let ours = try #require(try destination.status(of: "a.bin"))
-        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: ours)), durable: true)
+        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: ours)), durable: true)
         #expect(try planner.action(for: e) == .upToDate)
         var executable = e
         executable.mode = 0o755
@@ -113,7 +113,7 @@ import Glibc
         try write("a.bin", bytes: 10)
         let old = entry("a.bin")
         let status = try #require(try destination.status(of: "a.bin"))
-        try journal.append(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
+        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
         var changed = old
         changed.digests[.sha256] = Digest(bytes: [UInt8](repeating: 8, count: 32))
         #expect(try planner.action(for: changed) == .download(replacing: true),
@@ -128,7 +128,7 @@ import Glibc
         let e = entry("big.bin", size: 10_000)
         try write(".mirror/partial/" + PartialFile.name(for: e.path), bytes: held)
         let record = PartialRecord(identity: EntryIdentity(e), url: "http://127.0.0.1/big.bin", validator: "\"v\"", bytes: recorded)
-        try journal.append(.partial(record), durable: true)
+        try JournalWriter(journal).append(.partial(record), durable: true)
         #expect(try planner.action(for: e) == .resume(from: expected, record: record))
     }
 
@@ -138,7 +138,7 @@ import Glibc
         #expect(try planner.action(for: e) == .download(replacing: false), "no record at all")
         var other = EntryIdentity(e)
         other.size = 20_000
-        try journal.append(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 5000)), durable: true)
+        try JournalWriter(journal).append(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 5000)), durable: true)
         #expect(try planner.action(for: e) == .download(replacing: false), "a record for another size")
     }
 

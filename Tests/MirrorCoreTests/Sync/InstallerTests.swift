@@ -18,7 +18,7 @@ import Glibc
 
     init() throws {
         fx = try DestinationState()
-        installer = Installer(destination: fx.destination, partialFolder: fx.partials, journal: fx.journal)
+        installer = Installer(destination: fx.destination, partialFolder: fx.partials, writer: JournalWriter(fx.journal))
     }
 
     static let bytes = TestData.bytes(count: 100_000, seed: 3)
@@ -27,7 +27,7 @@ import Glibc
         let entry = ManifestEntry(path: path, url: .relative(path), size: Int64(Self.bytes.count),
                                   digests: [.sha256: try #require(Digest(hex: sha256, byteCount: 32))])
         let task = EntryTask(entry: entry, sources: ["http://127.0.0.1/" + path], replacing: false)
-        let partial = try PartialFile(identity: EntryIdentity(entry), folder: partials, folderDisplay: "partial", journal: journal)
+        let partial = try PartialFile(identity: EntryIdentity(entry), folder: partials, folderDisplay: "partial", journal: JournalWriter(journal))
         try Self.bytes.withUnsafeBytes { try partial.append($0) }
         task.partial = partial
         return (task, partial)

@@ -13,7 +13,7 @@ import MirrorTestSupport
     func reread() throws -> Journal { try Journal(folder: fx.state, displayPath: "journal", readOnly: true) }
 
     @Test func aCheckpointIsBoundToTheFileItWasTakenOn() throws {
-        let records = PartialJournal(journal: journal, identity: Self.identity)
+        let records = PartialJournal(writer: JournalWriter(journal), identity: Self.identity)
         #expect(!records.hasRecord)
         let status = try fx.partials.stat()
         try records.record(url: "http://h/b", validator: "\"v\"", bytes: 40, states: [.sha256: "00"], status: status)
@@ -25,7 +25,7 @@ import MirrorTestSupport
     }
 
     @Test func keptBytesAreVouchedForWithoutAStateThatCouldBeTrusted() throws {
-        let records = PartialJournal(journal: journal, identity: Self.identity)
+        let records = PartialJournal(writer: JournalWriter(journal), identity: Self.identity)
         let segments = [SegmentRecord(start: 0, end: 50, done: 10), SegmentRecord(start: 50, end: 100, done: 5)]
         try records.record(url: "http://h/b", validator: nil, bytes: 10, segments: segments)
         let saved = try #require(journal.records(for: "a/b.bin")?.partial)
@@ -34,7 +34,7 @@ import MirrorTestSupport
     }
 
     @Test func forgettingIsDurableAndOnlyWhenThereIsARecord() throws {
-        let records = PartialJournal(journal: journal, identity: Self.identity)
+        let records = PartialJournal(writer: JournalWriter(journal), identity: Self.identity)
         try records.forgetIfRecorded()
         try records.record(url: "http://h/b", validator: nil, bytes: 10)
         try records.forgetIfRecorded()

@@ -18,7 +18,7 @@ extension InstallerTests {
                                   digests: [.sha256: try #require(Digest(hex: TestData.sha256(of: bytes), byteCount: 32))])
         let task = EntryTask(entry: entry, sources: ["http://127.0.0.1/" + path], replacing: false)
         let partial = try PartialFile(identity: EntryIdentity(entry), folder: partials, folderDisplay: "partial",
-                                      journal: journal, naming: Self.naming)
+                                      journal: JournalWriter(journal), naming: Self.naming)
         partial.sourceURL = "http://127.0.0.1/" + path
         try bytes.withUnsafeBytes { try partial.append($0) }
         task.partial = partial

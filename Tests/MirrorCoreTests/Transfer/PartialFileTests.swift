@@ -48,7 +48,7 @@ import Glibc
     }
 
     @Test func aResumeFromTheCheckpointUsesTheSavedStateAndStillVerifies() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try append(first, 0..<(9 << 20))  // passes the 8 MiB checkpoint
         #expect(journal.records(for: "big.bin")?.partial?.bytes == 8 << 20)
@@ -59,7 +59,7 @@ import Glibc
         #expect(record.hashStates[.sha256] != nil && record.hashStates[.sha512] != nil)
         first.close()
 
-        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                       resumeFrom: record.bytes, saved: record)
         #expect(resumed.resumedFromSavedState)
         #expect(resumed.length == record.bytes)
@@ -73,7 +73,7 @@ import Glibc
     /// the saved state is restored all the same, what follows the checkpoint is cut, and the
     /// prefix is not read again (docs/journal.md, rule 8).
     @Test func aFileWrittenPastItsCheckpointResumesFromTheSavedState() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try append(first, 0..<(8 << 20))
         let record = try #require(journal.records(for: "big.bin")?.partial)
@@ -84,7 +84,7 @@ import Glibc
         #expect(try first.file.stat().ctime != record.fileChangeTime)
         first.close()
 
-        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                       resumeFrom: record.bytes, saved: record)
         #expect(resumed.resumedFromSavedState)
         #expect(resumed.rehashedAtResume == 0 && resumed.keptAtResume == record.bytes)
@@ -100,14 +100,14 @@ import Glibc
     /// the bytes as they were fetched, not of the file (docs/journal.md, rule 8; `mirror verify`
     /// reads the file).
     @Test func aPrefixChangedInPlaceIsNotReadAgain() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try append(first, 0..<(9 << 20))
         let record = try #require(journal.records(for: "big.bin")?.partial)
         try [UInt8](repeating: 0xEE, count: 4096).withUnsafeBytes { try first.file.write($0, at: 100) }
         first.close()
 
-        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                       resumeFrom: record.bytes, saved: record)
         #expect(resumed.resumedFromSavedState)
         try append(resumed, Int(record.bytes)..<Self.content.count)
@@ -146,7 +146,7 @@ import Glibc
     /// hashed from the file after it (the transfer does not wait behind the read): same digests,
     /// and checkpoints still record a hash state of exactly their length.
     @Test func aPrefixHashedAgainOnTheWriterThreadGivesTheRightDigests() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try append(first, 0..<(9 << 20))
         let record = try #require(journal.records(for: "big.bin")?.partial)
@@ -158,7 +158,7 @@ import Glibc
 
         let writer = PartialWriter()
         defer { writer.shutdown() }
-        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                       writer: writer, resumeFrom: record.bytes, saved: untrusted)
         resumed.sourceURL = "http://127.0.0.1/big.bin"
         #expect(!resumed.resumedFromSavedState)
@@ -176,27 +176,27 @@ import Glibc
     /// A partial file that is not this process's own, mode 0600, is never resumed: a new file
     /// takes its name.
     @Test func aPartialWithAnotherModeIsReplacedNotResumed() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try append(first, 0..<(8 << 20))
         let record = try #require(journal.records(for: "big.bin")?.partial)
         #expect(fchmod(first.file.fd, 0o666) == 0)
         first.close()
-        let again = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        let again = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                     resumeFrom: record.bytes, saved: record)
         #expect(again.length == 0)
         #expect(journal.records(for: "big.bin")?.partial == nil, "the journal forgot the old file first")
     }
 
     @Test func aResumeFromElsewhereReadsThePrefixAgain() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try append(first, 0..<(9 << 20))
         let record = try #require(journal.records(for: "big.bin")?.partial)
         first.close()
 
         // The partial file was cut below the checkpoint: the saved state does not describe it.
-        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        let resumed = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                       resumeFrom: 5 << 20, saved: record)
         #expect(!resumed.resumedFromSavedState)
         try append(resumed, (5 << 20)..<Self.content.count)
@@ -206,7 +206,7 @@ import Glibc
     @Test func theWriterThreadProducesTheSameFileAndDigests() throws {
         let writer = PartialWriter()
         defer { writer.shutdown() }
-        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal, writer: writer)
+        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal), writer: writer)
         file.sourceURL = "http://127.0.0.1/big.bin"
         try append(file, 0..<3_000_000, piece: 100_003)
         file.restartFromZero()  // a 200 to a range request: the body starts over mid-stream
@@ -221,13 +221,13 @@ import Glibc
     // The journal never vouches (with a saved hash state) for bytes that may since have changed.
 
     @Test func resumingBelowTheRecordReplacesTheRecordFirst() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try Self.content[0..<(9 << 20)].withUnsafeBytes { try first.append($0) }
         let record = try #require(journal.records(for: "big.bin")?.partial)
         first.close()
 
-        _ = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        _ = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                             resumeFrom: 3 << 20, saved: record)
         let now = try #require(journal.records(for: "big.bin")?.partial)
         #expect(now.bytes == 3 << 20)
@@ -235,7 +235,7 @@ import Glibc
     }
 
     @Test func restartingFromZeroForgetsTheCheckpointBeforeTruncating() throws {
-        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal)
+        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         file.sourceURL = "http://127.0.0.1/big.bin"
         try Self.content[0..<(9 << 20)].withUnsafeBytes { try file.append($0) }
         #expect(journal.records(for: "big.bin")?.partial != nil)

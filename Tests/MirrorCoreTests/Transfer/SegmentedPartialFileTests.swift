@@ -22,7 +22,7 @@ import Glibc
                                                   .sha512: Hasher.digest(.sha512, of: content).hex])
 
     func partial(writer: PartialWriter? = nil, saved: PartialRecord? = nil) throws -> PartialFile {
-        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal,
+        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                    writer: writer, resumeFrom: saved?.durableBytes ?? 0, saved: saved)
         file.sourceURL = "http://127.0.0.1/big.bin"
         return file

@@ -25,7 +25,7 @@ import Glibc
     static let piece = 16 << 10
 
     func file(_ writer: PartialWriter) throws -> PartialFile {
-        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: journal, writer: writer)
+        let file = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal), writer: writer)
         file.sourceURL = "http://127.0.0.1/big.bin"
         return file
     }
@@ -82,7 +82,7 @@ import Glibc
         defer { writer.shutdown() }
         let files = try (0 ... PartialWriter.bufferCount).map { i in
             let identity = EntryIdentity(path: "f\(i).bin", size: Int64(Self.content.count), digests: Self.identity.digests)
-            return try PartialFile(identity: identity, folder: folder, folderDisplay: dir.path, journal: journal, writer: writer)
+            return try PartialFile(identity: identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal), writer: writer)
         }
         // The writer thread runs, hashes a piece, and goes to sleep (its idle clock runs: it waits).
         try Self.content[0 ..< Self.piece].withUnsafeBytes { try files[0].append($0) }
