@@ -13,6 +13,14 @@ import Glibc
 /// as an open reads it. Keeping every latest record decoded in a dictionary, the manifest's
 /// identities in a set and the whole new file in memory took 1.8 GB and 15.6 s for a DEST of
 /// 10^6 files (docs/performance.md, "Compaction at 10^6 files").
+extension JournalWriter {
+    /// Rewrites the journal with the records `current` still needs (``Journal/compact(current:)``):
+    /// the journal's writer is the only one that may.
+    func compact(current: Journal.CurrentEntry) throws {
+        try journal.compact(current: current)
+    }
+}
+
 extension Journal {
     /// The manifest's entry at a path (its bytes), or nil when the manifest does not list it.
     typealias CurrentEntry = (UnsafeBufferPointer<UInt8>) -> ManifestEntry?
@@ -28,7 +36,7 @@ extension Journal {
     /// (a verified record clears the path's others). Atomic replacement: write `journal.tmp`,
     /// `fsync` it, `renameat` over `journal`, `fsync` the folder; a crash at any point leaves the
     /// old journal or the new one, both complete.
-    func compact(current: CurrentEntry) throws {
+    fileprivate func compact(current: CurrentEntry) throws {
         lock.lock()
         defer { lock.unlock() }
         guard file != nil else { return }

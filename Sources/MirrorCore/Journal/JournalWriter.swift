@@ -44,10 +44,7 @@ public final class JournalWriter: Sendable {
         try journal.syncFile()
     }
 
-    /// Rewrites the journal with the records `current` still needs (``Journal/compact(current:)``).
-    func compact(current: Journal.CurrentEntry) throws {
-        try journal.compact(current: current)
-    }
+    // Compaction, the other way the file changes, is ``compact(current:)`` (Journal+Compaction.swift).
 }
 
 extension Journal {

@@ -54,7 +54,7 @@ import Glibc
         ])
         try JournalWriter(journal).append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
 
-        try journal.compact(current: Self.current(manifest))
+        try JournalWriter(journal).compact(current: Self.current(manifest))
         for reading in [journal, try self.journal(in: dir)] {
             #expect(reading.records(for: "a")?.verified?.adopted == true)
             #expect(reading.records(for: "b") == nil)
@@ -80,7 +80,7 @@ import Glibc
         for round in 0 ..< 2 {
             try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
         }
-        try journal.compact(current: Self.current(entries))
+        try JournalWriter(journal).compact(current: Self.current(entries))
         let reopened = try self.journal(in: dir)
         #expect(reopened.verifiedCount == entries.count)
         for (i, entry) in entries.enumerated() where i % 997 == 0 || i == entries.count - 1 {
@@ -122,7 +122,7 @@ import Glibc
         try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0)) })
         let again = entries.enumerated().filter { $0.offset % 7 == 3 }.map(\.element).reversed()
         try JournalWriter(journal).append(again.map { Self.verified(EntryIdentity($0), inode: 2) })
-        try journal.compact(current: Self.current(entries))
+        try JournalWriter(journal).compact(current: Self.current(entries))
 
         let superseded = Set(again.map(\.path))
         let expected = entries.map(\.path).filter { !superseded.contains($0) } + again.map(\.path)
@@ -141,7 +141,7 @@ import Glibc
             try JournalWriter(journal).append([Self.verified(EntryIdentity(a)), Self.verified(EntryIdentity(b))])
             try JournalWriter(journal).append(.run(ok), durable: true)
             if killed { try JournalWriter(journal).append(Self.verified(EntryIdentity(a), inode: 2), durable: false) }
-            try journal.compact(current: Self.current([a, b]))
+            try JournalWriter(journal).compact(current: Self.current([a, b]))
             for reading in [journal, try self.journal(in: dir)] {
                 #expect(reading.lastRun == ok)
                 #expect((reading.recordsSinceLastRun > 0) == killed, "killed: \(killed)")

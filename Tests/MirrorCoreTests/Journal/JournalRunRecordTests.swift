@@ -37,7 +37,7 @@ import Glibc
         try JournalWriter(journal).append(.run(stopped), durable: true)
         #expect(journal.lastSuccess == ok)
         #expect(journal.lastRun == stopped)
-        try journal.compact(current: { _ in nil })
+        try JournalWriter(journal).compact(current: { _ in nil })
         let reopened = try Journal(folder: try folder(dir), displayPath: "journal", readOnly: true)
         #expect(reopened.lastSuccess == ok)
         #expect(reopened.lastRun == stopped)

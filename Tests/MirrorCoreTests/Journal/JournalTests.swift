@@ -182,7 +182,7 @@ import Glibc
         #expect(journal.records(for: "gone.bin") == nil)
         #expect(journal.verifiedCount == 3)
 
-        try journal.compact(current: current(identity))
+        try JournalWriter(journal).compact(current: current(identity))
         let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
         #expect(reopened.records(for: "dropped.bin")?.verified?.identity == dropped)
         #expect(reopened.records(for: "found.bin")?.verified?.adopted == true)
@@ -202,7 +202,7 @@ import Glibc
         #expect(journal.needsCompaction(liveEntries: 1))
         let before = try journalBytes(dir).count
 
-        try journal.compact(current: current(identity))
+        try JournalWriter(journal).compact(current: current(identity))
         let after = try journalBytes(dir).count
         #expect(after < before / 50)
         #expect(journal.records(for: "old.bin") == nil)
