@@ -1,12 +1,14 @@
 import Foundation
+import MirrorCore
 
 /// Builds manifest YAML (spec: `docs/manifest.md`) for tests.
 ///
 /// Tests write manifests as text, not through `MirrorCore`'s types, because the manifest parser is
 /// itself under test: the text must be what a user would write. Paths and URLs are always emitted
-/// as YAML double-quoted scalars, so names with spaces, `#`, `: `, quotes, leading dashes or UTF-8
-/// are never misread as YAML syntax; control characters are escaped (`\t`, `\x01`, `\u0085`) so
-/// a test can hand the parser a path containing them and check that it is rejected.
+/// as YAML double-quoted scalars quoted as the product quotes them (``quoted(_:)``), so names with
+/// spaces, `#`, `: `, quotes, leading dashes or UTF-8 are never misread as YAML syntax; control
+/// characters are escaped (`\x09`, `\x01`, `\u0085`) so a test can hand the parser a path
+/// containing them and check that it is rejected.
 public struct ManifestBuilder {
     public var baseURL: String?
     /// Optional `mirrors:` list (base URLs, emitted quoted).
@@ -59,35 +61,10 @@ public struct ManifestBuilder {
         }
     }
 
-    /// `text` as a YAML double-quoted scalar: `\` and `"` are backslash-escaped, C0 controls, DEL
-    /// and C1 controls become `\t`/`\n`/`\r` or `\xHH`/`\uHHHH`; other characters (UTF-8) stay as
-    /// they are. Also handy for `extra` values.
+    /// `text` as a YAML double-quoted scalar, exactly as `mirror manifest create` writes it
+    /// (``ManifestWriter/quoted(_:)``), so what the tests publish is what the product publishes.
+    /// Also handy for `extra` values.
     public static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\t": out += "\\t"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            default:
-                let v = scalar.value
-                if v < 0x20 || v == 0x7f {
-                    out += "\\x" + hex(v, digits: 2)
-                } else if (0x80...0x9f).contains(v) || v == 0x2028 || v == 0x2029 || v == 0xfeff {
-                    // C1 controls, line/paragraph separators and BOM are not printable in YAML 1.1.
-                    out += "\\u" + hex(v, digits: 4)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
-
-    private static func hex(_ value: UInt32, digits: Int) -> String {
-        let s = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, digits - s.count)) + s
+        ManifestWriter.quoted(text)
     }
 }

@@ -130,7 +130,7 @@ public enum ManifestWriter {
     /// `text` as a YAML double-quoted scalar (YAML 1.1 §4.6.8): `\` and `"` escaped, and the
     /// characters YAML does not allow unescaped (C0, DEL, C1, U+2028, U+2029, BOM) as `\xHH`/`\uHHHH`.
     /// Quoting every path means no name (`- a`, `#x`, `yes`, `1e3`) is ever read back as something else.
-    static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
