@@ -172,7 +172,7 @@ import Testing
               - path: "a/b.bin"
                 size: 123
                 sha256: abc
-              - path: "we\\"ird\\\\ name\\t\\x01é.bin"
+              - path: "we\\"ird\\\\ name\\x09\\x01é.bin"
                 url: "http://127.0.0.1:1/x?y=1#z"
                 size: 0
                 sha256: def
