@@ -144,9 +144,9 @@ import Glibc
         let g1 = fx.dest + ".generations/g1/clips/a.bin", g2 = fx.dest + ".generations/g2/clips/a.bin"
         #expect(Self.inode(g1)?.ino == Self.inode(g2)?.ino && Self.inode(g2)?.links == 2, "an unchanged file takes space twice")
 
-        let status = try ChildProcess.run(try MirrorBinary.path(), ["status", fx.manifestPath, "--dest", fx.dest], timeout: 30)
+        let status = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest], timeout: 30)
         #expect(status.stdout.contains("generations: g2 (current), g1"), "\(status)")
-        let back = try ChildProcess.run(try MirrorBinary.path(), ["rollback", "--dest", fx.dest], timeout: 30)
+        let back = try Mirror.run(["rollback", "--dest", fx.dest], timeout: 30)
         #expect(back.exitCode == 0, "\(back)")
         #expect(try Self.snapshot(fx.dest, paths: reader.paths) == v1, "rollback does not give v1")
     }

@@ -13,8 +13,8 @@ import Glibc
     static let mib: Int64 = 1 << 20
 
     static func createManifest(_ fx: SyncFixture, cache: SiteCache) throws {
-        let run = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "create", fx.www, "--base-url", cache.baseURL,
-                                                                 "--chunks", "-o", fx.manifestPath], timeout: 120)
+        let run = try Mirror.run(["manifest", "create", fx.www, "--base-url", cache.baseURL,
+                            "--chunks", "-o", fx.manifestPath], timeout: 120)
         try #require(run.exitCode == 0, "\(run)")
     }
 

@@ -34,12 +34,12 @@ import MirrorTestSupport
             try FileManager.default.createDirectory(atPath: fx.dest, withIntermediateDirectories: true)
         }
         func sync(_ extra: [String] = []) throws -> ProcessResult {
-            try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest] + extra,
-                                 environment: SyncFixture.loopbackOnly.merging(resolver.environment) { $1 }, timeout: 120)
+            try Mirror.run(["sync", fx.manifestPath, "--dest", fx.dest] + extra,
+                     environment: resolver.environment, timeout: 120)
         }
         func start(_ extra: [String] = []) throws -> ChildProcess {
-            try ChildProcess(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest] + extra,
-                             environment: SyncFixture.loopbackOnly.merging(resolver.environment) { $1 })
+            try Mirror.start(["sync", fx.manifestPath, "--dest", fx.dest] + extra,
+                             environment: resolver.environment)
         }
         func plant(_ relative: String, to target: String) throws {
             let path = fx.destPath(relative)

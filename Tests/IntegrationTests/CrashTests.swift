@@ -208,9 +208,9 @@ import MirrorTestSupport
             try Data(text).write(to: URL(fileURLWithPath: fx.destPath(".mirror/journal")))
         }
 
-        let crashed = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest],
-                                           environment: SyncFixture.loopbackOnly.merging(["MIRROR_CRASH_AT": point]) { a, _ in a },
-                                           timeout: 60)
+        let crashed = try Mirror.run(["sync", fx.manifestPath, "--dest", fx.dest],
+                               environment: ["MIRROR_CRASH_AT": point],
+                               timeout: 60)
         #expect(crashed.signal == SIGKILL, "the crash point \(point) was reached: \(crashed)")
         let before = try fx.requestsSoFar().count
         // The files the crashed run had already renamed into place (complete and verified).

@@ -88,9 +88,9 @@ import MirrorTestSupport
 
         func sync(_ extra: [String] = []) throws -> ProcessResult {
             try manifest.write(to: manifestPath)
-            return try ChildProcess.run(try MirrorBinary.path(),
-                                        ["sync", manifestPath, "--dest", dest, "--stall-timeout", "2s", "--retries", "0"] + args + extra,
-                                        environment: environment, timeout: 90)
+            return try Mirror.run(
+                            ["sync", manifestPath, "--dest", dest, "--stall-timeout", "2s", "--retries", "0"] + args + extra,
+                            environment: environment, loopbackBypass: false, timeout: 90)
         }
     }
 
@@ -224,10 +224,10 @@ import MirrorTestSupport
         scene.list("c.bin", c)
         scene.origin.serve("/set.yaml", bytes: Array(scene.manifest.yaml.utf8))
 
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", scene.origin.url("/set.yaml"), "--dest", scene.dest, "--stall-timeout", "2s",
-                                           "--retries", "0", "--prefer", preferred.baseURL] + scene.args,
-                                          environment: scene.environment, timeout: 90)
+        let result = try Mirror.run(
+                              ["sync", scene.origin.url("/set.yaml"), "--dest", scene.dest, "--stall-timeout", "2s",
+                               "--retries", "0", "--prefer", preferred.baseURL] + scene.args,
+                              environment: scene.environment, loopbackBypass: false, timeout: 90)
 
         #expect(result.exitCode == 0, "\(result)")
         // The manifest, its signature (fetched to be kept with it; 404 here) and the file.

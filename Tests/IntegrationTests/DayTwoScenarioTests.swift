@@ -193,7 +193,7 @@ final class DayTwo {
     func manifestBytes() throws -> Data { try Data(contentsOf: URL(fileURLWithPath: www + "/manifest.yaml")) }
 
     func mirror(_ args: [String], timeout: Double = 120) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly, timeout: timeout)
+        try Mirror.run(args, timeout: timeout)
     }
 
     var syncArgs: [String] { ["sync", manifestURL, "--dest", dest, "--json", "--metrics-file", metrics] }
@@ -201,7 +201,7 @@ final class DayTwo {
     func sync(_ name: String) throws -> Step { try Step(name, try mirror(syncArgs), metricsFile: metrics) }
 
     func startSync() throws -> ChildProcess {
-        try ChildProcess(try MirrorBinary.path(), syncArgs + ["--segments", "1"], environment: SyncFixture.loopbackOnly)
+        try Mirror.start(syncArgs + ["--segments", "1"])
     }
 
     func finish(_ run: ChildProcess, _ name: String) throws -> Step { try Step(name, try run.wait(timeout: 120), metricsFile: metrics) }

@@ -145,8 +145,7 @@ import MirrorTestSupport
             return
         }
         defer { _ = try? ChildProcess.run("/bin/umount", [mount], timeout: 10) }
-        let run = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", mount + "/dest"],
-                                       environment: SyncFixture.loopbackOnly, timeout: 60)
+        let run = try Mirror.run(["sync", fx.manifestPath, "--dest", mount + "/dest"], timeout: 60)
         #expect(run.exitCode == 73, "\(run)")
         // 20 MiB less the journal's reserve (64 KiB past its end, docs/journal.md "A full disk").
         #expect(run.stderr.contains("need 32.0 MiB") && run.stderr.contains("19.9 MiB free"), "\(run)")

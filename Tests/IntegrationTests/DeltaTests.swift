@@ -47,9 +47,9 @@ import MirrorTestSupport
 
     /// Publishes `www` with chunk indexes, as a publisher would.
     static func publish(_ fx: SyncFixture, _ extra: [String] = []) throws {
-        let run = try ChildProcess.run(try MirrorBinary.path(),
-                                       ["manifest", "create", fx.www, "--base-url", fx.server.baseURL, "--chunks",
-                                        "-o", fx.manifestPath] + extra, timeout: 120)
+        let run = try Mirror.run(
+                           ["manifest", "create", fx.www, "--base-url", fx.server.baseURL, "--chunks",
+                            "-o", fx.manifestPath] + extra, timeout: 120)
         #expect(run.exitCode == 0, "\(run)")
     }
 
@@ -111,7 +111,7 @@ import MirrorTestSupport
         let limit = Int64(Self.imageSize) * 4 / 100
         #expect(sent <= limit, "the server sent \(sent) bytes for the delta, more than 4 % (\(limit))")
         print("delta: \(sent) bytes from the server (\(String(format: "%.2f", Double(sent) * 100 / Double(Self.imageSize))) % of \(Self.imageSize)) in \(all.count - v1Requests) requests")
-        let verify = try ChildProcess.run(try MirrorBinary.path(), ["verify", fx.manifestPath, "--dest", fx.dest], timeout: 120)
+        let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest], timeout: 120)
         #expect(verify.exitCode == 0, "\(verify)")
     }
 
@@ -244,15 +244,15 @@ import MirrorTestSupport
         try Data(v1).write(to: URL(fileURLWithPath: tree + "/disk.img"))
         func publish() throws -> String {
             let out = fx.dir.path("m.yaml")
-            let run = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "create", tree, "--base-url", fx.server.baseURL,
-                                                                     "--chunks", "--chunks-above", "1M", "-o", out], timeout: 60)
+            let run = try Mirror.run(["manifest", "create", tree, "--base-url", fx.server.baseURL,
+                                "--chunks", "--chunks-above", "1M", "-o", out], timeout: 60)
             #expect(run.exitCode == 0, "\(run)")
             fx.server.serve("/.mirror-chunks/disk.img", bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: tree + "/.mirror-chunks/disk.img"))))
             return out
         }
         fx.server.serve("/disk.img", bytes: v1)
         let m1 = try publish()
-        let first = try ChildProcess.run(try MirrorBinary.path(), ["sync", m1, "--dest", fx.dest], environment: SyncFixture.loopbackOnly, timeout: 60)
+        let first = try Mirror.run(["sync", m1, "--dest", fx.dest], timeout: 60)
         #expect(first.exitCode == 0, "\(first)")
 
         var v2 = v1
@@ -262,7 +262,7 @@ import MirrorTestSupport
         fx.server.serve("/disk.img", bytes: v2, fault: .flipBytesUntilRevalidated(at: [flipped]))
         let m2 = try publish()
         let before = fx.server.requests().count
-        let run = try ChildProcess.run(try MirrorBinary.path(), ["sync", m2, "--dest", fx.dest], environment: SyncFixture.loopbackOnly, timeout: 60)
+        let run = try Mirror.run(["sync", m2, "--dest", fx.dest], timeout: 60)
         #expect(run.exitCode == 0, "\(run)")
         #expect(try TestData.sha256(ofFileAt: fx.dest + "/disk.img") == TestData.sha256(of: v2))
         #expect(run.stderr.contains("not the chunk index's; fetching them again"), "\(run.stderr)")

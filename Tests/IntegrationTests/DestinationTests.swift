@@ -107,11 +107,9 @@ struct DestinationTests {
         let disk = try SmallFilesystem(at: fx.dest, size: "40m")
         let url = fx.server.url("manifest.yaml")
         func sync() throws -> ProcessResult {
-            try ChildProcess.run(try MirrorBinary.path(), ["sync", url, "--dest", fx.dest, "--jobs", "1"],
-                                 environment: SyncFixture.loopbackOnly, timeout: 60)
+            try Mirror.run(["sync", url, "--dest", fx.dest, "--jobs", "1"], timeout: 60)
         }
-        let run = try ChildProcess(try MirrorBinary.path(), ["sync", url, "--dest", fx.dest, "--jobs", "1"],
-                                   environment: SyncFixture.loopbackOnly)
+        let run = try Mirror.start(["sync", url, "--dest", fx.dest, "--jobs", "1"])
         try Self.waitForPartial(fx, holding: 9 << 20, run)
         _ = try Self.fill(fx.dest, leaving: 1 << 20)
         let full = try run.wait(timeout: 60)
@@ -156,7 +154,7 @@ struct DestinationTests {
         #expect(bytes > 3 << 20, "the bytes received, small.bin and part of big.bin: \(bytes)")
         #expect(prom.contains("result=\"unwritable\"} 1"), "\(prom)")
 
-        let status = try ChildProcess.run(try MirrorBinary.path(), ["status", fx.manifestPath, "--dest", fx.dest], timeout: 30)
+        let status = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest], timeout: 30)
         #expect(status.stdout.contains("stopped: cannot write big.bin"), "\(status.stdout)")
         #expect(status.stdout.contains("No space left on device"), "\(status.stdout)")
 

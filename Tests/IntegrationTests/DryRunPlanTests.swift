@@ -11,9 +11,9 @@ import MirrorTestSupport
 
     /// Publishes `www` with chunk indexes for files above 1 MiB, as a publisher would.
     static func publish(_ fx: SyncFixture) throws {
-        let run = try ChildProcess.run(try MirrorBinary.path(),
-                                       ["manifest", "create", fx.www, "--base-url", fx.server.baseURL, "--chunks",
-                                        "--chunks-above", "1M", "-o", fx.manifestPath], timeout: 120)
+        let run = try Mirror.run(
+                           ["manifest", "create", fx.www, "--base-url", fx.server.baseURL, "--chunks",
+                            "--chunks-above", "1M", "-o", fx.manifestPath], timeout: 120)
         #expect(run.exitCode == 0, "\(run)")
     }
 

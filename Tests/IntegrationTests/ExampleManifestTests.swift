@@ -21,9 +21,9 @@ import MirrorTestSupport
     @Test(arguments: examples)
     func exampleIsValid(name: String) throws {
         let dir = try TemporaryDirectory()
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", Self.folder + "/" + name, "--dest", dir.path("dest"), "--dry-run"],
-                                          timeout: 30)
+        let result = try Mirror.run(
+                              ["sync", Self.folder + "/" + name, "--dest", dir.path("dest"), "--dry-run"],
+                              timeout: 30)
         #expect(result.exitCode == 0, "\(name): \(result)")
         #expect(result.stdout.contains("download "), "\(name): \(result.stdout)")
         #expect(!FileManager.default.fileExists(atPath: dir.path("dest")))

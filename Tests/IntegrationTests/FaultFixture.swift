@@ -32,15 +32,13 @@ final class FaultFixture {
     /// Runs `mirror sync` with a short stall timeout (the faults stall on purpose), bounded in time.
     func sync(_ extra: [String] = [], timeout: Double = 90) throws -> ProcessResult {
         try manifest.write(to: manifestPath)
-        return try ChildProcess.run(try MirrorBinary.path(),
-                                    ["sync", manifestPath, "--dest", dest, "--stall-timeout", "2s"] + extra,
-                                    environment: SyncFixture.loopbackOnly, timeout: timeout)
+        return try Mirror.run(
+                        ["sync", manifestPath, "--dest", dest, "--stall-timeout", "2s"] + extra, timeout: timeout)
     }
 
     func start(_ extra: [String] = []) throws -> ChildProcess {
         try manifest.write(to: manifestPath)
-        return try ChildProcess(try MirrorBinary.path(), ["sync", manifestPath, "--dest", dest, "--stall-timeout", "2s"] + extra,
-                                environment: SyncFixture.loopbackOnly)
+        return try Mirror.start(["sync", manifestPath, "--dest", dest, "--stall-timeout", "2s"] + extra)
     }
 
     /// The sha256 of the file at `path` under the destination; nil when nothing is there.

@@ -17,9 +17,9 @@ import MirrorTestSupport
     static var isRoot: Bool { geteuid() == 0 }
 
     static func run(_ url: String, dest: String, _ extra: [String] = []) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(),
-                             ["sync", url, "--dest", dest, "--stall-timeout", "2s", "--auth-header-env", authVariable] + extra,
-                             environment: environment, timeout: 90)
+        try Mirror.run(
+                 ["sync", url, "--dest", dest, "--stall-timeout", "2s", "--auth-header-env", authVariable] + extra,
+                 environment: environment, loopbackBypass: false, timeout: 90)
     }
 
     static func write(_ text: String, to path: String) throws {
@@ -171,7 +171,7 @@ import MirrorTestSupport
         let fx = try FaultFixture()
         fx.serve("a.bin", size: 1000, seed: 5)
         try fx.manifest.write(to: fx.manifestPath)
-        let sign = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", fx.manifestPath, "--key", privateKey], timeout: 60)
+        let sign = try Mirror.run(["manifest", "sign", fx.manifestPath, "--key", privateKey], timeout: 60)
         try #require(sign.exitCode == 0, "\(sign)")
         let yaml = Array(try Data(contentsOf: URL(fileURLWithPath: fx.manifestPath)))
         fx.server.serve("/manifest.yaml", bytes: yaml)
@@ -273,8 +273,7 @@ import MirrorTestSupport
         let one = Array(try Data(contentsOf: URL(fileURLWithPath: member)))
         let bomb = Array((0..<30).map { _ in one }.joined())
         try Data(bomb).write(to: URL(fileURLWithPath: dir.path("manifest.yaml.gz")))
-        let result = try ChildProcess.run(try MirrorBinary.path(), ["sync", dir.path("manifest.yaml.gz"), "--dest", dir.path("dest")],
-                                          environment: SyncFixture.loopbackOnly, timeout: 90)
+        let result = try Mirror.run(["sync", dir.path("manifest.yaml.gz"), "--dest", dir.path("dest")], timeout: 90)
         #expect(result.exitCode == 65, "\(result)")
         #expect(result.stderr.contains("128 times its size"), "\(result.stderr)")
         #expect(result.maxRSSKilobytes < 700_000, "RSS \(result.maxRSSKilobytes) KiB")
@@ -291,12 +290,12 @@ import MirrorTestSupport
         try fx.addFile("a.bin", size: 1000, seed: 9)
         let manifestFile = fx.www + "/manifest.yaml"
         try fx.manifest.write(to: manifestFile)
-        let first = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", manifestFile, "--key", oldPrivate], timeout: 60)
+        let first = try Mirror.run(["manifest", "sign", manifestFile, "--key", oldPrivate], timeout: 60)
         try #require(first.exitCode == 0, "\(first)")
         let url = fx.server.url("manifest.yaml")
         try #require(try Self.run(url, dest: fx.dest, ["--trust", oldPublic]).exitCode == 0)
 
-        let sign = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", manifestFile, "--key", newPrivate], timeout: 60)
+        let sign = try Mirror.run(["manifest", "sign", manifestFile, "--key", newPrivate], timeout: 60)
         try #require(sign.exitCode == 0, "\(sign)")
         let rotated = try Self.run(url, dest: fx.dest, ["--trust", newPublic])
         #expect(rotated.exitCode == 0, "\(rotated)")

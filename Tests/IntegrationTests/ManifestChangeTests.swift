@@ -56,8 +56,7 @@ import MirrorTestSupport
             #expect(try TestData.sha256(ofFileAt: fx.destPath("data.bin")) == shaA, "exit 0 must mean version A")
         }
         #expect(result.exitCode == 0, "\(result)")
-        let verify = try ChildProcess.run(try MirrorBinary.path(), ["verify", fx.manifestPath, "--dest", fx.dest],
-                                          environment: SyncFixture.loopbackOnly, timeout: 60)
+        let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest], timeout: 60)
         #expect(verify.exitCode == 0, "\(verify)")
     }
 

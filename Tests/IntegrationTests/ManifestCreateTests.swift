@@ -7,7 +7,7 @@ import MirrorTestSupport
 /// verify gives the same tree, and the output is the same bytes every time.
 @Suite(.serialized) struct ManifestCreateTests {
     func run(_ args: [String]) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly, timeout: 120)
+        try Mirror.run(args, timeout: 120)
     }
 
     @Test func createSyncVerifyGivesTheSameTree() throws {

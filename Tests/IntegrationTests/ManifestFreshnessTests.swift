@@ -14,8 +14,8 @@ import MirrorTestSupport
 
     static func sync(_ url: String, dest: String, environment: [String: String] = SyncFixture.loopbackOnly,
                      _ extra: [String] = []) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), ["sync", url, "--dest", dest, "--stall-timeout", "2s"] + extra,
-                             environment: environment, timeout: 90)
+        try Mirror.run(["sync", url, "--dest", dest, "--stall-timeout", "2s"] + extra,
+                 environment: environment, loopbackBypass: false, timeout: 90)
     }
 
     static func manifestField(_ result: ProcessResult, _ key: String) -> String? {
@@ -130,13 +130,11 @@ import MirrorTestSupport
         let text = try Self.sync(typo, dest: fx.dest)
         #expect(text.exitCode == 1 && text.stderr.contains(typo), "\(text)")
 
-        let status = try ChildProcess.run(try MirrorBinary.path(), ["status", good, "--dest", fx.dest, "--json"],
-                                          environment: SyncFixture.loopbackOnly, timeout: 60)
+        let status = try Mirror.run(["status", good, "--dest", fx.dest, "--json"], timeout: 60)
         let lastRun = FaultFixture.json(status)?["last_run"] as? [String: Any]
         #expect(lastRun?["result"] as? String == "failed", "\(status)")
         #expect((lastRun?["reason"] as? String)?.contains(typo) == true, "\(status.stdout)")
-        let statusText = try ChildProcess.run(try MirrorBinary.path(), ["status", good, "--dest", fx.dest],
-                                              environment: SyncFixture.loopbackOnly, timeout: 60)
+        let statusText = try Mirror.run(["status", good, "--dest", fx.dest], timeout: 60)
         #expect(statusText.stdout.contains("stopped: \(typo)"), "\(statusText)")
 
         let gone = try Self.sync(fx.server.url("gone.yaml"), dest: fx.dest)

@@ -117,8 +117,7 @@ import MirrorTestSupport
         try fx.addFile("a.bin", size: 100, seed: 1)
         try fx.writeManifest()
         let metrics = fx.dir.path("mirror.prom")
-        let result = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", "./dest/.", "--metrics-file", metrics],
-                                          environment: SyncFixture.loopbackOnly, cwd: fx.dir.path, timeout: 60)
+        let result = try Mirror.run(["sync", fx.manifestPath, "--dest", "./dest/.", "--metrics-file", metrics], cwd: fx.dir.path, timeout: 60)
         #expect(result.exitCode == 0, "\(result)")
         let text = try String(contentsOfFile: metrics, encoding: .utf8)
         let absolute = URL(fileURLWithPath: fx.dest).resolvingSymlinksInPath().path

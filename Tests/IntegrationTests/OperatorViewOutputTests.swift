@@ -9,7 +9,7 @@ import MirrorTestSupport
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     func mirror(_ args: [String]) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly, timeout: 60)
+        try Mirror.run(args, timeout: 60)
     }
 
     /// Item 2: `status URL --dest DEST` and `verify URL --dest DEST` with no copy kept yet say so

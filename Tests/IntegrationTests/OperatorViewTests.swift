@@ -65,9 +65,8 @@ import MirrorTestSupport
         var manifest = ManifestBuilder(baseURL: "http://127.0.0.1:1/")
         for i in 0..<20 { manifest.add(path: "f\(i).bin", size: 1, sha256: String(repeating: "ab", count: 32)) }
         try manifest.write(to: dir.path("m.yaml"))
-        let mirror = try MirrorBinary.path()
         func run(_ args: [String]) throws -> ProcessResult {
-            try ChildProcess.run(mirror, args, environment: SyncFixture.loopbackOnly, timeout: 60)
+            try Mirror.run(args, timeout: 60)
         }
         let said = "cannot use \(file) as the destination (it is a file, not a folder)"
         for args in [["sync", "http://127.0.0.1:1/m.yaml", "--dest", file], ["sync", dir.path("m.yaml"), "--dest", file],

@@ -61,10 +61,8 @@ import Glibc
         try FileManager.default.createDirectory(atPath: fx.dir.path("out"), withIntermediateDirectories: true)
         let reports = ["--log-file", log, "--metrics-file", metrics, "--retries", "0"]
         var outputs = Outputs()
-        let mirror = try MirrorBinary.path()
         func sync(_ manifest: String, _ extra: [String]) throws -> ProcessResult {
-            try ChildProcess.run(mirror, ["sync", manifest, "--dest", fx.dest] + reports + extra,
-                                 environment: SyncFixture.loopbackOnly, timeout: 60)
+            try Mirror.run(["sync", manifest, "--dest", fx.dest] + reports + extra, timeout: 60)
         }
 
         // 1. The manifest's own URL holds the password.
@@ -86,8 +84,7 @@ import Glibc
             outputs.add(name, run)
         }
         for extra in [[String](), ["--json"]] {
-            let status = try ChildProcess.run(mirror, ["status", fx.manifestPath, "--dest", fx.dest] + extra,
-                                              environment: SyncFixture.loopbackOnly, timeout: 60)
+            let status = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest] + extra, timeout: 60)
             outputs.add("status \(extra)", status)
         }
 
@@ -95,8 +92,7 @@ import Glibc
         let closed = try Loopback.freePort()
         let unreachable = "http://reader:\(password)@127.0.0.1:\(closed)/m.yaml"
         for (name, extra) in [("unreachable text", [String]()), ("unreachable json", ["--json"])] {
-            let run = try ChildProcess.run(mirror, ["sync", unreachable, "--dest", fx.dir.path("other")] + reports + extra,
-                                           environment: SyncFixture.loopbackOnly, timeout: 60)
+            let run = try Mirror.run(["sync", unreachable, "--dest", fx.dir.path("other")] + reports + extra, timeout: 60)
             #expect(run.exitCode == 75, "\(name): \(run)")
             outputs.add(name, run)
         }
@@ -186,14 +182,13 @@ import Glibc
         journal.write(Data(planted.encodedLine()))
         journal.closeFile()
 
-        let mirror = try MirrorBinary.path()
-        let text = try ChildProcess.run(mirror, ["status", fx.manifestPath, "--dest", fx.dest], timeout: 60)
+        let text = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest], timeout: 60)
         #expect(text.exitCode == 0, "\(text)")
         #expect(text.stdout.contains("failed      gone.bin: \\x1b]0;owned\\x07\\x1b[2J\\u{9B}31m\\u{202E}txt.exe"),
                 "the planted record is shown, escaped: \(text.stdout.debugDescription)")
         #expect(Self.rawControls(in: text.stdout + text.stderr).isEmpty, "\(text.stdout.debugDescription)")
 
-        let json = try ChildProcess.run(mirror, ["status", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
+        let json = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
         #expect(Self.rawControls(in: json.stdout + json.stderr).isEmpty, "\(json.stdout.debugDescription)")
         let object = try #require(FaultFixture.json(json), "\(json.stdout)")
         let entries = try #require(object["entries"] as? [[String: Any]])
@@ -210,10 +205,8 @@ import Glibc
         let blocker = fx.dir.path("file\(Self.hostile)")
         try Data("not a folder".utf8).write(to: URL(fileURLWithPath: blocker))
         let dest = blocker + "/dest"
-        let mirror = try MirrorBinary.path()
 
-        let sync = try ChildProcess.run(mirror, ["sync", fx.manifestPath, "--dest", dest, "--json"],
-                                        environment: SyncFixture.loopbackOnly, timeout: 60)
+        let sync = try Mirror.run(["sync", fx.manifestPath, "--dest", dest, "--json"], timeout: 60)
         #expect(sync.exitCode != 0, "\(sync)")
         #expect(Self.rawControls(in: sync.stdout).isEmpty, "\(sync.stdout.debugDescription)")
         let syncObject = try #require(FaultFixture.json(sync), "\(sync.stdout)")
@@ -222,7 +215,7 @@ import Glibc
 
         let absent = fx.dir.path("absent\(Self.hostile)")  // status and verify need a DEST they can read, or none
         for command in ["status", "verify"] {
-            let run = try ChildProcess.run(mirror, [command, fx.manifestPath, "--dest", absent, "--json"], timeout: 60)
+            let run = try Mirror.run([command, fx.manifestPath, "--dest", absent, "--json"], timeout: 60)
             #expect(Self.rawControls(in: run.stdout).isEmpty, "\(command): \(run.stdout.debugDescription)")
             let object = try #require(FaultFixture.json(run), "\(command): \(run)")
             #expect(object["destination"] as? String == absent, "\(command): \(run.stdout.debugDescription)")
@@ -240,8 +233,8 @@ import Glibc
         let fd = latin1.withUnsafeBufferPointer { open($0.baseAddress!, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644) }
         #expect(fd >= 0)
         close(fd)
-        let run = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "create", tree, "--base-url", "http://127.0.0.1/x/"],
-                                       timeout: 60)
+        let run = try Mirror.run(["manifest", "create", tree, "--base-url", "http://127.0.0.1/x/"],
+                           timeout: 60)
         #expect(run.exitCode == 0, "\(run)")
         #expect(run.stderr.contains("skipped evil\\x1b[2J\\u{9B}31m.bin: the name holds a control character"), "\(run.stderr.debugDescription)")
         #expect(run.stderr.contains("skipped caf\\xe9\\x1b[H: the name is not valid UTF-8"), "\(run.stderr.debugDescription)")

@@ -51,7 +51,7 @@ import MirrorTestSupport
             #expect(run.exitCode == 0, "round \(round): \(run)")
             let installed = try #require(AtomicTests.inode(fx.destPath(paths[0])), "round \(round)")
             #expect(installed.links == 1, "round \(round): \(paths[0]) has \(installed.links) names")
-            let status = try ChildProcess.run(try MirrorBinary.path(), ["status", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
+            let status = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
             #expect(status.stdout.contains("\"unverified\":0"), "round \(round): \(status.stdout)")
         }
     }
@@ -77,8 +77,7 @@ import MirrorTestSupport
         // Converged: the next run has nothing to do, and verify agrees with the manifest.
         let again = try fx.sync(flags + ["--json"])
         #expect(again.exitCode == 0 && again.stdout.contains("\"up_to_date\":3"), "\(again)")
-        let verify = try ChildProcess.run(try MirrorBinary.path(), ["verify", fx.manifestPath, "--dest", fx.dest],
-                                          environment: SyncFixture.loopbackOnly, timeout: 60)
+        let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest], timeout: 60)
         #expect(verify.exitCode == 0, "\(verify)")
         if flags.isEmpty {
             // A file with no name that was given one to meet the folder in its way left nothing behind.
@@ -120,9 +119,9 @@ import MirrorTestSupport
         #expect(first.exitCode == 0, "\(first)")
 
         let shas = try publish(fx, "v1", turn.v1, size: turn.newSize, seed: 11)
-        let crashed = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest],
-                                           environment: SyncFixture.loopbackOnly.merging(["MIRROR_CRASH_AT": point]) { a, _ in a },
-                                           timeout: 60)
+        let crashed = try Mirror.run(["sync", fx.manifestPath, "--dest", fx.dest],
+                               environment: ["MIRROR_CRASH_AT": point],
+                               timeout: 60)
         #expect(crashed.signal == SIGKILL, "the crash point \(point) was reached: \(crashed)")
         for (path, sha) in old {
             let now = try? TestData.sha256(ofFileAt: fx.destPath(path))

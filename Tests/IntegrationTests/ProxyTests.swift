@@ -22,16 +22,16 @@ import MirrorTestSupport
         try fx.addFile("b.bin", size: 3_000, seed: 62)
         try fx.writeManifest()
 
-        let proxied = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dir.path("proxied")],
-                                           environment: Self.behind(["http_proxy": squid.url]), timeout: 60)
+        let proxied = try Mirror.run(["sync", fx.manifestPath, "--dest", fx.dir.path("proxied")],
+                               environment: Self.behind(["http_proxy": squid.url]), loopbackBypass: false, timeout: 60)
         #expect(proxied.exitCode == 0, "\(proxied)")
         #expect(try TestData.sha256(ofFileAt: fx.dir.path("proxied/a.bin")) == sha)
         let through = squid.requests(atLeast: 2).map { "\($0.method) \($0.url)" }.sorted()
         #expect(through == ["GET \(fx.server.url("a.bin"))", "GET \(fx.server.url("b.bin"))"], "\(through)")
         #expect(try fx.requests(atLeast: 2).count == 2, "squid passed both on to nginx")
 
-        let direct = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dir.path("direct")],
-                                          environment: Self.behind(["http_proxy": squid.url], noProxy: "127.0.0.1"), timeout: 60)
+        let direct = try Mirror.run(["sync", fx.manifestPath, "--dest", fx.dir.path("direct")],
+                              environment: Self.behind(["http_proxy": squid.url], noProxy: "127.0.0.1"), loopbackBypass: false, timeout: 60)
         #expect(direct.exitCode == 0, "\(direct)")
         #expect(try fx.requests(atLeast: 4).count == 4)
         #expect(try squid.settledRequests().count == 2, "no_proxy named the host: squid saw nothing more")
@@ -44,9 +44,9 @@ import MirrorTestSupport
         let scene = try TLSTests.Scene()
         try scene.useManifest(port: scene.rightPort)
 
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", scene.fx.manifestPath, "--dest", scene.fx.dest, "--ca-file", scene.ca.caPEM],
-                                          environment: Self.behind(["https_proxy": squid.url]), timeout: 60)
+        let result = try Mirror.run(
+                              ["sync", scene.fx.manifestPath, "--dest", scene.fx.dest, "--ca-file", scene.ca.caPEM],
+                              environment: Self.behind(["https_proxy": squid.url]), loopbackBypass: false, timeout: 60)
         #expect(result.exitCode == 0, "\(result)")
         #expect(try TestData.sha256(ofFileAt: scene.fx.destPath("lab.bin")) == scene.sha)
         let through = squid.requests(atLeast: 1).map { "\($0.method) \($0.url)" }
@@ -54,10 +54,10 @@ import MirrorTestSupport
 
         // Through the same tunnel, a certificate for another name is still refused.
         try scene.useManifest(port: scene.wrongPort)
-        let refused = try ChildProcess.run(try MirrorBinary.path(),
-                                           ["sync", scene.fx.manifestPath, "--dest", scene.fx.dir.path("other"), "--retries", "0",
-                                            "--ca-file", scene.ca.caPEM],
-                                           environment: Self.behind(["https_proxy": squid.url]), timeout: 60)
+        let refused = try Mirror.run(
+                               ["sync", scene.fx.manifestPath, "--dest", scene.fx.dir.path("other"), "--retries", "0",
+                                "--ca-file", scene.ca.caPEM],
+                               environment: Self.behind(["https_proxy": squid.url]), loopbackBypass: false, timeout: 60)
         #expect(refused.exitCode == 1, "\(refused)")
         #expect((refused.stdout + refused.stderr).contains("TLS verification of 127.0.0.1:\(scene.wrongPort) failed"), "\(refused)")
         #expect(squid.requests(atLeast: 2).count == 2)

@@ -7,8 +7,7 @@ import MirrorTestSupport
 /// validators of the last fetch, and the last good copy used when the server is down.
 @Suite(.serialized) struct RemoteManifestTests {
     static func run(_ url: String, dest: String, _ extra: [String] = []) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), ["sync", url, "--dest", dest, "--stall-timeout", "2s"] + extra,
-                             environment: SyncFixture.loopbackOnly, timeout: 90)
+        try Mirror.run(["sync", url, "--dest", dest, "--stall-timeout", "2s"] + extra, timeout: 90)
     }
 
     static func digest(_ path: String) -> String? {
@@ -130,7 +129,7 @@ import MirrorTestSupport
         let result = try Self.run("file://" + gz, dest: fx.dest)
         #expect(result.exitCode == 0, "\(result)")
         #expect(Self.digest(fx.destPath("f.bin")) == sha)
-        let usage = try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.server.url("manifest.yaml")])
+        let usage = try Mirror.run(["sync", fx.server.url("manifest.yaml")])
         #expect(usage.exitCode == 64, "\(usage)")
         #expect(usage.stderr.contains("--dest"))
     }
@@ -146,7 +145,7 @@ import MirrorTestSupport
         let sha = try fx.addFile("a.bin", size: 5000, seed: 3)
         let manifestFile = fx.www + "/manifest.yaml"
         try fx.manifest.write(to: manifestFile)
-        let sign = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", manifestFile, "--key", privateKey], timeout: 60)
+        let sign = try Mirror.run(["manifest", "sign", manifestFile, "--key", privateKey], timeout: 60)
         try #require(sign.exitCode == 0, "\(sign)")
         let url = fx.server.url("manifest.yaml")
 

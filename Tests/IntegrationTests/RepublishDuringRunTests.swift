@@ -21,8 +21,7 @@ import Glibc
         try fx.manifest.write(to: manifestFile)
         let manifestArgument = localManifest ? manifestFile : fx.server.url("manifest.yaml")
 
-        let run = try ChildProcess(try MirrorBinary.path(), ["sync", manifestArgument, "--dest", fx.dest, "--segments", "1"],
-                                   environment: SyncFixture.loopbackOnly)
+        let run = try Mirror.start(["sync", manifestArgument, "--dest", fx.dest, "--segments", "1"])
         try Wait.until("big.bin is on its way") {
             let parts = (try? FileManager.default.contentsOfDirectory(atPath: fx.dest + "/.mirror/partial")) ?? []
             return parts.contains { fx.size(of: fx.dest + "/.mirror/partial/" + $0) >= Self.mib }
@@ -52,8 +51,7 @@ import Glibc
         let bigRequests = try fx.requestsSoFar().filter { $0.uri == "/big.bin" }
         #expect(bigRequests.count == 1, "big.bin was fetched again within the run: \(bigRequests)")
 
-        let next = try ChildProcess.run(try MirrorBinary.path(), ["sync", manifestArgument, "--dest", fx.dest],
-                                        environment: SyncFixture.loopbackOnly, timeout: 120)
+        let next = try Mirror.run(["sync", manifestArgument, "--dest", fx.dest], timeout: 120)
         #expect(next.exitCode == 0, "\(next)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == newSHA)
     }

@@ -98,9 +98,8 @@ import MirrorTestSupport
         var manifest = ManifestBuilder(baseURL: "http://127.0.0.1:\(port)/")
         for i in 0..<3 { manifest.add(path: "big\(i).bin", size: 64 << 20, sha256: String(repeating: "ab", count: 32)) }
         try manifest.write(to: dir.path("m.yaml"))
-        let result = try ChildProcess.run(try MirrorBinary.path(), ["sync", dir.path("m.yaml"), "--dest", dir.path("dest"),
-                                                                   "--segments", "4", "--segments-above", "1M"],
-                                          environment: SyncFixture.loopbackOnly, timeout: 60)
+        let result = try Mirror.run(["sync", dir.path("m.yaml"), "--dest", dir.path("dest"),
+                              "--segments", "4", "--segments-above", "1M"], timeout: 60)
         #expect(result.exitCode == 75, "\(result)")
         let partials = (try? FileManager.default.contentsOfDirectory(atPath: dir.path("dest/.mirror/partial"))) ?? []
         #expect(partials.isEmpty, "\(partials.count) partial files left")

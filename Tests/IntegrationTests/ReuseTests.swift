@@ -39,7 +39,7 @@ import MirrorTestSupport
         let delete = try fx.sync(["--delete"])
         #expect(delete.exitCode == 0, "\(delete)")
         #expect(!fx.exists(fx.destPath("videos/intro.mp4")), "--delete removes the old name")
-        let verify = try ChildProcess.run(try MirrorBinary.path(), ["verify", fx.manifestPath, "--dest", fx.dest], timeout: 60)
+        let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest], timeout: 60)
         #expect(verify.exitCode == 0, "\(verify)")
     }
 

@@ -13,8 +13,7 @@ import MirrorTestSupport
         var manifest = ManifestBuilder(baseURL: nil)
         manifest.add(path: "a.bin", size: 3000, sha256: sha, url: "file://" + dir.path("src/a.bin"))
         try manifest.write(to: dir.path("m.yaml"))
-        let result = try ChildProcess.run(try MirrorBinary.path(), ["sync", dir.path("m.yaml"), "--dest", dir.path("dest")],
-                                          environment: SyncFixture.loopbackOnly, timeout: 60)
+        let result = try Mirror.run(["sync", dir.path("m.yaml"), "--dest", dir.path("dest")], timeout: 60)
         #expect(result.exitCode == 0, "\(result)")
         #expect(try TestData.sha256(ofFileAt: dir.path("dest/a.bin")) == sha)
     }
@@ -26,10 +25,10 @@ import MirrorTestSupport
         var manifest = ManifestBuilder(baseURL: "http://127.0.0.1:9/")
         manifest.add(path: "a.bin", size: 1, sha256: String(repeating: "a", count: 64))
         try manifest.write(to: dir.path("m.yaml"))
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", dir.path("m.yaml"), "--dest", dir.path("dest"), "--auth-header-env", "MIRROR_TEST_AUTH_NL"],
-                                          environment: SyncFixture.loopbackOnly.merging(["MIRROR_TEST_AUTH_NL": "Bearer x\r\nX-Evil: 1"]) { $1 },
-                                          timeout: 60)
+        let result = try Mirror.run(
+                              ["sync", dir.path("m.yaml"), "--dest", dir.path("dest"), "--auth-header-env", "MIRROR_TEST_AUTH_NL"],
+                              environment: ["MIRROR_TEST_AUTH_NL": "Bearer x\r\nX-Evil: 1"],
+                              timeout: 60)
         #expect(result.exitCode == 64, "\(result)")
         #expect(result.stderr.contains("line break"), "\(result.stderr)")
         #expect(!result.stderr.contains("X-Evil"), "the value is not echoed")

@@ -66,8 +66,8 @@ import MirrorTestSupport
         try FileManager.default.createDirectory(atPath: seed + "/set", withIntermediateDirectories: true)
         try TestData.writeFile(at: seed + "/set/a.bin", size: Self.size, seed: 2)
 
-        let run = try ChildProcess(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", fx.dest, "--seed", seed],
-                                   environment: SyncFixture.loopbackOnly.merging(["MIRROR_STOP_AT": "seed-after-walk"]) { $1 })
+        let run = try Mirror.start(["sync", fx.manifestPath, "--dest", fx.dest, "--seed", seed],
+                                   environment: ["MIRROR_STOP_AT": "seed-after-walk"])
         defer { run.signal(SIGKILL) }
         try Wait.until("the run stopped after the walk or ended", timeout: 60) {
             SharedDestination.isStopped(run.pid) || Self.hasEnded(run.pid)

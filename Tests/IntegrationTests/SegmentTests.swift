@@ -87,10 +87,10 @@ import MirrorTestSupport
         let sha = try fx.addFile("data.bin", size: 16 * Self.mib, seed: 8)
         try fx.writeManifest()
         let env = SyncFixture.loopbackOnly.merging(["MIRROR_TEST_SEGMENT_AUTH": "Bearer segment-test"]) { $1 }
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", fx.manifestPath, "--dest", fx.dest, "--segments", "4", "--segments-above", "1M",
-                                           "--auth-header-env", "MIRROR_TEST_SEGMENT_AUTH"],
-                                          environment: env, timeout: 300)
+        let result = try Mirror.run(
+                              ["sync", fx.manifestPath, "--dest", fx.dest, "--segments", "4", "--segments-above", "1M",
+                               "--auth-header-env", "MIRROR_TEST_SEGMENT_AUTH"],
+                              environment: env, loopbackBypass: false, timeout: 300)
         #expect(result.exitCode == 0, "\(result)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("data.bin")) == sha)
         let gets = try fx.requests(atLeast: 4)

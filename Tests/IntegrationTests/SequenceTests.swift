@@ -371,12 +371,12 @@ struct SequenceWalk {
     }
 
     func run(_ args: [String], cwd: String? = nil, environment: [String: String] = [:], timeout: Double) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly.merging(environment) { $1 },
-                             cwd: cwd, timeout: timeout)
+        try Mirror.run(args, environment: environment,
+                 cwd: cwd, timeout: timeout)
     }
 
     func start(_ args: [String], cwd: String? = nil, environment: [String: String] = [:]) throws -> ChildProcess {
-        try ChildProcess(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly.merging(environment) { $1 }, cwd: cwd)
+        try Mirror.start(args, environment: environment, cwd: cwd)
     }
 
     func firstLines(_ result: ProcessResult) -> String {

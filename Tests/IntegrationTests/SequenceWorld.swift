@@ -98,9 +98,9 @@ final class SequenceWorld {
     /// large files get chunk indexes (under `vN/.mirror-chunks/`) and runs meet deltas. The
     /// manifest must list exactly the model's files, with the model's digests.
     private func publish(_ v: Int, _ files: [String: File]) throws {
-        let run = try ChildProcess.run(try MirrorBinary.path(),
-                                       ["manifest", "create", fx.www + "/v\(v)", "--base-url", fx.server.baseURL + "v\(v)/",
-                                        "--chunks", "--chunks-above", "1M", "-o", manifestPath(v)], timeout: 60)
+        let run = try Mirror.run(
+                           ["manifest", "create", fx.www + "/v\(v)", "--base-url", fx.server.baseURL + "v\(v)/",
+                            "--chunks", "--chunks-above", "1M", "-o", manifestPath(v)], timeout: 60)
         guard run.exitCode == 0 else { throw HarnessError("manifest create for v\(v): \(run)") }
         let text = try String(contentsOfFile: manifestPath(v), encoding: .utf8)
         for (path, file) in files where !text.contains("sha256: \(file.sha256)") || !text.contains("path: \"\(path)\"") {

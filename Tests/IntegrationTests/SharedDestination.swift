@@ -42,13 +42,13 @@ final class SharedDestination {
 
     /// `mirror ARGS`, waited for.
     func run(_ args: [String], environment: [String: String] = [:], cwd: String? = nil, timeout: Double = 120) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly.merging(environment) { $1 },
-                             cwd: cwd, timeout: timeout)
+        try Mirror.run(args, environment: environment,
+                 cwd: cwd, timeout: timeout)
     }
 
     /// `mirror ARGS`, started.
     func start(_ args: [String], environment: [String: String] = [:]) throws -> ChildProcess {
-        try ChildProcess(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly.merging(environment) { $1 })
+        try Mirror.start(args, environment: environment)
     }
 
     func sync(_ version: String, dest: String? = nil, _ extra: [String] = [], environment: [String: String] = [:]) throws -> ProcessResult {

@@ -20,13 +20,12 @@ import MirrorTestSupport
     }
 
     private func sign(_ file: String, _ key: String) throws {
-        let signed = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", file, "--key", key], timeout: 60)
+        let signed = try Mirror.run(["manifest", "sign", file, "--key", key], timeout: 60)
         try #require(signed.exitCode == 0, "\(signed)")
     }
 
     private func sync(_ fx: SyncFixture, _ pub: String) throws -> ChildProcess {
-        try ChildProcess(try MirrorBinary.path(), ["sync", fx.server.url("manifest.yaml"), "--dest", fx.dest, "--trust", pub],
-                         environment: SyncFixture.loopbackOnly)
+        try Mirror.start(["sync", fx.server.url("manifest.yaml"), "--dest", fx.dest, "--trust", pub])
     }
 
     private func signatureRequests(_ fx: SyncFixture) throws -> Int {

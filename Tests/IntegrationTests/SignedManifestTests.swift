@@ -14,7 +14,7 @@ import MirrorTestSupport
         try fx.writeManifest()
         let keys = try TestKeys()
         let (priv, pub) = try keys.generateEd25519("signer")
-        let signed = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", fx.manifestPath, "--key", priv])
+        let signed = try Mirror.run(["manifest", "sign", fx.manifestPath, "--key", priv])
         try #require(signed.exitCode == 0, "\(signed)")
         return (fx, keys, pub, shas)
     }
@@ -83,7 +83,7 @@ import MirrorTestSupport
         let result = try fx.sync(["--trust", ecPub])
         #expect(result.exitCode == 64, "\(result)")
         #expect(result.stderr.contains("an EC key; signed manifests use Ed25519 keys only"), "\(result.stderr)")
-        let sign = try ChildProcess.run(try MirrorBinary.path(), ["manifest", "sign", fx.manifestPath, "--key", ec])
+        let sign = try Mirror.run(["manifest", "sign", fx.manifestPath, "--key", ec])
         #expect(sign.exitCode == 64, "\(sign)")
         #expect(try fx.requestsSoFar().isEmpty)
     }

@@ -10,8 +10,7 @@ import MirrorTestSupport
 
     /// Runs `mirror sync` of `fx`'s manifest into `dest`.
     static func sync(_ fx: SyncFixture, into dest: String, _ extra: [String] = []) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), ["sync", fx.manifestPath, "--dest", dest] + extra,
-                             environment: SyncFixture.loopbackOnly, timeout: 120)
+        try Mirror.run(["sync", fx.manifestPath, "--dest", dest] + extra, timeout: 120)
     }
 
     /// Body bytes the origin sent, from its access log.
@@ -79,9 +78,8 @@ import MirrorTestSupport
         try fx.writeManifest()
 
         let machines = try (1...5).map { n in
-            try ChildProcess(try MirrorBinary.path(),
-                             ["sync", fx.manifestPath, "--dest", fx.dir.path("machine\(n)"), "--segments", "4", "--segments-above", "8M"],
-                             environment: SyncFixture.loopbackOnly)
+            try Mirror.start(
+                             ["sync", fx.manifestPath, "--dest", fx.dir.path("machine\(n)"), "--segments", "4", "--segments-above", "8M"])
         }
         for (n, machine) in machines.enumerated() {
             let result = try machine.wait(timeout: 120)

@@ -10,7 +10,7 @@ import MirrorTestSupport
     static let mib: Int64 = 1 << 20
 
     func run(_ args: [String]) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), args, environment: SyncFixture.loopbackOnly, timeout: 120)
+        try Mirror.run(args, timeout: 120)
     }
 
     func json(_ result: ProcessResult) throws -> [String: Any] {

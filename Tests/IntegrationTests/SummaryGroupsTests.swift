@@ -33,8 +33,7 @@ import MirrorTestSupport
         #expect(errors.last == "mirror: and 37 more failed files: `mirror status \(fx.manifestPath) --dest \(fx.dest)` lists every one", "\(run.stderr)")
 
         // The command it names does list every one.
-        let status = try ChildProcess.run(try MirrorBinary.path(), ["status", fx.manifestPath, "--dest", fx.dest],
-                                          environment: SyncFixture.loopbackOnly, timeout: 60)
+        let status = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest], timeout: 60)
         #expect(lines(status.stdout).filter { $0.hasPrefix("failed ") && $0.contains("HTTP 404") }.count == Self.files, "\(status)")
     }
 

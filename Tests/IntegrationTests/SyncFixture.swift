@@ -41,18 +41,16 @@ final class SyncFixture {
 
     /// Runs `mirror sync MANIFEST --dest DEST` plus `extra`.
     func sync(_ extra: [String] = [], timeout: Double = 300) throws -> ProcessResult {
-        try ChildProcess.run(try MirrorBinary.path(), ["sync", manifestPath, "--dest", dest] + extra,
-                             environment: SyncFixture.loopbackOnly, timeout: timeout)
+        try Mirror.run(["sync", manifestPath, "--dest", dest] + extra, timeout: timeout)
     }
 
     /// Starts a sync without waiting for it.
     func startSync(_ extra: [String] = []) throws -> ChildProcess {
-        try ChildProcess(try MirrorBinary.path(), ["sync", manifestPath, "--dest", dest] + extra,
-                         environment: SyncFixture.loopbackOnly)
+        try Mirror.start(["sync", manifestPath, "--dest", dest] + extra)
     }
 
     /// A proxy configured on the machine must not carry loopback test traffic elsewhere.
-    static let loopbackOnly = ["no_proxy": "127.0.0.1,localhost,::1", "NO_PROXY": "127.0.0.1,localhost,::1"]
+    static let loopbackOnly = Mirror.loopbackOnly
 
     /// The requests nginx has logged, once there are at least `count` (5 s at most; then what
     /// there is, and the test's checks report the shortfall). nginx logs a keep-alive request

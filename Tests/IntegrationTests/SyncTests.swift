@@ -377,9 +377,8 @@ import MirrorTestSupport
         try fx.addFile("a.bin", size: 10, seed: 1)
         try fx.writeManifest()
         try Data("not a folder".utf8).write(to: URL(fileURLWithPath: fx.dir.path("blocker")))
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", fx.manifestPath, "--dest", fx.dir.path("blocker/media")],
-                                          environment: SyncFixture.loopbackOnly, timeout: 30)
+        let result = try Mirror.run(
+                              ["sync", fx.manifestPath, "--dest", fx.dir.path("blocker/media")], timeout: 30)
         #expect(result.exitCode == 73, "\(result)")
         #expect(result.stderr.contains("blocker"), "the message names the path: \(result.stderr)")
         #expect(try fx.requestsSoFar().isEmpty)

@@ -111,9 +111,8 @@ import MirrorTestSupport
         try scene.useManifest(port: scene.rightPort)
         try FileManager.default.copyItem(atPath: scene.fx.manifestPath, toPath: scene.fx.www + "/manifest.yaml")
         let url = "https://127.0.0.1:\(scene.rightPort)/manifest.yaml"
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", url, "--dest", scene.fx.dest, "--ca-file", scene.ca.caPEM],
-                                          environment: SyncFixture.loopbackOnly, timeout: 120)
+        let result = try Mirror.run(
+                              ["sync", url, "--dest", scene.fx.dest, "--ca-file", scene.ca.caPEM], timeout: 120)
         #expect(result.exitCode == 0, "\(result)")
         #expect(try TestData.sha256(ofFileAt: scene.fx.destPath("lab.bin")) == scene.sha)
     }

@@ -45,10 +45,9 @@ import MirrorTestSupport
         try manifest.write(to: dir.path("manifest.yaml"))
         let start = Date()
         // --stall-timeout also bounds a connect: 2 s here instead of 20.
-        let result = try ChildProcess.run(try MirrorBinary.path(),
-                                          ["sync", dir.path("manifest.yaml"), "--dest", dir.path("dest"),
-                                           "--stall-timeout", "2s", "--retries", "1"],
-                                          environment: SyncFixture.loopbackOnly, timeout: 30)
+        let result = try Mirror.run(
+                              ["sync", dir.path("manifest.yaml"), "--dest", dir.path("dest"),
+                               "--stall-timeout", "2s", "--retries", "1"], timeout: 30)
         let elapsed = Date().timeIntervalSince(start)
         #expect(result.exitCode == 75, "\(result)")
         // Two failures of any entries mark the host (the first jobs time out together), so the

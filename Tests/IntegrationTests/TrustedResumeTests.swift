@@ -128,8 +128,7 @@ import MirrorTestSupport
         let document = try JSONOutput.makeDecoder().decode(SyncDocument.self, from: Data(result.stdout.utf8))
         #expect(document.resumed?.rehashedBytes == 0 && document.resumed?.bytes == record.bytes, "\(String(describing: document.resumed))")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) != sha, "the change in place was not read")
-        let verify = try ChildProcess.run(try MirrorBinary.path(), ["verify", fx.manifestPath, "--dest", fx.dest],
-                                          environment: SyncFixture.loopbackOnly, timeout: 120)
+        let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest], timeout: 120)
         #expect(verify.exitCode == 1 && verify.stderr.contains("checksum mismatch"), "\(verify)")
     }
 

@@ -9,7 +9,7 @@ import MirrorTestSupport
     /// Runs `mirror ARGS` in a fresh folder (relative paths land there) and returns the result.
     private func mirror(_ arguments: [String]) throws -> (result: ProcessResult, dir: TemporaryDirectory) {
         let dir = try TemporaryDirectory()
-        let result = try ChildProcess.run(try MirrorBinary.path(), arguments, cwd: dir.path(""), timeout: 30)
+        let result = try Mirror.run(arguments, cwd: dir.path(""), timeout: 30)
         return (result, dir)
     }
 
