@@ -28,7 +28,7 @@ extension SyncRunner {
             }
             // A host that refused twice is not asked again in this run; the check comes before
             // any file is created, so a dead server leaves nothing behind (D3 in docs/faults.md).
-            while let source = task.currentSource, !unreachableHosts.isEmpty, unreachableHosts.contains(hostKey(of: source)) {
+            while let source = task.currentSource, reachability.isGivenUp(source) {
                 task.history.skipped(.unreachable("\(redactedURL(source)) did not answer earlier in this run"))
                 if !task.source.advance() { break }
             }

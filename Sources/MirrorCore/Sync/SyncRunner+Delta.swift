@@ -104,7 +104,7 @@ extension SyncRunner {
     func fetchChunkIndex(_ reference: ChunkIndexReference, for task: EntryTask) throws -> ChunkIndex {
         let named = manifest.chunkIndexSources(for: task.entry)
         let urls = options.sourceOrder.sources(forPath: reference.path, manifestSources: named)
-            .filter { !unreachableHosts.contains(hostKey(of: $0)) }
+            .filter { !reachability.isGivenUp($0) }
         let fetch = ChunkIndexFetch(urls: urls, settings: { [unowned self] url, revalidate in
             if revalidate { task.history.revalidate(url) }
             return transferSettings(for: task, url: url, manifestSources: named)

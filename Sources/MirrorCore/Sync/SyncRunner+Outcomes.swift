@@ -14,12 +14,11 @@ extension SyncRunner {
     func retry(_ task: EntryTask, after failure: TransferFailure) {
         task.history.record(failure)
         if failure.distrustsRanges { task.attempt.fromZero = true }
-        let host = task.currentSource.map(hostKey(of:)) ?? ""
-        if failure.isUnreachable { unreachableCounts[host, default: 0] += 1 } else { unreachableCounts[host] = nil }
+        let hostFailures = reachability.noteFailure(at: task.currentSource, failure)
         let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.attempt.lengthAtStart,
                                       remainingAtStart: task.entry.size - task.attempt.lengthAtStart,
                                       failuresWithoutProgress: task.source.failuresWithoutProgress, attempts: task.attempt.count,
-                                      jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: unreachableCounts[host] ?? 0,
+                                      jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: hostFailures,
                                       preferredSource: task.currentSource.map { isPreferredOnly($0, of: task.entry) } ?? false)
         let decision = retryPolicy.decide(facts)
         task.source.failuresWithoutProgress = decision.failuresWithoutProgress
@@ -28,7 +27,7 @@ extension SyncRunner {
             return giveUp(task)
         case .nextSource(let markHost):
             if markHost, failure.isUnreachable, let source = task.currentSource,
-               unreachableHosts.insert(hostKey(of: source)).inserted {
+               reachability.giveUp(on: source) {
                 let why: String
                 if case .unreachable(let message) = failure { why = message } else { why = "\(failure)" }
                 report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
@@ -97,7 +96,7 @@ extension SyncRunner {
         // Masked once here for every place it goes: console, --json, the log and the journal.
         let message = redactingURLs(in: failure)
         summary.failed += 1
-        if unreachable { unreachableFailures += 1 }
+        reachability.noteEntryFailed(unreachable: unreachable)
         var result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
         result.cause = cause
         result.host = source.map { redactedURL(hostKey(of: $0)) }

@@ -38,9 +38,8 @@ public final class SyncRunner {
     var allTasks: [EntryTask] = []
     /// What the installed tasks let go added up to.
     var retired = RetiredTasks()
-    var unreachableHosts: Set<String> = []
-    /// Failures to reach each host since it last answered (``RetryPolicy/Facts/hostUnreachableFailures``).
-    var unreachableCounts: [String: Int] = [:]
+    /// Hosts that stopped answering in this run, and the entries that failed for it alone.
+    var reachability = HostReachability()
     var installer: Installer?
     /// Files on this machine that may hold an entry's bytes (renamed, duplicated, `--seed`).
     var contentIndex: ContentIndex?
@@ -76,7 +75,6 @@ public final class SyncRunner {
     var spaceStop: Error?
     var stoppedReason: String?
     let startTime: Double
-    var unreachableFailures = 0
     /// Entries never asked for because their host had stopped answering (counted as not finished).
     var notTried = 0
     /// Where the manifest came from, for the run's journal record (`status`).
@@ -350,7 +348,7 @@ public final class SyncRunner {
         summary.seconds = monotonicSeconds() - startTime
         if let stoppedReason {
             summary.result = .incomplete(stoppedReason)
-        } else if (summary.failed > 0 || notTried > 0) && summary.failed == unreachableFailures {
+        } else if (summary.failed > 0 || notTried > 0) && summary.failed == reachability.entriesFailedUnreachable {
             summary.result = .incomplete("no source could be reached")
         } else if summary.failed > 0 || summary.deletionRefused != nil {
             summary.result = .failed
