@@ -13,7 +13,7 @@ extension SyncRunner {
     func openPartial(for task: EntryTask, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws -> PartialFile {
         try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: partialFolder,
                         folderDisplay: destination.displayState(".mirror/partial"), journal: writer,
-                        writer: writers?.writer(), resumeFrom: resumeFrom, saved: saved, naming: partialNaming)
+                        writer: threads?.writers.writer(), resumeFrom: resumeFrom, saved: saved, naming: partialNaming)
     }
 
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
@@ -91,11 +91,7 @@ extension SyncRunner {
     func submit(_ download: Download, for task: EntryTask) {
         task.downloads.append(download)
         scheduler.started(download, for: task)
-        if task.shard == nil {
-            task.shard = nextShard
-            nextShard += 1
-        }
-        engine?.submit(download, shard: task.shard ?? 0)
+        threads?.submit(download, for: task)
     }
 
     func handle(_ finished: [Download]) {

@@ -21,7 +21,7 @@ extension SyncRunner {
     /// one waits for it, so at most two batches' partial files are open at once.
     func dispatchCommit() {
         guard let installer else { return }
-        guard let committer else { return commitBatch() }
+        guard let committer = threads?.committer else { return commitBatch() }
         if committer.isBusy {
             guard installer.waiting >= InstallBatch.maxFiles else { return }
             committer.waitIdle()
@@ -34,14 +34,14 @@ extension SyncRunner {
 
     /// Reports the commits the commit thread finished.
     func collectCommits() {
-        for done in committer?.takeDone() ?? [] { report(done) }
+        for done in threads?.committer.takeDone() ?? [] { report(done) }
     }
 
     /// Installs the verified files waiting in the batch, here and now, after any commit in
     /// progress on the commit thread, and reports each: the run's last commit.
     func commitBatch() {
         guard let installer else { return }
-        committer?.waitIdle()
+        threads?.committer.waitIdle()
         collectCommits()
         report(installer.commit())
     }

@@ -29,7 +29,7 @@ extension SyncRunner {
     ///
     /// - Returns: seconds until the next decision is due, or nil when no file can widen.
     func widenSegments(_ now: Double) -> Double? {
-        guard options.segments > 1, writers != nil, !scheduler.stop.isEnding else { return nil }
+        guard options.segments > 1, threads != nil, !scheduler.stop.isEnding else { return nil }
         var nextDue: Double?
         var seen = Set<ObjectIdentifier>()
         for task in scheduler.activeTasks where seen.insert(ObjectIdentifier(task)).inserted
@@ -56,7 +56,7 @@ extension SyncRunner {
 
     /// The idle seconds of the transfer thread that runs `task`'s requests.
     private func transferIdleSeconds(_ task: EntryTask) -> Double {
-        engine?.idleSeconds(shard: task.shard ?? 0) ?? 0
+        threads?.idleSeconds(of: task) ?? 0
     }
 
     /// One segment's request ended. A segment that dropped after real progress is asked for again
@@ -126,6 +126,6 @@ extension SyncRunner {
 
     func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {
         task.segments.fail(failure)
-        engine?.cancel(task.downloads)
+        threads?.transfers.cancel(task.downloads)
     }
 }

@@ -29,9 +29,8 @@ public final class SyncRunner {
     var writer: JournalWriter!
     /// The journal the writer writes, for lookups.
     var journal: Journal { writer.journal }
-    var engine: TransferPool?
-    /// The transfer thread of each file (``TransferPool``): taken in turn as files start.
-    var nextShard = 0
+    /// The transfer, hashing and commit threads, while the transfers run (``RunThreads``).
+    var threads: RunThreads?
     /// The queue, the slots, the deadline and the stop.
     let scheduler: Scheduler
     /// The tasks of the run but those installed and dropped (``retire(_:)``).
@@ -64,11 +63,6 @@ public final class SyncRunner {
     var manifestWatch: ManifestWatch?
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
-    /// The hashing threads (``PartialWriterPool``); each partial file takes one as it is opened
-    /// (``openPartial(for:resumeFrom:saved:)``).
-    var writers: PartialWriterPool?
-    /// Runs the group commits while this thread goes on (``CommitThread``); set for the transfers.
-    var committer: CommitThread?
     /// A destination error that stops the whole run (disk full, read-only): exit 73.
     var fatal: SystemError?
     /// The files to fetch do not fit (``SpaceCheck``): the run stopped before its first request.
@@ -226,23 +220,15 @@ public final class SyncRunner {
 
     func transferAndCheck(_ checksIn: [ManifestEntry]) throws {
         var checks = checksIn[...]
+        let threads: RunThreads
         do {
-            engine = try TransferPool(threads: options.transferThreads ?? options.defaultTransferThreads,
-                                      connectionsPerHost: scheduler.connectionLimit, limitRate: options.limitRate,
-                                      maxActive: scheduler.connectionLimit)
+            threads = try RunThreads(options: options, connectionLimit: scheduler.connectionLimit)
         } catch {
             throw SyncError.setup("\(error)")
         }
-        // One hashing thread per file in flight, at most one per core.
-        let writers = PartialWriterPool(limit: min(WorkerPool.coreCount, max(options.jobs, 1)))
-        self.writers = writers
-        let wake = engine
-        committer = CommitThread { [weak wake] in wake?.interruptWait() }
-        defer {
-            engine?.shutdown()
-            writers.shutdown()
-            committer?.shutdown()
-        }
+        self.threads = threads
+        defer { threads.shutdown() }
+        let engine = threads.transfers
 
         while fatal == nil {
             let now = monotonicSeconds()
@@ -270,23 +256,23 @@ public final class SyncRunner {
                 checks = checks.dropFirst()
                 check(entry)
                 showProgress()
-                handle(engine?.waitForFinished(timeout: 0) ?? [])
+                handle(engine.waitForFinished(timeout: 0))
                 continue
             }
             var wait = scheduler.timeUntilDue(now: now)
             // A due batch waits for the commit in progress, which ends this wait when it is done.
-            if let due = installer?.timeUntilDue(now: now), committer?.isBusy != true { wait = min(wait, max(0.001, due)) }
+            if let due = installer?.timeUntilDue(now: now), !threads.committer.isBusy { wait = min(wait, max(0.001, due)) }
             if report.progress != nil { wait = min(wait, ProgressDisplay.minimumInterval) }
             if let due = widenSegments(now) { wait = min(wait, due) }
             showProgress()
-            handle(engine?.waitForFinished(timeout: wait) ?? [])
+            handle(engine.waitForFinished(timeout: wait))
         }
 
         // Stopping early (deadline or a fatal error): cancel what runs and keep its progress.
         scheduler.stop.stop()
         if scheduler.runningRequests > 0 {
-            engine?.cancelAll()
-            while scheduler.runningRequests > 0 { handle(engine?.waitForFinished(timeout: 1) ?? []) }
+            engine.cancelAll()
+            while scheduler.runningRequests > 0 { handle(engine.waitForFinished(timeout: 1)) }
         }
         // Files verified before the stop are installed, whatever stopped the run: even on a full
         // disk a rename needs no data blocks, and if it fails the file stays in .mirror/partial.
@@ -299,7 +285,7 @@ public final class SyncRunner {
         }
         for task in unstarted { task.partial?.checkpoint() }
         // Every checkpoint asked for above is written and journaled before the run reports.
-        writers.drainAll()
+        threads.writers.drainAll()
         for task in allTasks {
             if let failure = task.partial?.failure, failure.isDestinationUnwritable, fatal == nil { fatal = failure }
         }
