@@ -43,6 +43,28 @@ struct DryRun {
 
     /// Plans against DEST as ``Disk/open(_:)`` read it (which throws what the run would stop on
     /// before planning: a destination that cannot be a folder).
+    /// `sync --dry-run`: plans against DEST as it is and prints the plan; nothing is created,
+    /// locked or fetched but chunk indexes.
+    ///
+    /// - Parameters:
+    ///   - disk: DEST as read while the manifest was parsed (``SyncSession``), if it was.
+    ///   - lookAhead: the plan begun against `disk` while the manifest was read, if it was.
+    static func run(manifest: Manifest, options: SyncOptions, report: ConsoleReport, destPath: String,
+                    disk read: Background<Result<Disk, Error>>?, lookAhead: PlanLookAhead?) throws -> SyncSummary {
+        let deadline = options.deadline.map { monotonicSeconds() + $0 }
+        var summary = SyncSummary()
+        summary.keepsResults = report.mode == .json
+        summary.total = manifest.entries.count
+        // An atomic run drops what the manifest does not list: the dry run lists it as deletions.
+        // Whether DEST is atomic is read with DEST itself, so the plan never mixes the two.
+        let disk = try read?.value().get() ?? Disk.open(destPath)
+        let atomic = options.atomic || disk.isAtomic
+        return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: deadline,
+                          deletion: atomic ? .unlisted : options.deletion, deletionPolicy: options.deletionPolicy,
+                          known: lookAhead?.finish())
+            .run(disk: disk, summary: summary)
+    }
+
     func run(disk: Disk, summary start: SyncSummary) throws -> SyncSummary {
         var summary = start
         var totals = DryRunTotals()

@@ -73,10 +73,6 @@ public final class SyncRunner {
     var notTried = 0
     /// Where the manifest came from, for the run's journal record (`status`).
     public var manifestSource: ManifestSource?
-    /// `--dry-run`: DEST as read while the manifest was parsed (``SyncSession``), if it was.
-    var dryRunDisk: Background<Result<DryRun.Disk, Error>>?
-    /// `--dry-run`: the plan begun against ``dryRunDisk`` while the manifest was read.
-    var dryRunLookAhead: PlanLookAhead?
 
     public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
         self.manifest = manifest
@@ -102,17 +98,6 @@ public final class SyncRunner {
     public func run() throws -> SyncSummary {
         let destPath = try SyncRunner.destinationPath(manifest: manifest, options: options)
         summary.total = manifest.entries.count
-        if options.dryRun {
-            // An atomic run drops what the manifest does not list: the dry run lists it as deletions.
-            // Whether DEST is atomic is read with DEST itself, so the plan never mixes the two.
-            let disk = try dryRunDisk?.value().get() ?? DryRun.Disk.open(destPath)
-            let atomic = options.atomic || disk.isAtomic
-            return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: scheduler.stop.deadline,
-                              deletion: atomic ? .unlisted : options.deletion, deletionPolicy: options.deletionPolicy,
-                              known: dryRunLookAhead?.finish())
-                .run(disk: disk, summary: summary)
-        }
-
         let lock: DestinationLock
         do {
             let current: Destination?

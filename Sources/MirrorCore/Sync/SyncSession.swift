@@ -106,11 +106,16 @@ public enum SyncSession {
                 ?? provenance?.sha256.map({ ManifestWatch.Read.fetched(sha256: $0, etag: provenance?.etag) }) {
                 runner.manifestWatch = ManifestWatch(location: manifest, read: read, settings: options.transfer)
             }
-            if destination == options.destination {
-                runner.dryRunDisk = dryRunDisk
-                runner.dryRunLookAhead = lookAhead
+            var done: SyncSummary
+            if options.dryRun {
+                // DEST as read while the manifest was parsed, when --dest named it.
+                let ahead = destination == options.destination
+                done = try DryRun.run(manifest: loaded, options: options, report: report,
+                                      destPath: try SyncRunner.destinationPath(manifest: loaded, options: options),
+                                      disk: ahead ? dryRunDisk : nil, lookAhead: ahead ? lookAhead : nil)
+            } else {
+                done = try runner.run()
             }
-            var done = try runner.run()
             done.manifest = provenance
             report.finish(done)
             summary = done
