@@ -51,7 +51,9 @@ extension SequenceWalk {
             a.signal(SIGSTOP)
             try Wait.until("sync A is stopped", timeout: 10) { isStopped(a.pid) || !a.isRunning }
         }
-        let held = a.isRunning && isStopped(a.pid) && lockNames(a.pid)
+        // The pid stays in the lock file after A releases the lock (closing it) on its way out,
+        // printing and writing metrics: A holds the lock only while it also has the file open.
+        let held = a.isRunning && isStopped(a.pid) && lockNames(a.pid) && holdsLockFile(a.pid)
         let kind = rng.weighted([5, 4, 2, 2, 3, 2])
         let b = spelling()
         let how = "A stopped\(stopAt.map { " at " + $0 } ?? "")"
@@ -199,7 +201,8 @@ extension SequenceWalk {
         }
     }
 
-    /// Whether process `pid` has one of DEST's lock files open (it got as far as waiting for it).
+    /// Whether process `pid` has one of DEST's lock files open: it waits for the lock, or holds it
+    /// (a release closes the file).
     func holdsLockFile(_ pid: pid_t) -> Bool {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
         return fds.contains { fd in
