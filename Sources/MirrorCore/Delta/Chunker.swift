@@ -1,5 +1,6 @@
 import CLinux
 import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,7 +78,7 @@ public struct Chunker: Sendable {
     }
 
     /// The work was given up because `stop` said so (a signal, the deadline).
-    public struct Stopped: Error {}
+    package typealias Stopped = StoppedEarly
 
     /// Chunks `size` bytes of `file` from offset 0, in order, reading in large blocks. A file
     /// that ends early is an error (`EIO`). `wholeFile`, when given, is fed every byte too (the

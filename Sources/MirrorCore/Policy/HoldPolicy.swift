@@ -1,22 +1,4 @@
-/// A rollback that holds (docs/cli.md, "mirror rollback"): after `mirror rollback`, DEST stays on
-/// the older generation while the manifest is one of those it was rolled back from. Without this
-/// the next cron run of the same (newer) manifest built that newer set again and undid the
-/// rollback. A pure value: facts in, decision out; the files are ``HoldFile``'s.
-public struct RollbackHold: Equatable, Sendable {
-    /// The generation DEST was switched back to, and is held at.
-    public var generation: Int
-    /// The generation DEST was rolled back from (the newest, when rolled back twice).
-    public var from: Int
-    /// SHA-256 (lowercase hex) of each manifest a sync of which changes nothing: the manifests
-    /// the generations rolled back from were built from.
-    public var manifests: [String]
-
-    public init(generation: Int, from: Int, manifests: [String]) {
-        self.generation = generation
-        self.from = from
-        self.manifests = manifests
-    }
-}
+import MirrorFS
 
 public enum HoldPolicy {
     /// What a sync knows, under the lock, before it builds anything.

@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 
 /// The `sync --json` object (docs/cli.md, "Output"), printed through ``JSONOutput``.

@@ -1,3 +1,5 @@
+import MirrorFS
+
 /// What happened to one entry that changed or failed in a run.
 public struct EntryResult: Sendable, Equatable {
     public enum Outcome: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import MirrorFS
 import Testing
 @testable import MirrorCore
 

@@ -1,4 +1,4 @@
-import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +16,27 @@ import Glibc
 /// of the folder), so a crash leaves the old file or the new one. Like the journal they must be
 /// this user's, writable by nobody else, and regular files (``StateOwnership``): anyone who could
 /// write `hold` could stop every sync of DEST.
-enum HoldFile {
+/// A rollback that holds (docs/cli.md, "mirror rollback"): after `mirror rollback`, DEST stays on
+/// the older generation while the manifest is one of those it was rolled back from. Without this
+/// the next cron run of the same (newer) manifest built that newer set again and undid the
+/// rollback. A pure value: facts in, decision out; the files are ``HoldFile``'s.
+public struct RollbackHold: Equatable, Sendable {
+    /// The generation DEST was switched back to, and is held at.
+    public var generation: Int
+    /// The generation DEST was rolled back from (the newest, when rolled back twice).
+    public var from: Int
+    /// SHA-256 (lowercase hex) of each manifest a sync of which changes nothing: the manifests
+    /// the generations rolled back from were built from.
+    public var manifests: [String]
+
+    public init(generation: Int, from: Int, manifests: [String]) {
+        self.generation = generation
+        self.from = from
+        self.manifests = manifests
+    }
+}
+
+package enum HoldFile {
     static let holdName = "hold"
     static let builtFromName = "built-from"
     /// Far above any real file: a bigger one is not mirror's.
@@ -26,18 +46,18 @@ enum HoldFile {
 
     /// The recorded hold, nil when there is none. `trust`: a writing command (sync, rollback)
     /// refuses a file another user could have written; `status` reads it either way.
-    static func readHold(in state: FileDescriptor, trust: Bool = true) throws -> RollbackHold? {
+    package static func readHold(in state: FileDescriptor, trust: Bool = true) throws -> RollbackHold? {
         guard let text = try read(holdName, in: state, trust: trust) else { return nil }
         return parseHold(text)
     }
 
-    static func writeHold(_ hold: RollbackHold, in state: FileDescriptor) throws {
+    package static func writeHold(_ hold: RollbackHold, in state: FileDescriptor) throws {
         try write(formatHold(hold), to: holdName, in: state)
     }
 
     /// Removes the hold; true when there was one.
     @discardableResult
-    static func removeHold(in state: FileDescriptor) throws -> Bool {
+    package static func removeHold(in state: FileDescriptor) throws -> Bool {
         if unlinkat(state.fd, holdName, 0) != 0 {
             if errno == ENOENT { return false }
             throw SystemError("remove", state.displayPath + "/" + holdName)
@@ -46,14 +66,14 @@ enum HoldFile {
         return true
     }
 
-    static func formatHold(_ hold: RollbackHold) -> String {
+    package static func formatHold(_ hold: RollbackHold) -> String {
         "mirror-hold 1\ngeneration \(hold.generation)\nfrom \(hold.from)\n"
             + hold.manifests.map { "manifest \($0)\n" }.joined()
     }
 
     /// Nil for text that is not a whole hold: an unknown first line, a missing field, a digest
     /// that is not 64 hex digits. Such a file holds nothing.
-    static func parseHold(_ text: String) -> RollbackHold? {
+    package static func parseHold(_ text: String) -> RollbackHold? {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
         guard lines.first == "mirror-hold 1" else { return nil }
         var generation: Int?
@@ -78,24 +98,24 @@ enum HoldFile {
     // MARK: - Which manifest built each generation
 
     /// Generation number to manifest digest; empty when nothing is recorded.
-    static func builtFrom(in state: FileDescriptor, trust: Bool = true) throws -> [Int: String] {
+    package static func builtFrom(in state: FileDescriptor, trust: Bool = true) throws -> [Int: String] {
         guard let text = try read(builtFromName, in: state, trust: trust) else { return [:] }
         return parseBuiltFrom(text)
     }
 
     /// Records that generation `n` was built from the manifest with `digest`, keeping only the
     /// generations in `existing` (a pruned one's line goes with it).
-    static func recordBuiltFrom(_ digest: String, generation n: Int, existing: [Int], in state: FileDescriptor) throws {
+    package static func recordBuiltFrom(_ digest: String, generation n: Int, existing: [Int], in state: FileDescriptor) throws {
         var notes = try builtFrom(in: state).filter { existing.contains($0.key) }
         notes[n] = digest.lowercased()
         try write(formatBuiltFrom(notes), to: builtFromName, in: state)
     }
 
-    static func formatBuiltFrom(_ notes: [Int: String]) -> String {
+    package static func formatBuiltFrom(_ notes: [Int: String]) -> String {
         notes.sorted { $0.key < $1.key }.map { "g\($0.key) \($0.value)\n" }.joined()
     }
 
-    static func parseBuiltFrom(_ text: String) -> [Int: String] {
+    package static func parseBuiltFrom(_ text: String) -> [Int: String] {
         var notes: [Int: String] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ").map(String.init)
@@ -105,7 +125,7 @@ enum HoldFile {
         return notes
     }
 
-    static func isDigest(_ text: String) -> Bool {
+    package static func isDigest(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
     }
 

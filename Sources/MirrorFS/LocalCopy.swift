@@ -1,5 +1,5 @@
 import CLinux
-import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,16 +9,16 @@ import Glibc
 /// copied, the blocks are shared copy-on-write), else `copy_file_range(2)` (the kernel copies,
 /// server-side on NFS 4.2), else `read`/`write`. What was copied is then hashed and verified like a
 /// download: the copy is trusted no more than the network.
-enum LocalCopy {
+package enum LocalCopy {
     /// How the bytes were copied, for the output.
-    enum Method: String { case clone, kernel = "copy_file_range", readWrite = "read/write" }
+    package enum Method: String { case clone, kernel = "copy_file_range", readWrite = "read/write" }
 
     /// `FICLONE` from <linux/fs.h>: `_IOW(0x94, 9, int)`.
     static let ficlone: UInt = 0x4004_9409
 
     /// Creates `name` in `folder` (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600, as a partial file
     /// is made) holding the `size` bytes of `source`. A file of that name is removed first.
-    static func copy(_ source: FileDescriptor, size: Int64, to name: String, in folder: FileDescriptor,
+    package static func copy(_ source: FileDescriptor, size: Int64, to name: String, in folder: FileDescriptor,
                      displayPath: String) throws -> Method {
         if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT { throw SystemError("remove the old partial file", displayPath) }
         let fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
@@ -60,8 +60,8 @@ enum LocalCopy {
 
     /// Copies `length` bytes at `from` in `source` to `to` in `target` (a chunk delta's local
     /// part, ``PartialFile/beginDelta(_:from:url:)``): `copy_file_range`, else `pread`/`pwrite`.
-    /// `stop` is asked every 64 MiB (``Chunker/Stopped`` is thrown): one copy can be a whole file.
-    static func copyRange(from source: FileDescriptor, at from: Int64, to target: FileDescriptor, at to: Int64, length: Int64,
+    /// `stop` is asked every 64 MiB (``StoppedEarly`` is thrown): one copy can be a whole file.
+    package static func copyRange(from source: FileDescriptor, at from: Int64, to target: FileDescriptor, at to: Int64, length: Int64,
                           stop: () -> Bool = { false }) throws {
         var inOffset = from
         var outOffset = to
@@ -69,7 +69,7 @@ enum LocalCopy {
         var nextCheck = from
         while inOffset < end {
             if inOffset >= nextCheck {
-                if stop() { throw Chunker.Stopped() }
+                if stop() { throw StoppedEarly() }
                 nextCheck = inOffset + (64 << 20)
             }
             let n = mirror_copy_file_range(source.fd, &inOffset, target.fd, &outOffset, UInt(min(end - inOffset, 64 << 20)))
@@ -81,7 +81,7 @@ enum LocalCopy {
             var buffer = [UInt8](repeating: 0, count: Int(min(end - inOffset, 1 << 20)))
             while inOffset < end {
                 if inOffset >= nextCheck {
-                    if stop() { throw Chunker.Stopped() }
+                    if stop() { throw StoppedEarly() }
                     nextCheck = inOffset + (64 << 20)
                 }
                 let want = Int(min(end - inOffset, Int64(buffer.count)))
