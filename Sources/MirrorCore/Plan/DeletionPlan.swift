@@ -14,17 +14,7 @@ public enum DeletionMode: Sendable, Equatable {
 /// (``DeletionPolicy``) count it whole and `--dry-run` can list it. Paths are bytes: a name
 /// found in DEST need not be UTF-8, and two spellings of one name are two files.
 public struct DeletionPlan: Sendable {
-    public struct Item: Sendable {
-        /// Relative to DEST.
-        public var path: [UInt8]
-        /// The file as seen when planned: it is removed only if it still is that file.
-        public var status: FileStatus
-        public init(path: [UInt8], status: FileStatus) {
-            self.path = path
-            self.status = status
-        }
-        public var display: String { String(decoding: path, as: UTF8.self) }
-    }
+    public typealias Item = SeenFile
 
     /// Files (and symlinks, and other non-folders with `--delete-unlisted`) to remove.
     public var files: [Item] = []

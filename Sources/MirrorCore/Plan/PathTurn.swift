@@ -11,31 +11,10 @@ import MirrorFS
 /// type touches neither. Nothing in the way can be listed itself: a manifest that lists a path as a
 /// file and as a folder is refused when it is read (``PathIndex``).
 public enum PathTurn {
-    /// What is in the way of a listed path.
-    public struct Found: Sendable {
-        /// The path in the way: a folder of the entry's path that is not a folder, or the entry's
-        /// own path when it is a folder.
-        public var path: [UInt8]
-        /// Everything there that is not a folder, with its status (the path itself when it is not a
-        /// folder; links and devices too, so that they block).
-        public var files: [DeletionPlan.Item]
-        /// Every folder, `path` itself included when it is one.
-        public var folders: [[UInt8]]
-
-        public init(path: [UInt8], files: [DeletionPlan.Item], folders: [[UInt8]] = []) {
-            self.path = path
-            self.files = files
-            self.folders = folders
-        }
-    }
-
-    /// What may go so that the entry's file can be placed: ``files`` (each removed only if it is
-    /// still the file seen, ``Destination/removeFile(_:expected:)``), then ``folders``, deepest first.
-    public struct Clearance: Sendable {
-        /// Each with the status it was decided on.
-        public var files: [DeletionPlan.Item]
-        public var folders: [[UInt8]]
-    }
+    /// What is in the way of a listed path (``Destination/inTheWay(of:)``).
+    public typealias Found = InTheWay
+    /// What may go so that the entry's file can be placed (``InTheWay/Clearance``).
+    public typealias Clearance = InTheWay.Clearance
 
     public enum Decision: Sendable {
         /// Every file in the way is one mirror installed and nobody changed since: it goes when the

@@ -1,10 +1,10 @@
 import CLinux
-import MirrorFS
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// What stands where a listed file must go, and taking it away (``PathTurn``; docs/cli.md, "A
+/// What stands where a listed file must go, and taking it away (the planner decides whether it may go; docs/cli.md, "A
 /// path that turns"). Every look goes through ``SafePath`` with `O_PATH` (no symlink followed on
 /// the way), every folder is opened with `openat(O_NOFOLLOW | O_DIRECTORY)`, and a removal is
 /// ``removeFile(_:expected:)``'s `fstatat` and `unlinkat`, so nothing outside DEST is looked at or
@@ -13,7 +13,7 @@ extension Destination {
     /// What is in the way of placing a file at `relative`: the first of its folders that is not a
     /// folder, or its own path when that is a folder (with everything beneath it). nil when
     /// nothing is (or the path cannot be looked at: the caller keeps its own error then).
-    public func inTheWay(of relative: String) throws -> PathTurn.Found? {
+    public func inTheWay(of relative: String) throws -> InTheWay? {
         let components = relative.split(separator: "/", omittingEmptySubsequences: true)
         var walked: [UInt8] = []
         for (i, component) in components.enumerated() {
@@ -30,7 +30,7 @@ extension Destination {
             let last = i == components.count - 1
             if !status.isDirectory {
                 // At the path itself, a file is the entry's own business (the planner's replace or check).
-                return last ? nil : PathTurn.Found(path: walked, files: [DeletionPlan.Item(path: walked, status: status)])
+                return last ? nil : InTheWay(path: walked, files: [SeenFile(path: walked, status: status)])
             }
             if last { return try folderInTheWay(walked) }
         }
@@ -39,8 +39,8 @@ extension Destination {
 
     /// The folder at `relative` and everything beneath it, walked with a list of folders still to
     /// read rather than by recursion (a deep tree costs no stack).
-    private func folderInTheWay(_ relative: [UInt8]) throws -> PathTurn.Found {
-        var found = PathTurn.Found(path: relative, files: [], folders: [relative])
+    private func folderInTheWay(_ relative: [UInt8]) throws -> InTheWay {
+        var found = InTheWay(path: relative, files: [], folders: [relative])
         guard let top = try openTreeFolder(relative) else { return found }
         var pending: [(folder: FileDescriptor, prefix: [UInt8])] = [(top, relative)]
         defer { for item in pending { item.folder.close() } }
@@ -55,7 +55,7 @@ extension Destination {
                 }
                 let status = FileStatus(st)
                 guard status.isDirectory else {
-                    found.files.append(DeletionPlan.Item(path: path, status: status))
+                    found.files.append(SeenFile(path: path, status: status))
                     continue
                 }
                 found.folders.append(path)
@@ -85,7 +85,7 @@ extension Destination {
     /// the first goes, so one changed since the decision leaves them all. Returns the files removed
     /// (or found gone). The caller makes the removals durable with the new file's rename (the
     /// `fsync` of its folder, or a `syncfs`).
-    public func clear(_ clearance: PathTurn.Clearance) throws -> [[UInt8]] {
+    public func clear(_ clearance: InTheWay.Clearance) throws -> [[UInt8]] {
         for item in clearance.files {
             guard let now = try status(ofBytes: item.path), now.sameFile(as: item.status), now.size == item.status.size,
                   now.mtime == item.status.mtime, now.ctime == item.status.ctime else { throw changed(item.path) }
