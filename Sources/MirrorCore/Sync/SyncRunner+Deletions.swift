@@ -4,7 +4,7 @@ extension SyncRunner {
     /// Every listed file verified and in place, and nothing stopped the run: only then may files
     /// be deleted (docs/cli.md, "Deleting").
     var everyFileVerified: Bool {
-        fatal == nil && spaceStop == nil && stoppedReason == nil && summary.failed == 0 && summary.pending == 0 && notTried == 0
+        ending.ranToItsEnd && summary.failed == 0 && summary.pending == 0
     }
 
     /// `--delete` and `--delete-unlisted`, at the end of a run: the plan (``Reconciler/deletions(for:mode:)``),
@@ -38,7 +38,7 @@ extension SyncRunner {
             for result in done.deleted + done.failed { summary.add(result) }
         } catch let error as SystemError {
             if error.isDestinationUnwritable {
-                if fatal == nil { fatal = error }
+                if ending.fatal == nil { ending.fatal = error }
             } else {
                 summary.deletionRefused = "deleted nothing more: \(error)"
                 report.fatal(summary.deletionRefused ?? "")

@@ -1,7 +1,7 @@
 import MirrorFS
 
 extension SyncRunner {
-    /// `fatal` worded with the entry whose partial file could not be written, the bytes it still
+    /// ``RunEnding/fatal`` worded with the entry whose partial file could not be written, the bytes it still
     /// needs and the bytes free (``DiskSpace/explain(_:entry:needed:free:)``); `error` as it is when
     /// it is not about a partial file of this run (the journal, an install).
     func explainedFatal(_ error: SystemError) -> SystemError {

@@ -66,7 +66,7 @@ extension SyncRunner {
         if task.history.skippedUnreachable && unreachable {
             // Never asked: its host stopped answering earlier in this run (said once, when it was
             // marked). The entry is left for a later run, like one a deadline stopped.
-            notTried += 1
+            ending.notTried += 1
             summary.pending += 1
             releaseDuplicates(of: task.entry.path)
             return
@@ -83,7 +83,7 @@ extension SyncRunner {
     /// read-only, permissions) the whole run stops with exit 73; otherwise only the entry fails.
     func stopOrFail(_ entry: ManifestEntry, _ error: Error) {
         if let error = error as? SystemError, error.isDestinationUnwritable {
-            fatal = error
+            ending.fatal = error
         } else {
             fail(entry, "\(error)", unreachable: false, cause: FailureCause(error))
         }

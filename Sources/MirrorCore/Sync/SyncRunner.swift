@@ -63,14 +63,9 @@ public final class SyncRunner {
     var manifestWatch: ManifestWatch?
     var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
     var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
-    /// A destination error that stops the whole run (disk full, read-only): exit 73.
-    var fatal: SystemError?
-    /// The files to fetch do not fit (``SpaceCheck``): the run stopped before its first request.
-    var spaceStop: Error?
-    var stoppedReason: String?
+    /// What stopped the run short, if anything, and the result it ends with (``RunEnding``).
+    var ending = RunEnding()
     let startTime: Double
-    /// Entries never asked for because their host had stopped answering (counted as not finished).
-    var notTried = 0
     /// Where the manifest came from, for the run's journal record (`status`).
     public var manifestSource: ManifestSource?
 
@@ -114,7 +109,7 @@ public final class SyncRunner {
                     summary.upToDate = manifest.entries.count
                     finishRun()
                     lock.release()
-                    if let fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
+                    if let fatal = ending.fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
                     return summary
                 }
                 try seedBuilding(from: current)
@@ -150,7 +145,7 @@ public final class SyncRunner {
             try requireSpace()
         } catch {
             // Stopped before the first request: the run record keeps why, for `status`.
-            spaceStop = error
+            ending.spaceStop = error
             summary.pending += scheduler.readyCount
             finishRun()
             throw (error as? SyncError).map { SyncStopped(cause: $0, summary: summary) } ?? error
@@ -160,7 +155,7 @@ public final class SyncRunner {
         if scheduler.readyCount > 0 || !checks.isEmpty { try transferAndCheck(checks) }
 
         finishRun()
-        if let fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
+        if let fatal = ending.fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
         return summary
     }
 
@@ -215,10 +210,10 @@ public final class SyncRunner {
         defer { threads.shutdown() }
         let engine = threads.transfers
 
-        while fatal == nil {
+        while ending.fatal == nil {
             let now = monotonicSeconds()
             if let reason = scheduler.stop.reason() {
-                stoppedReason = reason
+                ending.stoppedReason = reason
                 break
             }
             scheduler.promoteDue(now: now)
@@ -264,15 +259,15 @@ public final class SyncRunner {
         commitBatch()
         let unstarted = scheduler.unstarted
         let unfinished = scheduler.unstartedCount + checks.count + heldDuplicates
-        if unfinished > 0 || stoppedReason != nil {
+        if unfinished > 0 || ending.stoppedReason != nil {
             summary.pending += unfinished
-            if stoppedReason == nil { stoppedReason = "stopped early" }
+            if ending.stoppedReason == nil { ending.stoppedReason = "stopped early" }
         }
         for task in unstarted { task.partial?.checkpoint() }
         // Every checkpoint asked for above is written and journaled before the run reports.
         threads.writers.drainAll()
         for task in allTasks {
-            if let failure = task.partial?.failure, failure.isDestinationUnwritable, fatal == nil { fatal = failure }
+            if let failure = task.partial?.failure, failure.isDestinationUnwritable, ending.fatal == nil { ending.fatal = failure }
         }
     }
 
@@ -299,7 +294,7 @@ public final class SyncRunner {
     }
 
     func finishRun() {
-        if let error = fatal { fatal = explainedFatal(error) }
+        if let error = ending.fatal { ending.fatal = explainedFatal(error) }
         if let partialFolder {
             // A partial that no task of this run owns belongs to no entry that could resume it:
             // an entry not in the manifest, one that is up to date, one planned from zero whose
@@ -317,18 +312,10 @@ public final class SyncRunner {
         }
         summary.bytesTransferred = retired.received + allTasks.reduce(0) { $1.isRetired ? $0 : $0 + $1.bytesReceived }
         summary.seconds = monotonicSeconds() - startTime
-        if let stoppedReason {
-            summary.result = .incomplete(stoppedReason)
-        } else if (summary.failed > 0 || notTried > 0) && summary.failed == reachability.entriesFailedUnreachable {
-            summary.result = .incomplete("no source could be reached")
-        } else if summary.failed > 0 || summary.deletionRefused != nil {
-            summary.result = .failed
-        } else if fatal != nil || spaceStop != nil {
-            summary.result = .failed
-        }
+        summary.result = ending.result(summary: summary, failedUnreachable: reachability.entriesFailedUnreachable)
         let run = RunRecord(start: Int64(currentUnixTime() - summary.seconds), end: Int64(currentUnixTime()),
                             result: summary.result.name, downloaded: summary.changed, failed: summary.failed,
-                            bytes: summary.bytesTransferred, reason: RunReason.text(fatal: fatal ?? spaceStop, result: summary.result),
+                            bytes: summary.bytesTransferred, reason: RunReason.text(fatal: ending.fatal ?? ending.spaceStop, result: summary.result),
                             manifest: manifestSource?.rawValue)
         summary.lastSuccess = run.succeeded ? run.end : journal.lastSuccess?.end
         do {
@@ -337,7 +324,7 @@ public final class SyncRunner {
             try writer.append(.run(run), durable: true)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         } catch let error as SystemError {
-            if fatal == nil && error.isDestinationUnwritable { fatal = error }
+            if ending.fatal == nil && error.isDestinationUnwritable { ending.fatal = error }
         } catch {}
     }
 
