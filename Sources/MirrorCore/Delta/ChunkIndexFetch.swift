@@ -15,7 +15,7 @@ struct ChunkIndexFetch {
     let deadline: Double?
 
     /// The index `reference` names, for `entry`. Throws ``DeltaError`` when no source gives the
-    /// right one, ``Chunker/Stopped`` when the run is ending.
+    /// right one, ``StoppedEarly`` when the run is ending.
     func fetch(_ reference: ChunkIndexReference, for entry: ManifestEntry) throws -> ChunkIndex {
         guard !urls.isEmpty else { throw DeltaError("the manifest has no base_url to fetch its chunk index from") }
         var last = DeltaError("no source")
@@ -30,7 +30,7 @@ struct ChunkIndexFetch {
                                               settings: settings(url, revalidating), stopAt: deadline,
                                               timeLimit: 60 + Int(clamping: reference.size / 100_000))
             } catch SmallFetch.Failure.interrupted {
-                throw Chunker.Stopped()
+                throw StoppedEarly()
             } catch {
                 last = DeltaError("chunk index \(redactedURL(url)): \(error)")
                 continue

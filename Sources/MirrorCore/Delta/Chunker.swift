@@ -77,14 +77,11 @@ public struct Chunker: Sendable {
         }
     }
 
-    /// The work was given up because `stop` said so (a signal, the deadline).
-    package typealias Stopped = StoppedEarly
-
     /// Chunks `size` bytes of `file` from offset 0, in order, reading in large blocks. A file
     /// that ends early is an error (`EIO`). `wholeFile`, when given, is fed every byte too (the
     /// publisher hashes the file once for the manifest and the index together). `stop` is asked
     /// before each block is read: a large file takes seconds, and a run must still end at its
-    /// deadline or on SIGTERM (``Stopped`` is thrown).
+    /// deadline or on SIGTERM (``StoppedEarly`` is thrown).
     public func chunks(of file: FileDescriptor, size: Int64, wholeFile: Hasher? = nil, stop: () -> Bool = { false },
                        _ each: (Chunk) throws -> Void) throws {
         let capacity = max(parameters.max * 8, 4 << 20)
@@ -106,7 +103,7 @@ public struct Chunker: Sendable {
                     filled -= start
                     start = 0
                 }
-                if stop() { throw Stopped() }
+                if stop() { throw StoppedEarly() }
                 while filled < capacity && fileOffset + Int64(filled) < size {
                     let want = Int(min(Int64(capacity - filled), size - fileOffset - Int64(filled)))
                     let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled ..< filled + want]),

@@ -1,3 +1,4 @@
+import MirrorKit
 import MirrorFS
 
 /// The deciding half of a chunk delta (docs/cli.md, "Chunk deltas", steps 1 to 4): whether an
@@ -62,7 +63,7 @@ struct DeltaPreparation {
     /// An older copy of the entry (``OlderCopies/find(_:partialName:)``), or nil.
     let olderCopy: (ManifestEntry) -> OlderCopy?
     /// The entry's chunk index, checked against the manifest and the entry (``ChunkIndexFetch``);
-    /// throws ``Chunker/Stopped`` when the run is ending.
+    /// throws ``StoppedEarly`` when the run is ending.
     let fetchIndex: (ChunkIndexReference, ManifestEntry) throws -> ChunkIndex
     /// Whether to give up chunking (a signal, the deadline).
     let stop: () -> Bool
@@ -91,7 +92,7 @@ struct DeltaPreparation {
             guard plan.isWorthIt(size: entry.size, indexBytes: reference.size) else { return .whole(.notWorthIt, indexBytes: indexBytes) }
             handedOver = true
             return .delta(Layout(old: old, index: index, plan: plan, indexBytes: indexBytes))
-        } catch is Chunker.Stopped {
+        } catch is StoppedEarly {
             return .stopped(indexBytes: indexBytes)
         } catch {
             // The index or the old copy: neither is the destination's fault; only the delta is lost.

@@ -66,7 +66,7 @@ extension SyncRunner {
             report.logLine("info", "\(path): delta from \(old.display): \(plan.localBytes) bytes copied, "
                            + "\(plan.remoteBytes) bytes in \(plan.remoteRanges) ranges to fetch")
             return true
-        } catch is Chunker.Stopped {
+        } catch is StoppedEarly {
             return setAsideForStop(task)
         } catch let error as SystemError where DeltaPolicy.isDestinationFull(error) {
             stopOrFail(task.entry, error)

@@ -7,14 +7,14 @@ extension PartialFile {
     /// Fills a fresh partial file (nothing written yet) from `old` as `plan` says, then
     /// checkpoints: the copied bytes are made durable (`fdatasync`) before the journal records
     /// them, like any other bytes. `url` is the source the missing segments will come from; `stop`
-    /// is asked between copies (``Chunker/Stopped`` is thrown).
+    /// is asked between copies (``StoppedEarly`` is thrown).
     func beginDelta(_ plan: DeltaPlan, from old: FileDescriptor, url: String, stop: () -> Bool = { false }) throws {
         guard length == 0, !isSegmented, plan.segments.last?.end == identity.size else {
             throw SystemError("lay out", displayPath, code: EINVAL)
         }
         try preallocate()
         for copy in plan.copies {
-            if stop() { throw Chunker.Stopped() }
+            if stop() { throw StoppedEarly() }
             try LocalCopy.copyRange(from: old, at: copy.from, to: file, at: copy.to, length: copy.length, stop: stop)
         }
         isDelta = true
