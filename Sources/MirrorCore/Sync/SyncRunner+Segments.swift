@@ -72,7 +72,7 @@ extension SyncRunner {
             // layout (a checkpoint otherwise comes every 8 MiB).
             if task.partial?.isDelta == true { task.partial?.checkpoint() }
             // Segments the connection limit held back start as others finish.
-            if task.segments.failure == nil && !isStopping, task.partial?.isComplete == false { continueSegments(task) }
+            if task.segments.failure == nil && !scheduler.stop.isEnding, task.partial?.isComplete == false { continueSegments(task) }
         case .failed(.cancelled):
             break
         case .rangeNotSatisfiable:
@@ -81,7 +81,7 @@ extension SyncRunner {
         case .failed(let failure):
             let action = segmentPolicy.afterSegmentFailure(failure, received: download.bytesWritten,
                                                            requested: download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1,
-                                                           entryFailing: task.segments.failure != nil, stopping: isStopping)
+                                                           entryFailing: task.segments.failure != nil, stopping: scheduler.stop.isEnding)
             if action == .retrySegment,
                let url = task.currentSource, let partial = task.partial {
                 task.attempt.count += 1
@@ -104,7 +104,7 @@ extension SyncRunner {
             attemptFailed(task, failure)
         } else if partial.isComplete {
             verifyAndInstall(task)
-        } else if isStopping {
+        } else if scheduler.stop.isEnding {
             partial.checkpoint()
             summary.pending += 1
         } else if task.currentSource != nil {
@@ -114,9 +114,6 @@ extension SyncRunner {
             giveUp(task)
         }
     }
-
-    /// The run is ending (deadline, fatal error or signal): no segment starts any more (``RunStop``).
-    var isStopping: Bool { scheduler.stop.isEnding }
 
     /// Starts what the file's width allows of its open segments, from its current source.
     func continueSegments(_ task: EntryTask) {
