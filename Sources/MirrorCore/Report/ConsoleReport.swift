@@ -120,6 +120,19 @@ public final class ConsoleReport {
         }
     }
 
+    /// The end of a run that planned and then stopped on an error (``SyncStopped``), said
+    /// before this: what the run did, as ``finish(_:)`` says it, and for `--json` one whole
+    /// document that also carries the reason and the exit code (docs/cli.md, "Output").
+    public func finish(_ summary: SyncSummary, stoppedBy reason: String, result: String, exitCode: Int32) {
+        guard mode == .json else { return finish(summary) }
+        progress?.erase()
+        var document = SyncDocument(summary)
+        document.reason = redactingURLs(in: reason)
+        document.exitCode = exitCode
+        print(JSONOutput.render(document))
+        logLine("error", "end result=\(result), exit \(exitCode): " + ConsoleReport.summaryLine(summary).dropFirst("mirror: ".count))
+    }
+
     /// `mirror: 3 downloaded (1.0 GiB), 1 failed, 198 up to date, 12.3 s`.
     public static func summaryLine(_ s: SyncSummary) -> String {
         if let hold = s.hold {

@@ -135,16 +135,7 @@ public enum SyncSession {
             ended = stopped.description
             code = stopped.exitStatus
             result = runResult(for: stopped.cause)
-            if request.json {
-                report.progress?.erase()
-                var document = SyncDocument(done)
-                document.reason = redactingURLs(in: stopped.description)
-                document.exitCode = code
-                print(JSONOutput.render(document))
-                report.logLine("error", "end result=\(result.rawValue), exit \(code): " + ConsoleReport.summaryLine(done).dropFirst("mirror: ".count))
-            } else {
-                report.finish(done)
-            }
+            report.finish(done, stoppedBy: stopped.description, result: result.rawValue, exitCode: code)
         } catch let error as ExitCoded {
             report.fatal(error.description)
             ended = error.description
