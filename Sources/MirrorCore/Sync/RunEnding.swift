@@ -16,6 +16,17 @@ struct RunEnding {
     /// Entries never asked for because their host had stopped answering (counted as not finished).
     var notTried = 0
 
+    /// `error` stops the run as ``fatal``, unless an earlier destination error already does: the
+    /// first one is what the run reports.
+    mutating func keepFirstFatal(_ error: SystemError) {
+        if fatal == nil { fatal = error }
+    }
+
+    /// The run stops for `reason`, unless it already stops for another, which it keeps.
+    mutating func keepFirstStop(_ reason: String) {
+        if stoppedReason == nil { stoppedReason = reason }
+    }
+
     /// Nothing stopped the run and nothing was left untried: with every file verified, deletions
     /// may go ahead (docs/cli.md, "Deleting").
     var ranToItsEnd: Bool { fatal == nil && spaceStop == nil && stoppedReason == nil && notTried == 0 }

@@ -109,7 +109,7 @@ extension SyncRunner {
             CrashPoint.hit("publish-after-prune")
             if let published = try Destination.openExisting(store.identity) { try refreshRecords(vouched, in: published) }
         } catch let error as SystemError {
-            if ending.fatal == nil { ending.fatal = error }
+            ending.keepFirstFatal(error)
         } catch {
             summary.deletionRefused = "\(store.destPath) still holds the previous set: \(error)"
         }

@@ -65,7 +65,7 @@ extension SyncRunner {
         partial.settle()
         partial.remove()
         summary.pending += 1
-        if ending.stoppedReason == nil { ending.stoppedReason = "the manifest changed during the run; the next run fetches its new version" }
+        ending.keepFirstStop("the manifest changed during the run; the next run fetches its new version")
         report.warning("\(task.entry.path): the manifest changed during the run (\(redactedURL(watch.location))); "
             + "the file is left for the next run")
         return true

@@ -38,7 +38,7 @@ extension SyncRunner {
             for result in done.deleted + done.failed { summary.add(result) }
         } catch let error as SystemError {
             if error.isDestinationUnwritable {
-                if ending.fatal == nil { ending.fatal = error }
+                ending.keepFirstFatal(error)
             } else {
                 summary.deletionRefused = "deleted nothing more: \(error)"
                 report.fatal(summary.deletionRefused ?? "")

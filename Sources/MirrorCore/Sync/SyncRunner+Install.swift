@@ -48,7 +48,7 @@ extension SyncRunner {
 
     /// Counts and reports the files of a finished commit; its failures fail (or stop) their entries.
     func report(_ done: Installer.Committed) {
-        if let error = done.fatal, ending.fatal == nil { ending.fatal = error }
+        if let error = done.fatal { ending.keepFirstFatal(error) }
         for (task, error) in done.failed { stopOrFail(task.entry, error) }
         for (task, partial) in done.installed {
             let entry = task.entry

@@ -261,13 +261,13 @@ public final class SyncRunner {
         let unfinished = scheduler.unstartedCount + checks.count + heldDuplicates
         if unfinished > 0 || ending.stoppedReason != nil {
             summary.pending += unfinished
-            if ending.stoppedReason == nil { ending.stoppedReason = "stopped early" }
+            ending.keepFirstStop("stopped early")
         }
         for task in unstarted { task.partial?.checkpoint() }
         // Every checkpoint asked for above is written and journaled before the run reports.
         threads.writers.drainAll()
         for task in allTasks {
-            if let failure = task.partial?.failure, failure.isDestinationUnwritable, ending.fatal == nil { ending.fatal = failure }
+            if let failure = task.partial?.failure, failure.isDestinationUnwritable { ending.keepFirstFatal(failure) }
         }
     }
 
@@ -324,7 +324,7 @@ public final class SyncRunner {
             try writer.append(.run(run), durable: true)
             if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
         } catch let error as SystemError {
-            if ending.fatal == nil && error.isDestinationUnwritable { ending.fatal = error }
+            if error.isDestinationUnwritable { ending.keepFirstFatal(error) }
         } catch {}
     }
 

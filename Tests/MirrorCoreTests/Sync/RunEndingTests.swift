@@ -45,4 +45,14 @@ import Glibc
         #expect(ending.result(summary: summary(), failedUnreachable: 0) == .failed)
         #expect(!ending.ranToItsEnd)
     }
+
+    @Test func theFirstDestinationErrorAndTheFirstStopAreKept() {
+        var ending = RunEnding()
+        ending.keepFirstFatal(SystemError("write", "a", code: ENOSPC))
+        ending.keepFirstFatal(SystemError("write", "b", code: EROFS))
+        #expect(ending.fatal?.code == ENOSPC)
+        ending.keepFirstStop("the manifest changed during the run")
+        ending.keepFirstStop("stopped early")
+        #expect(ending.stoppedReason == "the manifest changed during the run")
+    }
 }
