@@ -61,7 +61,7 @@ public struct DestinationIdentity: Sendable, Equatable {
             }
             (folder, name) = (canonical(split.folder) ?? split.folder, split.name)
         }
-        if let owner = try storeOwner(of: folder, name, named: destPath) { return owner.renamed(destPath) }
+        if let owner = try storeOwner(of: folder, name, named: destPath) { return owner }
         return DestinationIdentity(displayPath: destPath, folder: folder, name: name)
     }
 

@@ -90,30 +90,30 @@ public enum SyncSession {
             // --deadline counts from the start of the command, jitter and manifest fetch included,
             // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
             if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
-            destination = try? SyncRunner.destinationPath(manifest: loaded, options: options)
-            let runner = SyncRunner(manifest: loaded, options: options, report: report)
-            runner.manifestSource = provenance?.source
-            // A local manifest is hashed only when an atomic run asks (a hold to check, a
-            // generation to record), once: most runs never need it.
-            let known = provenance?.sha256
-            var hashed: String?? = nil
-            runner.manifestDigest = {
-                if let known { return known }
-                if hashed == nil { hashed = .some(ManifestProvenance.ofFile(manifest)?.sha256) }
-                return hashed ?? nil
-            }
-            if !options.dryRun, let read = localStatus.map(ManifestWatch.Read.file)
-                ?? provenance?.sha256.map({ ManifestWatch.Read.fetched(sha256: $0, etag: provenance?.etag) }) {
-                runner.manifestWatch = ManifestWatch(location: manifest, read: read, settings: options.transfer)
-            }
+            let destPath = Result { try SyncRunner.destinationPath(manifest: loaded, options: options) }
+            destination = try? destPath.get()
             var done: SyncSummary
             if options.dryRun {
                 // DEST as read while the manifest was parsed, when --dest named it.
                 let ahead = destination == options.destination
-                done = try DryRun.run(manifest: loaded, options: options, report: report,
-                                      destPath: try SyncRunner.destinationPath(manifest: loaded, options: options),
+                done = try DryRun.run(manifest: loaded, options: options, report: report, destPath: try destPath.get(),
                                       disk: ahead ? dryRunDisk : nil, lookAhead: ahead ? lookAhead : nil)
             } else {
+                let runner = SyncRunner(manifest: loaded, options: options, report: report)
+                runner.manifestSource = provenance?.source
+                // A local manifest is hashed only when an atomic run asks (a hold to check, a
+                // generation to record), once: most runs never need it.
+                let known = provenance?.sha256
+                var hashed: String?? = nil
+                runner.manifestDigest = {
+                    if let known { return known }
+                    if hashed == nil { hashed = .some(ManifestProvenance.ofFile(manifest)?.sha256) }
+                    return hashed ?? nil
+                }
+                if let read = localStatus.map(ManifestWatch.Read.file)
+                    ?? provenance?.sha256.map({ ManifestWatch.Read.fetched(sha256: $0, etag: provenance?.etag) }) {
+                    runner.manifestWatch = ManifestWatch(location: manifest, read: read, settings: options.transfer)
+                }
                 done = try runner.run()
             }
             done.manifest = provenance
