@@ -18,6 +18,7 @@ extension SyncRunner {
 
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
     func start(_ task: EntryTask) {
+        task.move(to: .fetching)
         do {
             // Bytes already on this machine come first: they need no source, reachable or not.
             if task.partial == nil, copyLocally(task) {
@@ -84,7 +85,7 @@ extension SyncRunner {
                                         target: partial, settings: transferSettings(for: task, url: url))
             submit(download, for: task)
         } catch {
-            stopOrFail(task.entry, error)
+            stopOrFail(task, error)
         }
     }
 
@@ -114,6 +115,7 @@ extension SyncRunner {
                 }
             case .failed(.cancelled):
                 task.partial?.checkpoint()
+                task.move(to: .leftForLaterRun)
                 summary.pending += 1
             case .failed(.rangeIgnored):
                 restartFromZero(task)
@@ -132,7 +134,6 @@ extension SyncRunner {
     func restartFromZero(_ task: EntryTask) {
         if let partial = task.partial, partial.length > 0, manifestChanged(under: task, partial: partial) { return }
         task.attempt.fromZero = true
-        task.notBefore = 0
         scheduler.enqueue(task)
     }
 }

@@ -170,7 +170,7 @@ public final class SyncRunner {
         retired.bytes += task.entry.size
         retired.received += task.bytesReceived
         task.partial = nil
-        task.isRetired = true
+        task.move(to: .installed)
         retired.stillListed += 1
         if retired.stillListed >= 1024 && retired.stillListed * 2 >= allTasks.count {
             allTasks.removeAll { $0.isRetired }
@@ -263,7 +263,11 @@ public final class SyncRunner {
             summary.pending += unfinished
             ending.keepFirstStop("stopped early")
         }
-        for task in unstarted { task.partial?.checkpoint() }
+        for task in unstarted {
+            task.partial?.checkpoint()
+            task.move(to: .leftForLaterRun)
+        }
+        leaveHeldDuplicates()
         // Every checkpoint asked for above is written and journaled before the run reports.
         threads.writers.drainAll()
         for task in allTasks {
@@ -285,7 +289,7 @@ public final class SyncRunner {
         task.partial?.checkpoint()
         if case .writeFailed(let error) = failure {
             if error.isDestinationUnwritable { summary.pending += 1 }
-            stopOrFail(task.entry, error)
+            stopOrFail(task, error)
         } else if case .validatorChanged = failure, let partial = task.partial, manifestChanged(under: task, partial: partial) {
             return
         } else {
