@@ -273,6 +273,10 @@ public final class SyncRunner {
         for task in allTasks {
             if let failure = task.partial?.failure, failure.isDestinationUnwritable { ending.keepFirstFatal(failure) }
         }
+        // Every entry the run took up has ended: installed, failed, or left for a later run
+        // (docs/architecture.md, "An entry's life").
+        assert(allTasks.allSatisfy(\.state.isEnded),
+               "entries that never ended: \(allTasks.filter { !$0.state.isEnded }.prefix(3).map { "\($0.entry.path) \($0.state)" })")
     }
 
     func showProgress() {
