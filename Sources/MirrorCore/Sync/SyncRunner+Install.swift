@@ -4,16 +4,16 @@ import MirrorKit
 /// (``Installer``), the installed files reported, and files already at their path checked.
 extension SyncRunner {
     func verifyAndInstall(_ task: EntryTask) {
-        guard let partial = task.partial, let installer else { return }
+        guard let partial = task.partial, let installer, let work else { return }
         let entry = task.entry
         switch installer.verify(partial, for: task) {
         case .queued:
             task.move(to: .installing)
             if installer.isDue(now: monotonicSeconds()) { dispatchCommit() }
         case .failed(let error):
-            stopOrFail(task, error)
+            apply(work.failed(task, error))
         case .mismatch(let detail, let got):
-            checksumMismatch(task, partial: partial, detail: detail, got: got)
+            apply(work.checksumMismatch(task, partial: partial, detail: detail, got: got))
         }
     }
 
@@ -50,7 +50,7 @@ extension SyncRunner {
     /// Counts and reports the files of a finished commit; its failures fail (or stop) their entries.
     func report(_ done: Installer.Committed) {
         if let error = done.fatal { ending.keepFirstFatal(error) }
-        for (task, error) in done.failed { stopOrFail(task, error) }
+        for (task, error) in done.failed { if let work { apply(work.failed(task, error)) } }
         for (task, partial) in done.installed {
             let entry = task.entry
             if task.replacing { summary.replaced += 1 } else { summary.downloaded += 1 }

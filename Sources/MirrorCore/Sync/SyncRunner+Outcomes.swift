@@ -4,96 +4,77 @@ import MirrorKit
 import Glibc
 #endif
 
-/// How an entry's attempt ends, the runner's side: a retry on the same source or the next one
-/// (``RetryPolicy`` decides), giving up, or a failure recorded for the summary, the journal and
-/// `mirror status`.
+/// The loop's side of an entry's work (``EntryWork``): what it asks (``EntryEffect``) carried out
+/// on the queues, the install batch, the summary and the run's ending, and a failure recorded
+/// for the summary, the journal and `mirror status`.
 extension SyncRunner {
-    /// Decides what follows a failed attempt: the same source after a back-off, the next source, or
-    /// giving up. Retries are bounded per source by attempts that made no progress, so a connection
-    /// that drops every few hundred megabytes still finishes, and a dead one does not loop.
-    func retry(_ task: EntryTask, after failure: TransferFailure) {
-        task.history.record(failure)
-        if failure.distrustsRanges { task.attempt.fromZero = true }
-        let hostFailures = reachability.noteFailure(at: task.currentSource, failure)
-        let facts = RetryPolicy.Facts(failure: failure, progress: (task.partial?.length ?? 0) - task.attempt.lengthAtStart,
-                                      remainingAtStart: task.entry.size - task.attempt.lengthAtStart,
-                                      failuresWithoutProgress: task.source.failuresWithoutProgress, attempts: task.attempt.count,
-                                      jitter: Double.random(in: 0.5..<1.5), hostUnreachableFailures: hostFailures,
-                                      preferredSource: task.currentSource.map { isPreferredOnly($0, of: task.entry) } ?? false)
-        let decision = retryPolicy.decide(facts)
-        task.source.failuresWithoutProgress = decision.failuresWithoutProgress
-        switch decision.action {
-        case .stop:
-            return giveUp(task)
-        case .nextSource(let markHost):
-            if markHost, failure.isUnreachable, let source = task.currentSource,
-               reachability.giveUp(on: source) {
-                let why: String
-                if case .unreachable(let message) = failure { why = message } else { why = "\(failure)" }
-                report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
+    /// Carries out `effects` in the order the work asked for them.
+    func apply(_ effects: [EntryEffect]) {
+        for effect in effects {
+            switch effect {
+            case .queue(let task):
+                scheduler.enqueue(task)
+            case .wait(let task, let until):
+                scheduler.park(task, until: until)
+            case .submit(let download, let task):
+                scheduler.started(download, for: task)
+                threads?.submit(download, for: task)
+            case .install(let task):
+                verifyAndInstall(task)
+            case .fail(let failure):
+                fail(failure.entry, failure.message, unreachable: failure.unreachable, cause: failure.cause, source: failure.source)
+            case .pending:
+                summary.pending += 1
+            case .stopShort(let reason):
+                ending.keepFirstStop(reason)
+            case .stopRun(let error):
+                ending.fatal = error
+            case .notTried(let path):
+                ending.notTried += 1
+                summary.pending += 1
+                releaseDuplicates(of: path)
+            case .resumed(let kept, let rehashed):
+                summary.resumedFiles += 1
+                summary.resumedBytes += kept
+                summary.rehashedBytes += rehashed
             }
-            guard task.source.advance() else { return giveUp(task) }
-            scheduler.enqueue(task)
-        case .retry(let delay):
-            releaseIfEmpty(task)
-            scheduler.park(task, until: monotonicSeconds() + delay)
         }
     }
 
-    /// A task that waits (back-off) or ends with no byte received gives its empty partial file
-    /// back: thousands of entries waiting for a dead server must not hold thousands of open files
-    /// (EMFILE) or leave empty files behind, nor a segmented one preallocated to the file's size.
-    /// It is created again when bytes can arrive.
-    func releaseIfEmpty(_ task: EntryTask) {
-        guard let partial = task.partial, partial.length == 0, task.downloads.isEmpty else { return }
-        partial.settle()
-        partial.remove()
-        task.partial = nil
+    /// Starts the next attempt of `task` (``EntryWork/start(_:)``).
+    func start(_ task: EntryTask) {
+        guard let work else { return }
+        apply(work.start(task))
     }
 
-    func giveUp(_ task: EntryTask) {
-        let why = task.history.last.map { "\($0)" } ?? "no source to fetch it from"
-        let source = task.sources.last.map { " (last tried \(redactedURL($0)))" } ?? ""
-        releaseIfEmpty(task)
-        // Its writer may still hold a checkpoint for it: done before the descriptor goes.
-        task.partial?.settle()
-        task.partial?.close()
-        task.attempt.delta.index = nil
-        let unreachable = task.history.endedUnreachable
-        if task.history.skippedUnreachable && unreachable {
-            // Never asked: its host stopped answering earlier in this run (said once, when it was
-            // marked). The entry is left for a later run, like one a deadline stopped.
-            ending.notTried += 1
-            task.move(to: .leftForLaterRun)
-            summary.pending += 1
-            releaseDuplicates(of: task.entry.path)
-            return
+    /// The requests that ended, each to its entry's work (``EntryWork/finished(_:of:)``).
+    func handle(_ finished: [Download]) {
+        guard let work else { return }
+        for download in finished {
+            guard let task = scheduler.ended(download) else { continue }
+            apply(work.finished(download, of: task))
         }
-        // The source that gave the last failure: the current one, or the last once all were tried.
-        let tried = task.currentSource ?? task.sources.last
-        task.move(to: .failed)
-        fail(task.entry, why + source, unreachable: unreachable,
-             cause: task.history.last.map(FailureCause.init) ?? .other, source: tried)
     }
 
-
-
-    /// A system error while handling `task` (``stopOrFail(_:_:)-entry``). While requests of it
-    /// still run (a segmented file), they are stopped and the error is handled when the last is
-    /// back (``handleSegment(_:of:)``): an entry ends once, with none of its requests running.
-    func stopOrFail(_ task: EntryTask, _ error: Error) {
-        if !task.downloads.isEmpty {
-            segmentFailed(task, (error as? SystemError).map(TransferFailure.writeFailed)
-                          ?? .network(code: 0, message: "\(error)", transient: true))
-            return
+    /// Widens the segmented files whose hash waited for bytes while their transfer thread waited
+    /// for the network (``EntryWork/widen(_:now:)``), one file at a time.
+    ///
+    /// - Returns: seconds until the next decision is due, or nil when no file can widen.
+    func widenSegments(_ now: Double) -> Double? {
+        guard let work, options.segments > 1, !scheduler.stop.isEnding else { return nil }
+        var nextDue: Double?
+        var seen = Set<ObjectIdentifier>()
+        for task in scheduler.activeTasks where seen.insert(ObjectIdentifier(task)).inserted && work.mayWiden(task) {
+            let (due, effects) = work.widen(task, now: now)
+            apply(effects)
+            if let due { nextDue = min(nextDue ?? .infinity, due) }
         }
-        let fatal = (error as? SystemError)?.isDestinationUnwritable == true
-        task.move(to: fatal ? .leftForLaterRun : .failed)
-        stopOrFail(task.entry, error)
+        return nextDue.map { max(0.001, $0) }
     }
 
-    /// A system error while handling `entry`: when the destination itself refuses writes (full,
-    /// read-only, permissions) the whole run stops with exit 73; otherwise only the entry fails.
+    /// A system error while handling `entry` (a present file checked, an install): when the
+    /// destination itself refuses writes (full, read-only, permissions) the whole run stops with
+    /// exit 73; otherwise only the entry fails.
     func stopOrFail(_ entry: ManifestEntry, _ error: Error) {
         if let error = error as? SystemError, error.isDestinationUnwritable {
             ending.fatal = error
@@ -109,7 +90,6 @@ extension SyncRunner {
         // Masked once here for every place it goes: console, --json, the log and the journal.
         let message = redactingURLs(in: failure)
         summary.failed += 1
-        reachability.noteEntryFailed(unreachable: unreachable)
         var result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
         result.cause = cause
         result.host = source.map { redactedURL(hostKey(of: $0)) }

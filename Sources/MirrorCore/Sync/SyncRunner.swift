@@ -30,8 +30,8 @@ public final class SyncRunner {
     var allTasks: [EntryTask] = []
     /// What the installed tasks let go added up to.
     var retired = RetiredTasks()
-    /// Hosts that stopped answering in this run, and the entries that failed for it alone.
-    var reachability = HostReachability()
+    /// The work of each entry (``EntryWork``), made when the transfer threads start.
+    var work: EntryWork?
     /// Entries waiting for another entry of the run to fetch their content, by that entry's path
     /// (``holdDuplicates()``).
     var waitingForContent: [PathKey: [EntryTask]] = [:]
@@ -42,8 +42,6 @@ public final class SyncRunner {
     public var manifestDigest: () -> String? = { nil }
     /// Asks whether the manifest was republished during the run, after wrong bytes (``ManifestWatch``).
     var manifestWatch: ManifestWatch?
-    var retryPolicy: RetryPolicy { RetryPolicy(retries: options.retries, baseDelay: options.retryBaseDelay) }
-    var segmentPolicy: SegmentPolicy { SegmentPolicy(maxConnections: options.segments, threshold: options.segmentThreshold) }
     /// What stopped the run short, if anything, and the result it ends with (``RunEnding``).
     var ending = RunEnding()
     let startTime: Double
@@ -190,6 +188,10 @@ public final class SyncRunner {
         }
         self.threads = threads
         defer { threads.shutdown() }
+        guard let place else { return }
+        work = EntryWork(options: options, manifest: manifest, place: place, threads: threads, stop: scheduler.stop,
+                         freeConnections: { [unowned scheduler] in scheduler.freeConnections },
+                         manifestWatch: manifestWatch, report: report)
         let engine = threads.transfers
 
         while ending.fatal == nil {
@@ -269,20 +271,6 @@ public final class SyncRunner {
                                 active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
     }
 
-    /// A failed attempt at the whole entry: a write error stops the entry (or the run, when the
-    /// destination refuses writes); anything else is retried.
-    func attemptFailed(_ task: EntryTask, _ failure: TransferFailure) {
-        task.partial?.checkpoint()
-        if case .writeFailed(let error) = failure {
-            if error.isDestinationUnwritable { summary.pending += 1 }
-            stopOrFail(task, error)
-        } else if case .validatorChanged = failure, let partial = task.partial, manifestChanged(under: task, partial: partial) {
-            return
-        } else {
-            retry(task, after: failure)
-        }
-    }
-
     func finishRun() {
         if let error = ending.fatal { ending.fatal = explainedFatal(error) }
         if let partialFolder {
@@ -302,7 +290,7 @@ public final class SyncRunner {
         }
         summary.bytesTransferred = retired.received + allTasks.reduce(0) { $1.isRetired ? $0 : $0 + $1.bytesReceived }
         summary.seconds = monotonicSeconds() - startTime
-        summary.result = ending.result(summary: summary, failedUnreachable: reachability.entriesFailedUnreachable)
+        summary.result = ending.result(summary: summary, failedUnreachable: work?.reachability.entriesFailedUnreachable ?? 0)
         let run = RunRecord(start: Int64(currentUnixTime() - summary.seconds), end: Int64(currentUnixTime()),
                             result: summary.result.name, downloaded: summary.changed, failed: summary.failed,
                             bytes: summary.bytesTransferred, reason: RunReason.text(fatal: ending.fatal ?? ending.spaceStop, result: summary.result),

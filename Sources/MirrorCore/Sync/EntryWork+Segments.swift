@@ -1,8 +1,8 @@
 import MirrorKit
 
-/// Segmented downloads, the runner's side: which ranges to request, when a file widens
+/// Segmented downloads, the entry's side: which ranges to request, when a file widens
 /// (``SegmentPolicy``), and what one segment's end means for the whole entry.
-extension SyncRunner {
+extension EntryWork {
     /// Starts requests for the lowest open segments that have none running: up to the file's
     /// current width (at most `--segments`), within the connection limit (at least one, so a large
     /// file never waits for small ones to finish).
@@ -11,11 +11,11 @@ extension SyncRunner {
         // The first quarter second of the width is counted from the first request, not from the
         // loop turn that prepared the file (preallocation can take a while).
         if task.segments.widthDecidedAt == nil, let writer = partial.writer {
-            task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds, transferIdleSeconds(task))
+            task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds, threads.idleSeconds(of: task))
         }
         let running = Set(task.downloads.compactMap(\.segment))
         // At most --segments requests for this file, and (beyond its first) within the connection limit.
-        var room = min(min(task.segments.width, options.segments) - task.downloads.count, max(1, scheduler.freeConnections))
+        var room = min(min(task.segments.width, options.segments) - task.downloads.count, max(1, freeConnections()))
         for open in partial.openSegments() where !running.contains(open.index) && room > 0 {
             let download = try Download(url: url, offset: open.from, ifRange: ifRange, target: partial,
                                         settings: transferSettings(for: task, url: url), segment: (open.index, open.end))
@@ -24,39 +24,35 @@ extension SyncRunner {
         }
     }
 
-    /// Widens the segmented files whose hash waited for bytes while their transfer thread waited
-    /// for the network (``SegmentPolicy/widen(waited:transferWaited:running:width:)``).
-    ///
-    /// - Returns: seconds until the next decision is due, or nil when no file can widen.
-    func widenSegments(_ now: Double) -> Double? {
-        guard options.segments > 1, threads != nil, !scheduler.stop.isEnding else { return nil }
-        var nextDue: Double?
-        var seen = Set<ObjectIdentifier>()
-        for task in scheduler.activeTasks where seen.insert(ObjectIdentifier(task)).inserted
-            && task.segments.width < options.segments && task.segments.failure == nil && task.downloads.first?.segment != nil {
-            // The idle time of the thread that hashes this file.
-            guard let writer = task.partial?.writer else { continue }
-            let idleNow = writer.idleSeconds
-            defer { nextDue = min(nextDue ?? .infinity, (task.segments.widthDecidedAt?.time ?? now) + SegmentPolicy.widenInterval - now) }
-            // Set by the file's first startSegments.
-            guard let last = task.segments.widthDecidedAt else { continue }
-            let span = now - last.time
-            // The sync loop wakes on time, give or take a millisecond.
-            guard span >= SegmentPolicy.widenInterval * 0.95 else { continue }
-            let transferIdleNow = transferIdleSeconds(task)
-            task.segments.widthDecidedAt = (now, idleNow, transferIdleNow)
-            guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span,
-                                                  transferWaited: (transferIdleNow - last.transferIdle) / span,
-                                                  running: task.downloads.count, width: task.segments.width) else { continue }
-            task.segments.width = width
-            continueSegments(task)
-        }
-        return nextDue.map { max(0.001, $0) }
+    /// Whether `task` is a segmented download that may widen (``widen(_:now:)``).
+    func mayWiden(_ task: EntryTask) -> Bool {
+        task.segments.width < options.segments && task.segments.failure == nil && task.downloads.first?.segment != nil
     }
 
-    /// The idle seconds of the transfer thread that runs `task`'s requests.
-    private func transferIdleSeconds(_ task: EntryTask) -> Double {
-        threads?.idleSeconds(of: task) ?? 0
+    /// Widens `task` when its hash waited for bytes while its transfer thread waited for the
+    /// network (``SegmentPolicy/widen(waited:transferWaited:running:width:)``). The loop asks one
+    /// file at a time and carries out its requests before the next, so each sees the connections
+    /// left. Returns the seconds until its next decision is due (nil: it has no hashing thread).
+    func widen(_ task: EntryTask, now: Double) -> (due: Double?, effects: [EntryEffect]) {
+        // The idle time of the thread that hashes this file.
+        guard let writer = task.partial?.writer else { return (nil, []) }
+        let effects = take { decideWidth(task, idleNow: writer.idleSeconds, now: now) }
+        return ((task.segments.widthDecidedAt?.time ?? now) + SegmentPolicy.widenInterval - now, effects)
+    }
+
+    private func decideWidth(_ task: EntryTask, idleNow: Double, now: Double) {
+        // Set by the file's first startSegments.
+        guard let last = task.segments.widthDecidedAt else { return }
+        let span = now - last.time
+        // The sync loop wakes on time, give or take a millisecond.
+        guard span >= SegmentPolicy.widenInterval * 0.95 else { return }
+        let transferIdleNow = threads.idleSeconds(of: task)
+        task.segments.widthDecidedAt = (now, idleNow, transferIdleNow)
+        guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span,
+                                              transferWaited: (transferIdleNow - last.transferIdle) / span,
+                                              running: task.downloads.count, width: task.segments.width) else { return }
+        task.segments.width = width
+        continueSegments(task)
     }
 
     /// One segment's request ended. A segment that dropped after real progress is asked for again
@@ -72,7 +68,7 @@ extension SyncRunner {
             // layout (a checkpoint otherwise comes every 8 MiB).
             if task.partial?.isDelta == true { task.partial?.checkpoint() }
             // Segments the connection limit held back start as others finish.
-            if task.segments.failure == nil && !scheduler.stop.isEnding, task.partial?.isComplete == false { continueSegments(task) }
+            if task.segments.failure == nil && !stop.isEnding, task.partial?.isComplete == false { continueSegments(task) }
         case .failed(.cancelled):
             break
         case .rangeNotSatisfiable:
@@ -81,7 +77,7 @@ extension SyncRunner {
         case .failed(let failure):
             let action = segmentPolicy.afterSegmentFailure(failure, received: download.bytesWritten,
                                                            requested: download.requestedEnd.map { $0 + 1 - download.requestedOffset } ?? 1,
-                                                           entryFailing: task.segments.failure != nil, stopping: scheduler.stop.isEnding)
+                                                           entryFailing: task.segments.failure != nil, stopping: stop.isEnding)
             if action == .retrySegment,
                let url = task.currentSource, let partial = task.partial {
                 task.attempt.count += 1
@@ -103,11 +99,11 @@ extension SyncRunner {
             }
             attemptFailed(task, failure)
         } else if partial.isComplete {
-            verifyAndInstall(task)
-        } else if scheduler.stop.isEnding {
+            emit(.install(task))
+        } else if stop.isEnding {
             partial.checkpoint()
             task.move(to: .leftForLaterRun)
-            summary.pending += 1
+            emit(.pending)
         } else if task.currentSource != nil {
             // A segment ended cleanly short of its end (cancelled by nothing we know): continue.
             continueSegments(task)
@@ -124,6 +120,6 @@ extension SyncRunner {
 
     func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {
         task.segments.fail(failure)
-        threads?.transfers.cancel(task.downloads)
+        threads.transfers.cancel(task.downloads)
     }
 }

@@ -1,7 +1,7 @@
 import MirrorFS
 import MirrorKit
 
-/// Chunk deltas, the runner's side (docs/cli.md, "Chunk deltas"). An entry whose manifest entry
+/// Chunk deltas, the entry's side (docs/cli.md, "Chunk deltas"). An entry whose manifest entry
 /// names a chunk index, that starts from nothing, and of which this machine holds an older copy
 /// (the file at its path in DEST, in the current generation of an atomic DEST, or at the same path
 /// under a `--seed` folder) is laid out from that copy, and only the chunks it lacks are fetched:
@@ -18,13 +18,13 @@ import MirrorKit
 /// entry is downloaded whole, with a note. The whole-file digest is checked as for every download,
 /// so a wrong chunk, local or fetched, is never installed: a mismatch fetches the wrong chunks
 /// again once (``repairDelta(_:partial:)``), then the whole file.
-extension SyncRunner {
+extension EntryWork {
     /// Tries the delta for `task` (once per entry); true when its partial file is laid out (or
     /// the run is stopping and the entry was set aside). Whether, and from what, is
     /// ``DeltaPreparation``'s decision, the one the dry run prints.
     func startDelta(_ task: EntryTask, url: String) -> Bool {
         let startsFromZero = task.resume == nil && task.resumeOffset == 0
-        guard !task.attempt.delta.tried, partialFolder != nil,
+        guard !task.attempt.delta.tried,
               DeltaPolicy.mayTry(task.entry, startsFromZero: startsFromZero, url: url) else { return false }
         task.attempt.delta.tried = true
         let path = task.entry.path
@@ -53,7 +53,7 @@ extension SyncRunner {
             // A fresh partial file: PartialFile's init forgets any record of the name first (rule 8).
             let partial = try openPartial(for: task)
             do {
-                try partial.beginDelta(plan, from: old.file, url: url, stop: { [unowned self] in scheduler.stop.isEnding })
+                try partial.beginDelta(plan, from: old.file, url: url, stop: { [stop] in stop.isEnding })
             } catch {
                 partial.settle()
                 partial.remove()
@@ -82,11 +82,11 @@ extension SyncRunner {
     /// The delta's decision for `task`, with what the run knows: its older copies, its sources
     /// (hosts found unreachable left out), its revalidations, the stop.
     private func deltaPreparation(for task: EntryTask) -> DeltaPreparation {
-        let copies = OlderCopies(trees: localTrees, seeds: contentIndex?.seeds, partialFolder: partialFolder,
-                                 partialDisplay: { [destination] in destination?.displayState(".mirror/partial/" + $0) ?? $0 })
+        let copies = OlderCopies(trees: place.localTrees, seeds: place.contentIndex.seeds, partialFolder: place.partialFolder,
+                                 partialDisplay: { [destination = place.destination] in destination.displayState(".mirror/partial/" + $0) })
         return DeltaPreparation(olderCopy: { copies.find($0, partialName: task.partialName) },
                                 fetchIndex: { [unowned self] reference, _ in try fetchChunkIndex(reference, for: task) },
-                                stop: { [unowned self] in scheduler.stop.isEnding })
+                                stop: { [stop] in stop.isEnding })
     }
 
     /// The run is ending (signal, deadline) while a delta was prepared: the entry is set aside
@@ -94,7 +94,7 @@ extension SyncRunner {
     /// Nothing was journaled for it.
     private func setAsideForStop(_ task: EntryTask) -> Bool {
         task.partial = nil
-        scheduler.park(task, until: .infinity)
+        emit(.wait(task, until: .infinity))
         return true
     }
 
@@ -107,12 +107,12 @@ extension SyncRunner {
         let fetch = ChunkIndexFetch(urls: urls, settings: { [unowned self] url, revalidate in
             if revalidate { task.history.revalidate(url) }
             return transferSettings(for: task, url: url, manifestSources: named)
-        }, deadline: scheduler.stop.deadline)
+        }, deadline: stop.deadline)
         return try fetch.fetch(reference, for: task.entry)
     }
 }
 
-extension SyncRunner {
+extension EntryWork {
     /// A delta whose whole file failed its digest: its chunks are checked against the index, and
     /// if some are wrong (fetched from a damaged cache, say, or copied from an old copy that
     /// changed meanwhile) only their ranges are fetched again, asking caches to revalidate. Once
@@ -135,7 +135,7 @@ extension SyncRunner {
             partial.validator = nil
             let bytes = wrong.reduce(0) { $0 + $1.count }
             report.warning("\(task.entry.path): \(bytes) bytes of the delta were not the chunk index's; fetching them again")
-            scheduler.enqueue(task)
+            emit(.queue(task))
             return true
         } catch {
             return false
