@@ -1,5 +1,6 @@
 import CZlib
 import MirrorFS
+import MirrorModel
 
 /// What identifies a manifest entry for the journal: a record made for another size or checksum is
 /// obsolete (docs/journal.md, rule 4), so it never vouches for a file the manifest now describes differently.

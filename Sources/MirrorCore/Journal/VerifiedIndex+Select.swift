@@ -1,3 +1,5 @@
+import MirrorModel
+
 /// Choosing verified records by what the packed record holds, before any is decoded: a journal
 /// of 10^6 files decoded whole (a `String` per path and digest, a dictionary of them) held
 /// 1.2 GB, and two questions asked it of every record: which files the manifest no longer lists

@@ -119,6 +119,7 @@ public struct Planner: Sendable {
 }
 
 import MirrorFS
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
 
 /// How a `mirror sync` run behaves (its command-line options, parsed).
 public struct SyncOptions: Sendable {

@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 /// The runner's side of caches and preferred sources: which headers and credentials one request
 /// carries (``CacheRevalidation``, ``SourceOrder``), and what a checksum mismatch leads to

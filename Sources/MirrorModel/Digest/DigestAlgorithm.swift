@@ -30,7 +30,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
 
     /// Key of the expected digest (hex) in a journal record's identity: `sha256=...`.
     /// A `StaticString` so the no-op path compares it with a line's bytes without making a String.
-    var journalKey: StaticString {
+    package var journalKey: StaticString {
         switch self {
         case .sha256: "sha256"
         case .sha512: "sha512"
@@ -38,7 +38,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
     }
 
     /// Key of the saved hash state (``Hasher/exportState()``, hex) in a partial record: `h256=...`.
-    var stateKey: StaticString {
+    package var stateKey: StaticString {
         switch self {
         case .sha256: "h256"
         case .sha512: "h512"
@@ -54,7 +54,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
     }
 
     /// The algorithm whose ``journalKey`` (or, with `state`, ``stateKey``) is exactly `key`.
-    static func journal<C: Collection>(key: C, state: Bool = false) -> DigestAlgorithm? where C.Element == UInt8 {
+    package static func journal<C: Collection>(key: C, state: Bool = false) -> DigestAlgorithm? where C.Element == UInt8 {
         var raw = 0
         while let algorithm = DigestAlgorithm(rawValue: raw) {
             let name = state ? algorithm.stateKey : algorithm.journalKey
