@@ -120,6 +120,7 @@ public struct Planner: Sendable {
 
 import MirrorFS
 import MirrorModel
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

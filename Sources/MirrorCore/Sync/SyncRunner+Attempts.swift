@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

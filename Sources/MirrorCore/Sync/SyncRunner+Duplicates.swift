@@ -1,4 +1,5 @@
 import MirrorModel
+import MirrorState
 
 /// One content at several new paths in one run (docs/cli.md, "Reuse by content"): fetched once.
 ///

@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorState
 extension SyncRunner {
     /// Reuse by content (docs/cli.md, "Reuse by content"): before the first request for an entry
     /// that starts from nothing, a file on this machine with its size and digests (an unchanged

@@ -2,6 +2,7 @@ import CLinux
 import MirrorFS
 import MirrorKit
 import MirrorModel
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

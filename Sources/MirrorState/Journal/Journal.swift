@@ -59,7 +59,7 @@ public final class Journal: @unchecked Sendable {
     /// 16 bytes a record; records appended since are not in it (``ContentIndex`` keeps the run's
     /// own installs) until the table is made again: after the index repacked its records, whose
     /// places the table holds, and after compaction rebuilt them.
-    func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
+    package func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
         lock.lock()
         defer { lock.unlock() }
         // A table made before the arena was repacked points at old places (``VerifiedIndex/repack()``).
@@ -69,7 +69,7 @@ public final class Journal: @unchecked Sendable {
 
     /// The latest verified records whose packed form `keep` picks, decoded (only those: see
     /// ``VerifiedIndex/records(where:)``), in no particular order.
-    func verifiedRecords(where keep: (VerifiedIndex.RecordView) -> Bool) -> [VerifiedRecord] {
+    package func verifiedRecords(where keep: (VerifiedIndex.RecordView) -> Bool) -> [VerifiedRecord] {
         lock.lockForReading()
         defer { lock.unlock() }
         return verified.records(where: keep)

@@ -24,7 +24,7 @@ public struct EntryIdentity: Hashable, Sendable {
     /// Whether a file verified as `verified` provably holds other bytes than `entry` wants:
     /// another size, or another digest by an algorithm both name. A manifest that only adds an
     /// algorithm (sha512 beside the same sha256) is not other bytes: that file is hashed, and kept.
-    static func holdsOtherBytes(_ verified: EntryIdentity, _ entry: ManifestEntry) -> Bool {
+    package static func holdsOtherBytes(_ verified: EntryIdentity, _ entry: ManifestEntry) -> Bool {
         if verified.size != entry.size { return true }
         return DigestAlgorithm.allCases.contains { algorithm in
             guard let mine = verified.digests[algorithm], let wanted = entry.digests[algorithm] else { return false }
