@@ -17,7 +17,7 @@ public enum ManifestLoader {
 
     /// The same, telling `observer` of each entry as soon as it has passed every rule that can
     /// be checked before the end of the file, with its index (``ManifestEntryStream``): a dry run
-    /// plans them meanwhile (``PlanLookAhead``). Whether the manifest as a whole is valid is
+    /// plans them meanwhile (`PlanLookAhead`). Whether the manifest as a whole is valid is
     /// known only when this returns.
     package static func load(path: String, observer: @escaping EntryObserver) throws -> Manifest {
         var reader = Reader()

@@ -56,7 +56,7 @@ public final class Journal: @unchecked Sendable {
     }
     /// The verified records (latest when the table was made) whose size and digests hash to
     /// `content`: the caller compares them exactly. The table is made at the first question,
-    /// 16 bytes a record; records appended since are not in it (``ContentIndex`` keeps the run's
+    /// 16 bytes a record; records appended since are not in it (`ContentIndex` keeps the run's
     /// own installs) until the table is made again: after the index repacked its records, whose
     /// places the table holds, and after compaction rebuilt them.
     package func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
@@ -75,7 +75,7 @@ public final class Journal: @unchecked Sendable {
         return verified.records(where: keep)
     }
 
-    /// Paths with a verified record: the files mirror knows in DEST (``DeletionPolicy`` counts
+    /// Paths with a verified record: the files mirror knows in DEST (`DeletionPolicy` counts
     /// its percentage from them).
     public var verifiedCount: Int {
         lock.lockForReading()

@@ -87,7 +87,7 @@ public struct VerifiedRecord: Equatable, Sendable {
     public var device: UInt64
     public var mtime: FileTime
     public var ctime: FileTime
-    /// The file was already at its path and mirror only hashed it (``Installer/check(_:)``): mirror
+    /// The file was already at its path and mirror only hashed it (`Installer.check(_:)`): mirror
     /// never installed it, so `--delete` never removes it (docs/cli.md, "Deleting"). `found=1`.
     public var adopted: Bool
 

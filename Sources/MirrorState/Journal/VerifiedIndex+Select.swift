@@ -4,7 +4,7 @@ import MirrorModel
 /// of 10^6 files decoded whole (a `String` per path and digest, a dictionary of them) held
 /// 1.2 GB, and two questions asked it of every record: which files the manifest no longer lists
 /// (`--delete`, ``records(where:)``), and which verified file holds the bytes an entry needs
-/// (reuse by content, ``ContentIndex``, through a ``ContentTable``). Each answer is a handful of
+/// (reuse by content, `ContentIndex`, through a ``ContentTable``). Each answer is a handful of
 /// records (docs/performance.md, "Questions to the whole journal").
 extension VerifiedIndex {
     /// A packed record as it lies in the arena, valid only inside the call it is passed to.
