@@ -21,12 +21,17 @@ final class EntryTask {
     var attempt = Attempts()
     var history = FailureHistory()
     var segments = SegmentState()
+    /// Where the entry stands in the run (``EntryState``), changed only by ``move(to:)``.
+    private(set) var state = EntryState.ready
     /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`; ``Scheduler``).
-    var notBefore = 0.0
+    var notBefore: Double {
+        if case .waiting(let until) = state { return until }
+        return 0
+    }
     /// The transfer thread its requests go to (``TransferPool``), fixed at its first request.
     var shard: Int?
     /// Installed and counted (``SyncRunner/retire(_:)``): nothing of it is needed any more.
-    var isRetired = false
+    var isRetired: Bool { state == .installed }
     /// Bytes received for this entry in this run: its partial file's, and a chunk delta's index.
     var bytesReceived: Int64 { (partial?.bytesReceived ?? 0) + attempt.delta.indexBytes }
     /// The partial file's name (``PartialFile/name(for:)``, a SHA-256 of the path), worked out
@@ -39,6 +44,13 @@ final class EntryTask {
         self.replacing = replacing
         resumeRecord = resume.map(Rare.init)
         self.resumeOffset = resumeOffset
+    }
+
+    /// Moves the entry on in its life (``EntryState/allows(_:)``); a move the life does not
+    /// have is a defect of the run's loop, which debug builds stop at.
+    func move(to next: EntryState) {
+        assert(state.allows(next), "\(entry.path): no move from \(state) to \(next) in an entry's life (EntryState)")
+        state = next
     }
 
     /// The entry's sources, in the order they are tried (the manifest's URL, then its mirrors).

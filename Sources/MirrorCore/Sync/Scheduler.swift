@@ -51,17 +51,30 @@ final class Scheduler {
     var ready: ArraySlice<EntryTask> { queue.remaining }
 
     /// The entry may start at the loop's next turn.
-    func enqueue(_ task: EntryTask) { queue.append(task) }
+    func enqueue(_ task: EntryTask) {
+        // A task made for the run starts ready; one that ran, waited or was held moves to it.
+        if task.state != .ready { task.move(to: .ready) }
+        queue.append(task)
+    }
 
-    /// The entry waits until its `notBefore` (a back-off, `Retry-After`).
-    func park(_ task: EntryTask) { waiting.append(task) }
+    /// The entry waits until `until`, a monotonic time (a back-off, `Retry-After`; `.infinity`:
+    /// not again in this run).
+    func park(_ task: EntryTask, until: Double) {
+        task.move(to: .waiting(until: until))
+        waiting.append(task)
+    }
 
     /// Moves the waiting entries whose time has come to the end of the queue, in the order they waited.
     func promoteDue(now: Double) {
         guard !waiting.isEmpty else { return }
         var still: [EntryTask] = []
         for task in waiting {
-            if task.notBefore <= now { queue.append(task) } else { still.append(task) }
+            if task.notBefore <= now {
+                task.move(to: .ready)
+                queue.append(task)
+            } else {
+                still.append(task)
+            }
         }
         waiting = still
     }

@@ -19,6 +19,7 @@ extension SyncRunner {
 
     /// Starts the next attempt of `task`: opens its partial file, picks a source, submits.
     func start(_ task: EntryTask) {
+        task.move(to: .fetching)
         do {
             // Bytes already on this machine come first: they need no source, reachable or not.
             if task.partial == nil, copyLocally(task) {
@@ -85,7 +86,7 @@ extension SyncRunner {
                                         target: partial, settings: transferSettings(for: task, url: url))
             submit(download, for: task)
         } catch {
-            stopOrFail(task.entry, error)
+            stopOrFail(task, error)
         }
     }
 
@@ -115,6 +116,7 @@ extension SyncRunner {
                 }
             case .failed(.cancelled):
                 task.partial?.checkpoint()
+                task.move(to: .leftForLaterRun)
                 summary.pending += 1
             case .failed(.rangeIgnored):
                 restartFromZero(task)
@@ -133,7 +135,6 @@ extension SyncRunner {
     func restartFromZero(_ task: EntryTask) {
         if let partial = task.partial, partial.length > 0, manifestChanged(under: task, partial: partial) { return }
         task.attempt.fromZero = true
-        task.notBefore = 0
         scheduler.enqueue(task)
     }
 }

@@ -38,6 +38,7 @@ extension SyncRunner {
         case .fail(let sameTwice):
             partial.settle()
             partial.remove()
+            task.move(to: .failed)
             let attempts = failures == 1 ? "1 attempt" : "\(failures) attempts"
             let why = sameTwice
                 ? "the server's file differs from the manifest (\(detail), the same twice from \(redactedURL(source))); "
@@ -65,6 +66,7 @@ extension SyncRunner {
         guard let watch = manifestWatch, watch.hasChanged(now: monotonicSeconds(), deadline: scheduler.stop.deadline) else { return false }
         partial.settle()
         partial.remove()
+        task.move(to: .leftForLaterRun)
         summary.pending += 1
         ending.keepFirstStop("the manifest changed during the run; the next run fetches its new version")
         report.warning("\(task.entry.path): the manifest changed during the run (\(redactedURL(watch.location))); "

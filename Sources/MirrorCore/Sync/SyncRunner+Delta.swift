@@ -70,7 +70,7 @@ extension SyncRunner {
         } catch is StoppedEarly {
             return setAsideForStop(task)
         } catch let error as SystemError where DeltaPolicy.isDestinationFull(error) {
-            stopOrFail(task.entry, error)
+            stopOrFail(task, error)
             return true
         } catch {
             // A copy that failed on the old copy's side (an expired NFS seed, say) is not the
@@ -95,8 +95,7 @@ extension SyncRunner {
     /// Nothing was journaled for it.
     private func setAsideForStop(_ task: EntryTask) -> Bool {
         task.partial = nil
-        task.notBefore = .infinity
-        scheduler.park(task)
+        scheduler.park(task, until: .infinity)
         return true
     }
 

@@ -74,7 +74,10 @@ extension SyncRunner {
         }
         guard !leaderOf.isEmpty else { return }
         for task in planned.withdraw(where: { entry, _ in leaderOf[entry.pathBytes] != nil }) {
-            if let leader = leaderOf[task.entry.pathBytes] { waitingForContent[PathKey(leader.string), default: []].append(task) }
+            if let leader = leaderOf[task.entry.pathBytes] {
+                task.move(to: .heldForContent)
+                waitingForContent[PathKey(leader.string), default: []].append(task)
+            }
         }
     }
 
@@ -95,4 +98,9 @@ extension SyncRunner {
 
     /// Entries still waiting for content when the run ends (it stopped first): not finished.
     var heldDuplicates: Int { waitingForContent.values.reduce(0) { $0 + $1.count } }
+
+    /// The run stopped before their content's entry ended: they are left for a later run.
+    func leaveHeldDuplicates() {
+        for tasks in waitingForContent.values { for task in tasks { task.move(to: .leftForLaterRun) } }
+    }
 }

@@ -67,15 +67,6 @@ extension SyncRunner {
         if (try? HoldFile.builtFrom(in: state))?[n] == nil { recordBuiltFrom(store, generation: n) }
     }
 
-    /// The complete generations but the one DEST shows, newest first, opened for reading; one
-    /// that cannot be opened is left out (it is only a source).
-    func keptSets(of store: GenerationStore) -> [Destination] {
-        var shown: Int?
-        if case .generation(let n) = store.current() { shown = n }
-        let numbers = ((try? store.generations()) ?? []).filter { $0 != shown }.reversed()
-        return numbers.compactMap { try? Destination.keptGeneration(store, $0) }
-    }
-
     /// The entry's file in a kept generation, newest first, that the journal verified as this
     /// version (same size, digests, inode, times: ``Journal/isVerified(_:status:)``): rolling
     /// forward to a set a kept generation holds links it, as unchanged files are linked from the

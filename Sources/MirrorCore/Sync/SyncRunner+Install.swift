@@ -9,9 +9,10 @@ extension SyncRunner {
         let entry = task.entry
         switch installer.verify(partial, for: task) {
         case .queued:
+            task.move(to: .installing)
             if installer.isDue(now: monotonicSeconds()) { dispatchCommit() }
         case .failed(let error):
-            stopOrFail(entry, error)
+            stopOrFail(task, error)
         case .mismatch(let detail, let got):
             checksumMismatch(task, partial: partial, detail: detail, got: got)
         }
@@ -50,7 +51,7 @@ extension SyncRunner {
     /// Counts and reports the files of a finished commit; its failures fail (or stop) their entries.
     func report(_ done: Installer.Committed) {
         if let error = done.fatal { ending.keepFirstFatal(error) }
-        for (task, error) in done.failed { stopOrFail(task.entry, error) }
+        for (task, error) in done.failed { stopOrFail(task, error) }
         for (task, partial) in done.installed {
             let entry = task.entry
             if task.replacing { summary.replaced += 1 } else { summary.downloaded += 1 }

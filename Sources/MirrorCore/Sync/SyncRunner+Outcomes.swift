@@ -35,14 +35,11 @@ extension SyncRunner {
                 report.warning("cannot reach \(hostKey(of: source)): \(why); its other files are left for a later run")
             }
             guard task.source.advance() else { return giveUp(task) }
-            task.notBefore = 0
             scheduler.enqueue(task)
-            return
         case .retry(let delay):
-            task.notBefore = monotonicSeconds() + delay
+            releaseIfEmpty(task)
+            scheduler.park(task, until: monotonicSeconds() + delay)
         }
-        releaseIfEmpty(task)
-        scheduler.park(task)
     }
 
     /// A task that waits (back-off) or ends with no byte received gives its empty partial file
@@ -69,17 +66,33 @@ extension SyncRunner {
             // Never asked: its host stopped answering earlier in this run (said once, when it was
             // marked). The entry is left for a later run, like one a deadline stopped.
             ending.notTried += 1
+            task.move(to: .leftForLaterRun)
             summary.pending += 1
             releaseDuplicates(of: task.entry.path)
             return
         }
         // The source that gave the last failure: the current one, or the last once all were tried.
         let tried = task.currentSource ?? task.sources.last
+        task.move(to: .failed)
         fail(task.entry, why + source, unreachable: unreachable,
              cause: task.history.last.map(FailureCause.init) ?? .other, source: tried)
     }
 
 
+
+    /// A system error while handling `task` (``stopOrFail(_:_:)-entry``). While requests of it
+    /// still run (a segmented file), they are stopped and the error is handled when the last is
+    /// back (``handleSegment(_:of:)``): an entry ends once, with none of its requests running.
+    func stopOrFail(_ task: EntryTask, _ error: Error) {
+        if !task.downloads.isEmpty {
+            segmentFailed(task, (error as? SystemError).map(TransferFailure.writeFailed)
+                          ?? .network(code: 0, message: "\(error)", transient: true))
+            return
+        }
+        let fatal = (error as? SystemError)?.isDestinationUnwritable == true
+        task.move(to: fatal ? .leftForLaterRun : .failed)
+        stopOrFail(task.entry, error)
+    }
 
     /// A system error while handling `entry`: when the destination itself refuses writes (full,
     /// read-only, permissions) the whole run stops with exit 73; otherwise only the entry fails.

@@ -106,6 +106,7 @@ extension SyncRunner {
             verifyAndInstall(task)
         } else if scheduler.stop.isEnding {
             partial.checkpoint()
+            task.move(to: .leftForLaterRun)
             summary.pending += 1
         } else if task.currentSource != nil {
             // A segment ended cleanly short of its end (cancelled by nothing we know): continue.
@@ -118,7 +119,7 @@ extension SyncRunner {
     /// Starts what the file's width allows of its open segments, from its current source.
     func continueSegments(_ task: EntryTask) {
         guard let url = task.currentSource, let partial = task.partial else { return }
-        do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task.entry, error) }
+        do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task, error) }
     }
 
     func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {

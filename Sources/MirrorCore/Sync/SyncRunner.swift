@@ -22,15 +22,8 @@ public final class SyncRunner {
     let report: ConsoleReport
 
     var summary = SyncSummary()
-    var destination: Destination!
-    var partialFolder: FileDescriptor!
-    /// Whether small downloads go without a name this run (``PartialNaming``), asked once the
-    /// partial folder is open and locked.
-    var partialNaming = PartialNaming(canLinkOpenFiles: false)
-    /// The one writer of DEST's journal, made when the state is open (``JournalWriter``).
-    var writer: JournalWriter!
-    /// The journal the writer writes, for lookups.
-    var journal: Journal { writer.journal }
+    /// Where the run works, opened under DEST's lock (``RunPlace``): nil until then.
+    var place: RunPlace?
     /// The transfer, hashing and commit threads, while the transfers run (``RunThreads``).
     var threads: RunThreads?
     /// The queue, the slots, the deadline and the stop.
@@ -41,23 +34,11 @@ public final class SyncRunner {
     var retired = RetiredTasks()
     /// Hosts that stopped answering in this run, and the entries that failed for it alone.
     var reachability = HostReachability()
-    var installer: Installer?
-    /// Files on this machine that may hold an entry's bytes (renamed, duplicated, `--seed`).
-    var contentIndex: ContentIndex?
-    /// Where an older version of an entry may be found for a chunk delta: DEST, and the current
-    /// generation of an atomic DEST.
-    var localTrees: [Destination] = []
     /// Entries waiting for another entry of the run to fetch their content, by that entry's path
     /// (``holdDuplicates()``).
     var waitingForContent: [PathKey: [EntryTask]] = [:]
-    /// The generation store when DEST is atomic (``GenerationStore``); the run then installs into
-    /// its building folder and ``publishGeneration(_:)`` switches DEST at the end.
-    var generations: GenerationStore?
     /// Set once the building folder is seeded: only then is there a generation to publish.
     var buildsGeneration = false
-    /// The complete generations of an atomic DEST other than the one it shows, newest first:
-    /// sources of unchanged files and of reuse by content (``keptCopy(of:)``).
-    var keptGenerations: [Destination] = []
     /// SHA-256 of the manifest's bytes, asked for only when an atomic run needs it (a hold to
     /// check, a generation to record; ``HoldPolicy``). Set by ``SyncSession``.
     public var manifestDigest: () -> String? = { nil }
@@ -97,9 +78,10 @@ public final class SyncRunner {
         summary.total = manifest.entries.count
         let lock: DestinationLock
         do {
-            let current: Destination?
-            (lock, current) = try openState(destPath)
-            if let generations {
+            let place = try RunPlace.open(destPath, manifest: manifest, options: options, report: report)
+            self.place = place
+            lock = place.lock
+            if let generations = place.generations {
                 try generations.sweepLeftovers()
                 if try isHeld(generations) {
                     lock.release()
@@ -114,7 +96,7 @@ public final class SyncRunner {
                     if let fatal = ending.fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
                     return summary
                 }
-                try seedBuilding(from: current)
+                try seedBuilding(from: place.current)
                 buildsGeneration = true
             }
         } catch let error as SystemError {
@@ -172,7 +154,7 @@ public final class SyncRunner {
         retired.bytes += task.entry.size
         retired.received += task.bytesReceived
         task.partial = nil
-        task.isRetired = true
+        task.move(to: .installed)
         retired.stillListed += 1
         if retired.stillListed >= 1024 && retired.stillListed * 2 >= allTasks.count {
             allTasks.removeAll { $0.isRetired }
@@ -265,12 +247,20 @@ public final class SyncRunner {
             summary.pending += unfinished
             ending.keepFirstStop("stopped early")
         }
-        for task in unstarted { task.partial?.checkpoint() }
+        for task in unstarted {
+            task.partial?.checkpoint()
+            task.move(to: .leftForLaterRun)
+        }
+        leaveHeldDuplicates()
         // Every checkpoint asked for above is written and journaled before the run reports.
         threads.writers.drainAll()
         for task in allTasks {
             if let failure = task.partial?.failure, failure.isDestinationUnwritable { ending.keepFirstFatal(failure) }
         }
+        // Every entry the run took up has ended: installed, failed, or left for a later run
+        // (docs/architecture.md, "An entry's life").
+        assert(allTasks.allSatisfy(\.state.isEnded),
+               "entries that never ended: \(allTasks.filter { !$0.state.isEnded }.prefix(3).map { "\($0.entry.path) \($0.state)" })")
     }
 
     func showProgress() {
@@ -287,7 +277,7 @@ public final class SyncRunner {
         task.partial?.checkpoint()
         if case .writeFailed(let error) = failure {
             if error.isDestinationUnwritable { summary.pending += 1 }
-            stopOrFail(task.entry, error)
+            stopOrFail(task, error)
         } else if case .validatorChanged = failure, let partial = task.partial, manifestChanged(under: task, partial: partial) {
             return
         } else {
@@ -330,11 +320,20 @@ public final class SyncRunner {
         } catch {}
     }
 
-    /// The manifest's paths asked through its compact path table (``PathIndex/init(listing:)``,
-    /// 16 bytes a key), not sets of identities and paths (about 300 MB at 10^6 entries).
-    func compactJournal() throws {
-        let entries = manifest.entries
-        let listing = PathIndex(listing: entries)
-        try writer.compact(current: { path in listing.entryIndex(path).map { entries[$0] } })
-    }
+    func compactJournal() throws { try RunPlace.compactJournal(writer, for: manifest) }
+}
+
+/// What the run reads of its place (``RunPlace``), by the names the loop's parts use. Each is
+/// nil (or fails when forced) before the place is opened, which the run does first.
+extension SyncRunner {
+    var destination: Destination! { place?.destination }
+    var partialFolder: FileDescriptor! { place?.partialFolder }
+    var partialNaming: PartialNaming { place?.partialNaming ?? PartialNaming(canLinkOpenFiles: false) }
+    var writer: JournalWriter! { place?.writer }
+    var journal: Journal { writer.journal }
+    var generations: GenerationStore? { place?.generations }
+    var keptGenerations: [Destination] { place?.keptGenerations ?? [] }
+    var installer: Installer? { place?.installer }
+    var contentIndex: ContentIndex? { place?.contentIndex }
+    var localTrees: [Destination] { place?.localTrees ?? [] }
 }

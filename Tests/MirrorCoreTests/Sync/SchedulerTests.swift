@@ -9,10 +9,15 @@ import Glibc
 @Suite struct SchedulerTests {
     final class Request {}
 
-    static func task(_ path: String, notBefore: Double = 0) -> EntryTask {
-        let task = EntryTask(entry: ManifestEntry(path: path, url: .relative(path), size: 10, digests: [:]),
-                             sources: ["http://127.0.0.1/" + path], replacing: false)
-        task.notBefore = notBefore
+    static func task(_ path: String) -> EntryTask {
+        EntryTask(entry: ManifestEntry(path: path, url: .relative(path), size: 10, digests: [:]),
+                  sources: ["http://127.0.0.1/" + path], replacing: false)
+    }
+
+    /// A task whose attempt failed, as the run parks it (``EntryState``: only a fetching entry waits).
+    static func failedAttempt(_ path: String) -> EntryTask {
+        let task = Self.task(path)
+        task.move(to: .fetching)
         return task
     }
 
@@ -53,8 +58,8 @@ import Glibc
         for _ in 0 ..< 3000 { takeOne() }
         #expect(scheduler.ready.count == 2000)
         #expect(scheduler.ready.first === tasks[3000])
-        let late = Self.task("late")
-        scheduler.park(late)
+        let late = Self.failedAttempt("late")
+        scheduler.park(late, until: 0)
         scheduler.promoteDue(now: 1)
         while !scheduler.ready.isEmpty { takeOne() }
         let expected = tasks + [late]
@@ -87,10 +92,10 @@ import Glibc
 
     @Test func aWaitingEntryReturnsToTheQueueWhenItsTimeComes() {
         let scheduler = Scheduler(jobs: 1, connectionLimit: 1, stop: RunStop(deadline: nil))
-        let later = Self.task("later", notBefore: 10)
-        let sooner = Self.task("sooner", notBefore: 5)
-        scheduler.park(later)
-        scheduler.park(sooner)
+        let later = Self.failedAttempt("later")
+        let sooner = Self.failedAttempt("sooner")
+        scheduler.park(later, until: 10)
+        scheduler.park(sooner, until: 5)
         #expect(!scheduler.isIdle)
         #expect(scheduler.timeUntilDue(now: 4.9) < 0.11, "wakes when the first is due")
         #expect(scheduler.timeUntilDue(now: 0) == Scheduler.longestWait)
