@@ -10,7 +10,14 @@ import PackageDescription
 ///   stop signal. Needs nothing of mirror.
 /// - `MirrorFS`: DEST on disk: descriptors, paths opened without following links, atomic
 ///   replacement, the generations of an atomic DEST. Uses MirrorKit.
-/// - `MirrorCore`: everything else (manifest, journal, plan, transfers, the sync, reports). Uses both.
+/// - `MirrorModel`: what a run reads and checks, without the network, the journal or the run: the
+///   manifest (libyaml, the entries, paths as bytes, the writer), its signature (Ed25519), digests,
+///   and the data of a chunk delta (the index, the chunker, the plan). Uses MirrorKit and MirrorFS.
+/// - `MirrorState`: what a run leaves in `DEST/.mirror/` for the next: the journal (its records,
+///   compaction and recovery, its one writer), the verified index, the destination lock and the
+///   journal's reserve. Uses MirrorModel and those below it.
+/// - `MirrorCore`: everything else (plan, policies, transfers, the sync, reports, status, verify).
+///   Uses all of the above.
 /// - `mirror`: the executable, argument parsing and exit codes.
 ///
 /// What a target offers the ones above it but not the library's users is `package`, not `public`.
@@ -23,7 +30,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "mirror", targets: ["mirror"]),
-        .library(name: "MirrorCore", targets: ["MirrorCore", "MirrorKit", "MirrorFS"]),
+        .library(name: "MirrorCore", targets: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorModel", "MirrorState"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -46,8 +53,18 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
+            name: "MirrorModel",
+            dependencies: ["MirrorKit", "MirrorFS", "CYAML", "COpenSSL", "CZlib", "CLinux"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "MirrorState",
+            dependencies: ["MirrorKit", "MirrorFS", "MirrorModel", "CZlib"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
             name: "MirrorCore",
-            dependencies: ["MirrorKit", "MirrorFS", "CCurl", "CYAML", "CZlib", "COpenSSL", "CLinux"],
+            dependencies: ["MirrorKit", "MirrorFS", "MirrorModel", "MirrorState", "CCurl", "CLinux"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -56,24 +73,25 @@ let package = Package(
                 "MirrorCore",
                 "MirrorKit",
                 "MirrorFS",
+                "MirrorModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "MirrorTestSupport",
-            dependencies: ["MirrorCore", "MirrorKit"],
+            dependencies: ["MirrorCore", "MirrorKit", "MirrorModel"],
             path: "Tests/MirrorTestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "MirrorCoreTests",
-            dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorTestSupport"],
+            dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorModel", "MirrorState", "MirrorTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorTestSupport", "mirror"],
+            dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorModel", "MirrorState", "MirrorTestSupport", "mirror"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

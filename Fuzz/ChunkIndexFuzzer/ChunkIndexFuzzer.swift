@@ -6,6 +6,8 @@
 //
 // Input: the bytes of an index file.
 
+@testable import MirrorModel
+
 func fuzzChunkIndex(_ bytes: [UInt8]) {
     guard let index = try? ChunkIndex.parse(bytes) else { return }
     var total: Int64 = 0

@@ -2,6 +2,8 @@
 // Any input may be rejected with a ManifestError; none may crash, hang or exhaust memory (scripts/fuzz
 // runs libFuzzer with -timeout and -rss_limit_mb), and what is accepted must keep the spec's promises.
 
+@testable import MirrorModel
+
 func fuzzManifest(_ bytes: [UInt8]) {
     // The fast reader must build libyaml's very tree for every input it accepts (FastManifestScanner).
     if let fast = bytes.withUnsafeBufferPointer({ FastManifestScanner.tree(from: $0) }) {

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// What an atomic DEST's state folder (`DEST.generations/.mirror/`) keeps for a rollback that
-/// holds (``HoldPolicy``; docs/cli.md, "mirror rollback"):
+/// holds (`HoldPolicy`; docs/cli.md, "mirror rollback"):
 ///
 /// - `hold`: the generation DEST is held at, the one it was rolled back from, and the SHA-256 of
 ///   each manifest a sync of which changes nothing; written by `mirror rollback`, removed by

@@ -59,7 +59,7 @@ package enum LocalCopy {
     }
 
     /// Copies `length` bytes at `from` in `source` to `to` in `target` (a chunk delta's local
-    /// part, ``PartialFile/beginDelta(_:from:url:)``): `copy_file_range`, else `pread`/`pwrite`.
+    /// part, `PartialFile.beginDelta(_:from:url:)`): `copy_file_range`, else `pread`/`pwrite`.
     /// `stop` is asked every 64 MiB (``StoppedEarly`` is thrown): one copy can be a whole file.
     package static func copyRange(from source: FileDescriptor, at from: Int64, to target: FileDescriptor, at to: Int64, length: Int64,
                           stop: () -> Bool = { false }) throws {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MirrorCore
+import MirrorModel
 
 /// The manifest and `--dest` shared by `status` and `verify`, resolved as `sync` resolves them.
 struct ManifestAndDestination: ParsableArguments {

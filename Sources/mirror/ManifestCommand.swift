@@ -1,4 +1,5 @@
 import ArgumentParser
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import ArgumentParser
 import MirrorCore
 import MirrorFS
 import MirrorKit
+import MirrorModel
 
 /// `mirror manifest sign FILE --key KEY.pem [-o SIG]`: a detached Ed25519 signature (docs/signing.md).
 struct ManifestSign: ParsableCommand {

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorState
 import Testing
 import MirrorCore
 import MirrorFS

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 import Testing
 import MirrorCore
 import MirrorTestSupport

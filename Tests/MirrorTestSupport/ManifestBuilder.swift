@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorModel
 
 /// Builds manifest YAML (spec: `docs/manifest.md`) for tests.
 ///

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import MirrorCore
+import MirrorModel
 
 /// Deterministic test files and checksums.
 ///
@@ -23,7 +24,7 @@ public enum TestData {
     private static let chunkBytes = 1 << 20
 
     /// Writes `size` deterministic bytes to `path` (creating parent folders, replacing any existing
-    /// file) and returns their lowercase SHA-256 hex, computed while writing with `MirrorCore.Hasher`.
+    /// file) and returns their lowercase SHA-256 hex, computed while writing with `MirrorModel.Hasher`.
     @discardableResult
     public static func writeFile(at path: String, size: Int64, seed: UInt64) throws -> String {
         guard size >= 0 else { throw HarnessError("TestData.writeFile: negative size \(size) for \(path)") }

@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 /// Fetches an entry's chunk index (docs/cli.md, "Chunk deltas", step 2): from its first source
 /// that serves it, checked against the manifest (size, SHA-256) and against the entry (same size

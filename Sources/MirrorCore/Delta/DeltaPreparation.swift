@@ -1,5 +1,6 @@
 import MirrorKit
 import MirrorFS
+import MirrorModel
 
 /// The deciding half of a chunk delta (docs/cli.md, "Chunk deltas", steps 1 to 4): whether an
 /// entry is synced as a delta, from which older copy, and what it fetches. The run lays out the

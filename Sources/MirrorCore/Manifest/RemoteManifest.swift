@@ -1,6 +1,7 @@
 import CCurl
 import MirrorFS
 import MirrorKit
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif

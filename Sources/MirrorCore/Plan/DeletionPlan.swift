@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorState
 
 /// Which files a sync run may delete (docs/cli.md, "Deleting").
 public enum DeletionMode: Sendable, Equatable {

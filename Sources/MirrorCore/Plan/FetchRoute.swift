@@ -1,3 +1,5 @@
+import MirrorModel
+
 /// How the bytes of an entry that the plan fetches from zero (``PlannedAction/download(replacing:)``)
 /// would reach DEST, as the run decides when the entry starts (``SyncRunner/start(_:)``): a copy
 /// of a file on this machine (docs/cli.md, "Reuse by content"), else a chunk delta ("Chunk

@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorState
 
 /// The other destinations inside a DEST, which `--delete-unlisted` leaves whole (docs/cli.md,
 /// "Deleting"): a folder holding a `.mirror` state folder is a DEST of its own (or the generation

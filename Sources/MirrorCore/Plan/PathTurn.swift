@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorState
 
 /// A listed path that something else holds: a file where the entry needs a folder (the manifest
 /// listed `x`, now lists `x/y`), or a folder where it needs a file (the reverse). A republish that

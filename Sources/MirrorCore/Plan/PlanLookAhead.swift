@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 /// `sync --dry-run` starts planning while the manifest is still being read: a thread of its own
 /// takes the entries the reader has checked so far and marks those that are up to date, one bit

@@ -119,6 +119,8 @@ public struct Planner: Sendable {
 }
 
 import MirrorFS
+import MirrorModel
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,6 @@
 import MirrorFS
+import MirrorModel
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,7 @@
 import Dispatch
 import MirrorKit
+import MirrorModel
+import MirrorState
 
 /// The whole plan of a run, from the manifest, the destination and the journal, before any
 /// request: what to do for every entry (``Planner``), and which files an earlier run installed

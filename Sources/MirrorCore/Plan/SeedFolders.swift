@@ -1,5 +1,6 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 /// Which URLs an entry is asked at, in order: the `--prefer` bases first (a site cache or a
 /// neighbour, set on the machine and outside the signed manifest), then the manifest's own

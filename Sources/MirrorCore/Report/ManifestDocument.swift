@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 /// The `manifest` object of `sync --json` and `status --json` (docs/cli.md, "Where the manifest
 /// came from"), and the `last_success` moment beside it: what an admin alerts on when a machine

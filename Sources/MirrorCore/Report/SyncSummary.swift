@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorModel
 
 /// What happened to one entry that changed or failed in a run.
 public struct EntryResult: Sendable, Equatable {

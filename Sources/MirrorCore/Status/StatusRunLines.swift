@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 extension DestinationStatus {
     /// The lines of `status` about the runs and the manifest (docs/cli.md, "mirror status"): the last

@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorState
 
 /// Carries out a ``DeletionPlan`` once ``DeletionPolicy`` allows it: removes each planned file
 /// that is still the file planned, then the folders this left empty, and drops their records

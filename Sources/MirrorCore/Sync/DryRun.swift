@@ -1,5 +1,7 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
+import MirrorState
 
 /// `mirror sync --dry-run`: the plan, one line per entry that is not up to date, from the disk and
 /// the journal as they are (read-only: nothing is created, locked, fetched or repaired).

@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorModel
 
 /// What one entry's work (``EntryWork``) asks of the run's loop (``SyncRunner``), which alone
 /// holds the queues (``Scheduler``), the install batch (``Installer``), the summary, the

@@ -1,3 +1,6 @@
+import MirrorModel
+import MirrorState
+
 /// The state of one entry that needs bytes from the network, in small values with one job each:
 /// where it stands among its sources, its attempts, what its failures said, and its segments.
 final class EntryTask {

@@ -1,5 +1,6 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
 
 /// Chunk deltas, the entry's side (docs/cli.md, "Chunk deltas"). An entry whose manifest entry
 /// names a chunk index, that starts from nothing, and of which this machine holds an older copy

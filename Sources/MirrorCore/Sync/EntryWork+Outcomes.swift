@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorModel
 import MirrorKit
 
 /// How an entry's attempt ends: a retry on the same source or the next one (``RetryPolicy``

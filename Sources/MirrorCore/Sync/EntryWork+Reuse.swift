@@ -1,4 +1,6 @@
 import MirrorFS
+import MirrorState
+
 extension EntryWork {
     /// Reuse by content (docs/cli.md, "Reuse by content"): before the first request for an entry
     /// that starts from nothing, a file on this machine with its size and digests (an unchanged

@@ -1,3 +1,5 @@
+import MirrorModel
+
 /// The exit code of each error that can end a command (``ExitCoded``), in one place, as the
 /// table of docs/cli.md lists them. ``SystemError`` is not here: the same failed system call is
 /// "cannot read" (1) for `status` and "cannot write" (73) for `manifest sign`, so each command

@@ -1,5 +1,6 @@
 import MirrorFS
 import MirrorKit
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

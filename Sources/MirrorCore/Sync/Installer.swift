@@ -1,5 +1,7 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

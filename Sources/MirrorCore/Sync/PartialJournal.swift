@@ -1,4 +1,6 @@
 import MirrorFS
+import MirrorModel
+import MirrorState
 
 /// What the journal says about one partial file: every `partial` and `forget` record a download
 /// writes is built here (docs/journal.md, rules 1, 3 and 8), apart from the bytes and their hashing

@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 /// The entries the plan gave to fetch, in manifest order, each made into an ``EntryTask`` only
 /// when it comes up to start (``Scheduler/nextToStart()``).

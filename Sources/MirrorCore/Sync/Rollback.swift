@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,7 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
+import MirrorState
 
 /// How a `mirror sync` run behaves (its command-line options, parsed).
 public struct SyncOptions: Sendable {

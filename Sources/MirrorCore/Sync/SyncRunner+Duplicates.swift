@@ -1,3 +1,6 @@
+import MirrorModel
+import MirrorState
+
 /// One content at several new paths in one run (docs/cli.md, "Reuse by content"): fetched once.
 ///
 /// After planning, the entries to download from zero are grouped by content (size and digest).

@@ -1,4 +1,5 @@
 import MirrorKit
+import MirrorModel
 
 /// The last leg of an entry in a run: its bytes verified and queued for the group commit
 /// (``Installer``), the installed files reported, and files already at their path checked.

@@ -1,5 +1,6 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
 
 /// What one `mirror sync` command asks for, its options parsed.
 public struct SyncRequest: Sendable {

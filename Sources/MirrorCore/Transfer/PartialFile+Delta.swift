@@ -32,6 +32,7 @@ extension PartialFile {
 
 import MirrorFS
 import MirrorKit
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif

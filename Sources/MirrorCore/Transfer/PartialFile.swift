@@ -1,6 +1,8 @@
 import CLinux
 import MirrorFS
 import MirrorKit
+import MirrorModel
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

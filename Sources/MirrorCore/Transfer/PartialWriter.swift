@@ -1,5 +1,6 @@
 import CLinux
 import MirrorKit
+import MirrorState
 #if canImport(Glibc)
 import Glibc
 #endif

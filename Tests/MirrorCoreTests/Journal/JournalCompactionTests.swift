@@ -1,3 +1,5 @@
+@testable import MirrorModel
+@testable import MirrorState
 import Testing
 @testable import MirrorCore
 @testable import MirrorFS

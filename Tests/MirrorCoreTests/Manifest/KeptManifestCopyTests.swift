@@ -5,6 +5,7 @@ import Foundation
 import Testing
 @testable import MirrorCore
 @testable import MirrorFS
+@testable import MirrorModel
 import MirrorTestSupport
 
 /// The copy of a remote manifest kept under `DEST/.mirror/manifest/` (issue 17): it is written with

@@ -1,4 +1,5 @@
 import CYAML
+@testable import MirrorModel
 import Testing
 @testable import MirrorCore
 #if canImport(Glibc)

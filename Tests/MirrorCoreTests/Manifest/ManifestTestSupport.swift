@@ -1,4 +1,5 @@
 @testable import MirrorCore
+@testable import MirrorModel
 
 /// Helpers shared by the manifest tests.
 enum ManifestFixture {

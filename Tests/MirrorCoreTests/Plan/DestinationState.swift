@@ -1,5 +1,6 @@
 import MirrorCore
 import MirrorFS
+import MirrorState
 import MirrorTestSupport
 
 /// A real destination folder with its `.mirror`, partial folder and journal, for the tests of the

@@ -1,3 +1,5 @@
+import MirrorModel
+import MirrorState
 import Testing
 import MirrorCore
 import MirrorFS

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 @testable import MirrorCore
 @testable import MirrorFS
+@testable import MirrorModel
 import MirrorTestSupport
 
 /// ``SeedBudget`` (which seed files are hashed for an entry, in which order) and ``SeedFolders``

@@ -1,4 +1,5 @@
 import Foundation
+@testable import MirrorState
 import Testing
 @testable import MirrorCore
 @testable import MirrorKit

@@ -1,4 +1,5 @@
 import Foundation
+@testable import MirrorModel
 import Testing
 @testable import MirrorCore
 import MirrorTestSupport

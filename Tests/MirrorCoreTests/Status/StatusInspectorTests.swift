@@ -1,4 +1,6 @@
 import Foundation
+import MirrorModel
+import MirrorState
 import Testing
 import MirrorCore
 import MirrorFS

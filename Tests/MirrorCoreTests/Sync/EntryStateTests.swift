@@ -1,5 +1,6 @@
 import Testing
 @testable import MirrorCore
+@testable import MirrorModel
 
 /// An entry's life in a run (``EntryState``), the moves the loop may make and those it may not.
 @Suite struct EntryStateTests {

@@ -1,3 +1,4 @@
+@testable import MirrorState
 import Testing
 @testable import MirrorCore
 import MirrorTestSupport

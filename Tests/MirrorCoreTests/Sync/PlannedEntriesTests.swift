@@ -1,3 +1,4 @@
+@testable import MirrorModel
 import Testing
 @testable import MirrorCore
 

@@ -1,4 +1,6 @@
 import Foundation
+@testable import MirrorModel
+@testable import MirrorState
 import Testing
 @testable import MirrorCore
 @testable import MirrorFS

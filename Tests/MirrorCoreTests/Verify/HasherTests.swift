@@ -1,3 +1,4 @@
+import MirrorModel
 import Testing
 import MirrorCore
 

@@ -12,7 +12,7 @@ import Darwin
 /// the bytes of paths and of their folders (prefixes), which would otherwise each need a String
 /// allocation, and Swift's String hashing normalises Unicode first. Hashing still goes through
 /// `Hasher` (SipHash, randomly seeded per process), so a crafted manifest cannot force collisions.
-struct PathIndex {
+package struct PathIndex {
     /// 16 bytes: 10^6 entries make 10^6 + (folders) keys. The hash is not kept (the slot holds
     /// its high bits, and a rehash computes it again from the bytes). A key's bytes are the first
     /// `count` bytes of an inserted path, where that path's bytes are (a folder: of the first file
@@ -110,17 +110,17 @@ struct PathIndex {
     /// The paths of `entries` (a valid manifest's: no repeats, no path a folder of another) and
     /// their folders, pointing into the entries' own bytes: what deleting and the building of a
     /// generation ask "is it listed?" of, for 16 bytes a key where a `Set` of `[UInt8]` took ~75.
-    init(listing entries: [ManifestEntry]) {
+    package init(listing entries: [ManifestEntry]) {
         reserve(entries.count)
         for (i, entry) in entries.enumerated() { _ = insert(entry.pathBytes, line: i) }
     }
 
     /// Whether a listed entry has exactly this path.
-    func containsFile(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { entryIndex(bytes) != nil }
+    package func containsFile(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { entryIndex(bytes) != nil }
 
     /// For an index made ``init(listing:)``: the position in its entries of the entry with exactly
     /// this path (for one made while a manifest is read, its line).
-    func entryIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    package func entryIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         find(bytes, hash: PathIndex.hash(bytes)).flatMap { keys[$0].isFile ? Int(keys[$0].line) : nil }
     }
 
@@ -129,8 +129,8 @@ struct PathIndex {
         find(bytes, hash: PathIndex.hash(bytes)).map { !keys[$0].isFile } ?? false
     }
 
-    func containsFile(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { containsFile($0) } }
-    func containsFolder(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { containsFolder($0) } }
+    package func containsFile(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { containsFile($0) } }
+    package func containsFolder(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { containsFolder($0) } }
 
     /// The key of the folder of the path inserted last, a folder by then: a sorted manifest lists
     /// a folder's files one after another, and they need no hash and no lookup for it (a folder
@@ -160,7 +160,7 @@ struct PathIndex {
     }
 
     private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        var hasher = Swift.Hasher()  // not MirrorCore.Hasher (the SHA one)
+        var hasher = Swift.Hasher()  // not MirrorModel.Hasher (the SHA one)
         hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
         return hasher.finalize()
     }

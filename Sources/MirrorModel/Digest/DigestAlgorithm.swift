@@ -6,7 +6,7 @@ import COpenSSL
 /// Adding an algorithm means a case here (and a slot in ``PerAlgorithm``) and a key in the
 /// manifest rule (`ManifestRules.EntryKey`); hashing, verifying, the journal and the sync path
 /// handle every case generically. (`mirror verify --json` names its fields per algorithm,
-/// `expected_sha256` and so on, in ``VerifyProblem``: an output contract, extended on purpose.)
+/// `expected_sha256` and so on, in `VerifyProblem`: an output contract, extended on purpose.)
 /// Cases are declared in the order digests are written to and compared in the journal
 /// (docs/journal.md): reordering them would change the journal's bytes.
 public enum DigestAlgorithm: Int, Sendable, CaseIterable {
@@ -30,7 +30,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
 
     /// Key of the expected digest (hex) in a journal record's identity: `sha256=...`.
     /// A `StaticString` so the no-op path compares it with a line's bytes without making a String.
-    var journalKey: StaticString {
+    package var journalKey: StaticString {
         switch self {
         case .sha256: "sha256"
         case .sha512: "sha512"
@@ -38,7 +38,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
     }
 
     /// Key of the saved hash state (``Hasher/exportState()``, hex) in a partial record: `h256=...`.
-    var stateKey: StaticString {
+    package var stateKey: StaticString {
         switch self {
         case .sha256: "h256"
         case .sha512: "h512"
@@ -54,7 +54,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
     }
 
     /// The algorithm whose ``journalKey`` (or, with `state`, ``stateKey``) is exactly `key`.
-    static func journal<C: Collection>(key: C, state: Bool = false) -> DigestAlgorithm? where C.Element == UInt8 {
+    package static func journal<C: Collection>(key: C, state: Bool = false) -> DigestAlgorithm? where C.Element == UInt8 {
         var raw = 0
         while let algorithm = DigestAlgorithm(rawValue: raw) {
             let name = state ? algorithm.stateKey : algorithm.journalKey
@@ -106,7 +106,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
 /// download's saved hash states.
 ///
 /// A struct with one stored slot per algorithm rather than a dictionary: reading and iterating
-/// allocate nothing, which the no-op path (``VerifiedIndex/matches(path:size:digests:status:)``, once per manifest
+/// allocate nothing, which the no-op path (`VerifiedIndex.matches(path:size:digests:status:)`, once per manifest
 /// entry) relies on, and the iteration order is the journal's field order.
 public struct PerAlgorithm<Value> {
     private var sha256: Value?

@@ -216,7 +216,7 @@ public enum URLReference {
 
     /// A relative path, each component encoded as by `encodePathComponent` and joined by "/": the
     /// default `url` of an entry. One pass over the bytes gives the same result as splitting.
-    static func encodePath(_ path: String) -> String {
+    package static func encodePath(_ path: String) -> String {
         percentEncode(path, keepingSlash: true)
     }
 

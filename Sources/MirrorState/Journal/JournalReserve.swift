@@ -8,7 +8,7 @@ import MirrorFS
 /// durable bytes of each partial file and its own run record, which `mirror status` shows as the
 /// reason the run stopped. On a full disk such an append fails unless the journal's last block
 /// happens to have room, so the journal keeps ``size`` bytes allocated past its end
-/// (`fallocate(2)` with `FALLOC_FL_KEEP_SIZE`, ``FileHandle/reserve(from:length:)``) and tops it
+/// (`fallocate(2)` with `FALLOC_FL_KEEP_SIZE`, ``FileDescriptor/reserve(from:length:)``) and tops it
 /// up whenever less than half is left. Appends into allocated blocks need no free space (ext4,
 /// xfs, tmpfs); a copy-on-write file system (btrfs) allocates anew on every write, so there the
 /// reserve helps little, and one without `fallocate` has none.

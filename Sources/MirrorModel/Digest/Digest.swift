@@ -67,7 +67,7 @@ public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The lowercase hex digit of `v` (0...15); the journal's checksums use it too.
-    static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") - 10 + v }
+    package static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") - 10 + v }
 
     public var description: String { hex }
 

@@ -1,5 +1,6 @@
 import CZlib
 import MirrorFS
+import MirrorModel
 
 /// What identifies a manifest entry for the journal: a record made for another size or checksum is
 /// obsolete (docs/journal.md, rule 4), so it never vouches for a file the manifest now describes differently.
@@ -23,7 +24,7 @@ public struct EntryIdentity: Hashable, Sendable {
     /// Whether a file verified as `verified` provably holds other bytes than `entry` wants:
     /// another size, or another digest by an algorithm both name. A manifest that only adds an
     /// algorithm (sha512 beside the same sha256) is not other bytes: that file is hashed, and kept.
-    static func holdsOtherBytes(_ verified: EntryIdentity, _ entry: ManifestEntry) -> Bool {
+    package static func holdsOtherBytes(_ verified: EntryIdentity, _ entry: ManifestEntry) -> Bool {
         if verified.size != entry.size { return true }
         return DigestAlgorithm.allCases.contains { algorithm in
             guard let mine = verified.digests[algorithm], let wanted = entry.digests[algorithm] else { return false }
@@ -86,7 +87,7 @@ public struct VerifiedRecord: Equatable, Sendable {
     public var device: UInt64
     public var mtime: FileTime
     public var ctime: FileTime
-    /// The file was already at its path and mirror only hashed it (``Installer/check(_:)``): mirror
+    /// The file was already at its path and mirror only hashed it (`Installer.check(_:)`): mirror
     /// never installed it, so `--delete` never removes it (docs/cli.md, "Deleting"). `found=1`.
     public var adopted: Bool
 

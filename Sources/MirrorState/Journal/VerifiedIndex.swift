@@ -1,4 +1,5 @@
 import MirrorFS
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,7 +27,7 @@ import Darwin
 ///
 /// Keys are the path's bytes, compared with `memcmp`: never Strings, whose `==` would merge two
 /// spellings of one name (docs/journal.md: paths are bytes).
-struct VerifiedIndex {
+package struct VerifiedIndex {
     var arena: [UInt8] = []
     /// 0 empty, 1 removed, else tag (high 24 bits of the hash) << 40 | (arena offset + 2).
     /// Power-of-two size, at most half full (live and removed slots together).

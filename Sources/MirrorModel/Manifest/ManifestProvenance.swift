@@ -9,7 +9,7 @@ import Glibc
 /// With the server down and the saved copy fully synced, a run ends `ok` and exit 0; without
 /// these facts a stale machine looked healthy. They let an admin alert on "manifest older than a
 /// day" (``ageSeconds(now:)``) separately from "not in sync for 2 h" (the journal's last
-/// successful run, ``Journal/lastSuccess``).
+/// successful run, `Journal.lastSuccess`).
 public enum ManifestSource: String, Sendable, CaseIterable {
     /// A path on the command line, read now.
     case file

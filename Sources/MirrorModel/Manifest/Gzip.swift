@@ -3,10 +3,10 @@ import MirrorKit
 
 /// Gunzipping of manifests (`manifest.yaml.gz`), recognised by the RFC 1952 magic bytes 1f 8b and
 /// never by file name, as the spec says.
-enum Gzip {
+package enum Gzip {
     /// Decompressed manifests larger than this are refused: a few KiB of gzip can expand to
     /// gigabytes (a "gzip bomb"), and 1 GiB is far beyond any real manifest (~10^7 entries).
-    static let defaultLimit = 1 << 30
+    package static let defaultLimit = 1 << 30
 
     /// How many times its compressed size a manifest may expand to (see ``limit(forCompressedSize:)``).
     static let expansionFactor = 128

@@ -30,7 +30,7 @@ public enum FileHashing {
     /// nil, up to the end of the file. A file that ends before `to` is an error (`EIO`): the bytes
     /// to hash are not there. Returns the offset reached.
     @discardableResult
-    static func read(_ file: FileDescriptor, from: Int64, to end: Int64?,
+    package static func read(_ file: FileDescriptor, from: Int64, to end: Int64?,
                      _ consume: (UnsafeRawBufferPointer) -> Void) throws -> Int64 {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }

@@ -1,16 +1,18 @@
+import MirrorModel
+
 /// Choosing verified records by what the packed record holds, before any is decoded: a journal
 /// of 10^6 files decoded whole (a `String` per path and digest, a dictionary of them) held
 /// 1.2 GB, and two questions asked it of every record: which files the manifest no longer lists
 /// (`--delete`, ``records(where:)``), and which verified file holds the bytes an entry needs
-/// (reuse by content, ``ContentIndex``, through a ``ContentTable``). Each answer is a handful of
+/// (reuse by content, `ContentIndex`, through a ``ContentTable``). Each answer is a handful of
 /// records (docs/performance.md, "Questions to the whole journal").
 extension VerifiedIndex {
     /// A packed record as it lies in the arena, valid only inside the call it is passed to.
-    struct RecordView {
+    package struct RecordView {
         let base: UnsafeRawPointer
 
         /// The path's bytes, as the file system names it.
-        var path: UnsafeBufferPointer<UInt8> {
+        package var path: UnsafeBufferPointer<UInt8> {
             let n = Int(base.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
             return UnsafeBufferPointer(start: (base + VerifiedIndex.fixedSize).assumingMemoryBound(to: UInt8.self), count: n)
         }
@@ -83,12 +85,12 @@ extension VerifiedIndex {
 /// entry and a verified record with the same size and digests, so that a set of them picks the
 /// records worth decoding. Two keys may be equal for different contents; whoever uses one
 /// compares what it picked exactly.
-struct ContentHash: Hashable {
+package struct ContentHash: Hashable {
     let value: Int
 
     init(value: Int) { self.value = value }
 
-    init(size: Int64, digests: PerAlgorithm<Digest>) {
+    package init(size: Int64, digests: PerAlgorithm<Digest>) {
         var hasher = ContentHash.start(size: size)
         for algorithm in DigestAlgorithm.allCases {
             digests[algorithm]?.withUnsafeBytes { ContentHash.add(algorithm, $0, to: &hasher) }

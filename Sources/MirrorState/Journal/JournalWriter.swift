@@ -8,9 +8,9 @@ import MirrorKit
 ///
 /// Three kinds of threads hand it records (docs/architecture.md, "Threads"):
 /// - `mirror-writer`: a partial file's `partial` and `forget` records, each durable
-///   (``PartialJournal``, the only place those records are built);
+///   (`PartialJournal`, the only place those records are built);
 /// - `mirror-commit`: an install batch's `verified` and `forget all=1` records, one write and one
-///   `fdatasync` (``Installer``);
+///   `fdatasync` (`Installer`);
 /// - the sync thread: `failed` records, deletions' `forget all=1`, the `verified` records of files
 ///   relinked into a generation, and the `run` record.
 ///

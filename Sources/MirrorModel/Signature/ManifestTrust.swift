@@ -87,7 +87,7 @@ extension ManifestTrust {
         }
     }
 
-    /// The check ``RemoteManifest/load(url:destination:settings:saveCopy:verify:)`` runs for
+    /// The check `RemoteManifest.load(url:destination:settings:saveCopy:verify:)` runs for
     /// `--trust`: the fetched (or saved) bytes against `<URL>.sig` as fetched with them, or against
     /// `--signature PATH` when given.
     public static func remoteCheck(_ trust: ManifestTrust, url: String) -> ([UInt8], [UInt8]?) throws -> Void {

@@ -126,7 +126,7 @@ public final class DestinationLock {
     /// DEST could swap `.mirror` just before it: the moved folder is then checked to be the very
     /// folder this lock holds (same device and inode), and if it is not, it is moved back and the
     /// run stops. Both folders are synced, so the move is durable before the run goes on.
-    func moveState(into store: FileDescriptor) throws {
+    package func moveState(into store: FileDescriptor) throws {
         guard let index = held.firstIndex(where: { $0.place == .plain }), !stateIsInStore else { return }
         let plain = held[index]
         let name = Destination.stateFolderName

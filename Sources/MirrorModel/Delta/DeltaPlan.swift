@@ -3,7 +3,7 @@
 /// copy) and a decision out, unit-tested without a file or a server.
 ///
 /// The new file is laid out as segments that cover it in order, as a segmented download is
-/// (``PartialFile``): a local segment is filled by copies from the old file, a remote one is
+/// (`PartialFile`): a local segment is filled by copies from the old file, a remote one is
 /// fetched with one range request. Neighbouring chunks of one kind are one segment (missing chunks
 /// side by side are one coalesced range). Past ``maxSegments`` the shortest local runs between two
 /// remote ones are fetched instead, which bounds the requests and the journal record's length.

@@ -17,16 +17,16 @@ public enum ManifestLoader {
 
     /// The same, telling `observer` of each entry as soon as it has passed every rule that can
     /// be checked before the end of the file, with its index (``ManifestEntryStream``): a dry run
-    /// plans them meanwhile (``PlanLookAhead``). Whether the manifest as a whole is valid is
+    /// plans them meanwhile (`PlanLookAhead`). Whether the manifest as a whole is valid is
     /// known only when this returns.
-    static func load(path: String, observer: @escaping EntryObserver) throws -> Manifest {
+    package static func load(path: String, observer: @escaping EntryObserver) throws -> Manifest {
         var reader = Reader()
         reader.observer = observer
         return try load(path: path, reader: reader)
     }
 
     /// Told of entry `index` of `files` while the manifest is read.
-    typealias EntryObserver = (_ index: Int, _ entry: ManifestEntry) -> Void
+    package typealias EntryObserver = (_ index: Int, _ entry: ManifestEntry) -> Void
 
     static func load(path: String, displayName: String? = nil, reader: Reader) throws -> Manifest {
         let name = displayName ?? path

@@ -1,6 +1,7 @@
 import CZlib
 import MirrorFS
 import MirrorKit
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,10 +56,10 @@ public final class Journal: @unchecked Sendable {
     }
     /// The verified records (latest when the table was made) whose size and digests hash to
     /// `content`: the caller compares them exactly. The table is made at the first question,
-    /// 16 bytes a record; records appended since are not in it (``ContentIndex`` keeps the run's
+    /// 16 bytes a record; records appended since are not in it (`ContentIndex` keeps the run's
     /// own installs) until the table is made again: after the index repacked its records, whose
     /// places the table holds, and after compaction rebuilt them.
-    func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
+    package func verifiedRecords(withContent content: ContentHash) -> [VerifiedRecord] {
         lock.lock()
         defer { lock.unlock() }
         // A table made before the arena was repacked points at old places (``VerifiedIndex/repack()``).
@@ -68,13 +69,13 @@ public final class Journal: @unchecked Sendable {
 
     /// The latest verified records whose packed form `keep` picks, decoded (only those: see
     /// ``VerifiedIndex/records(where:)``), in no particular order.
-    func verifiedRecords(where keep: (VerifiedIndex.RecordView) -> Bool) -> [VerifiedRecord] {
+    package func verifiedRecords(where keep: (VerifiedIndex.RecordView) -> Bool) -> [VerifiedRecord] {
         lock.lockForReading()
         defer { lock.unlock() }
         return verified.records(where: keep)
     }
 
-    /// Paths with a verified record: the files mirror knows in DEST (``DeletionPolicy`` counts
+    /// Paths with a verified record: the files mirror knows in DEST (`DeletionPolicy` counts
     /// its percentage from them).
     public var verifiedCount: Int {
         lock.lockForReading()

@@ -1,3 +1,4 @@
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import CZlib
 import MirrorFS
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

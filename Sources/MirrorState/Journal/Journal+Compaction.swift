@@ -1,5 +1,6 @@
 import MirrorFS
 import MirrorKit
+import MirrorModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,14 +17,14 @@ import Glibc
 extension JournalWriter {
     /// Rewrites the journal with the records `current` still needs (``Journal/compact(current:)``):
     /// the journal's writer is the only one that may.
-    func compact(current: Journal.CurrentEntry) throws {
+    package func compact(current: Journal.CurrentEntry) throws {
         try journal.compact(current: current)
     }
 }
 
 extension Journal {
     /// The manifest's entry at a path (its bytes), or nil when the manifest does not list it.
-    typealias CurrentEntry = (UnsafeBufferPointer<UInt8>) -> ManifestEntry?
+    package typealias CurrentEntry = (UnsafeBufferPointer<UInt8>) -> ManifestEntry?
 
     /// Rewrites the journal with:
     /// - the verified records of paths the manifest lists with the same size and digests, and of
