@@ -1,6 +1,5 @@
 import MirrorKit
 
-
 /// Segmented downloads, the entry's side: which ranges to request, when a file widens
 /// (``SegmentPolicy``), and what one segment's end means for the whole entry.
 extension EntryWork {
