@@ -6,7 +6,7 @@ extension SyncRunner {
     /// it is not about a partial file of this run (the journal, an install).
     func explainedFatal(_ error: SystemError) -> SystemError {
         guard let partialFolder else { return error }
-        for task in allTasks {
+        for task in tasks.all {
             let name = PartialFile.name(for: task.entry.path)
             guard error.path.utf8.count >= name.utf8.count, error.path.utf8.suffix(name.utf8.count).elementsEqual(name.utf8) else {
                 continue

@@ -74,33 +74,19 @@ extension SyncRunner {
         }
         guard !leaderOf.isEmpty else { return }
         for task in planned.withdraw(where: { entry, _ in leaderOf[entry.pathBytes] != nil }) {
-            if let leader = leaderOf[task.entry.pathBytes] {
-                task.move(to: .heldForContent)
-                waitingForContent[PathKey(leader.string), default: []].append(task)
-            }
+            if let leader = leaderOf[task.entry.pathBytes] { tasks.hold(task, behind: leader.string) }
         }
     }
 
     /// The entry at `path` ended (installed, failed, given up): the entries that waited for its
     /// content start now.
     func releaseDuplicates(of path: String) {
-        guard !waitingForContent.isEmpty, let waiting = waitingForContent.removeValue(forKey: PathKey(path)) else { return }
-        for task in waiting { scheduler.enqueue(task) }
+        for task in tasks.release(behind: path) { scheduler.enqueue(task) }
     }
 
     /// Starts every waiting entry (nothing else would start them: their content's entry ended
     /// without a word, which should not happen).
     func releaseAllDuplicates() {
-        for key in Array(waitingForContent.keys) {
-            for task in waitingForContent.removeValue(forKey: key) ?? [] { scheduler.enqueue(task) }
-        }
-    }
-
-    /// Entries still waiting for content when the run ends (it stopped first): not finished.
-    var heldDuplicates: Int { waitingForContent.values.reduce(0) { $0 + $1.count } }
-
-    /// The run stopped before their content's entry ended: they are left for a later run.
-    func leaveHeldDuplicates() {
-        for tasks in waitingForContent.values { for task in tasks { task.move(to: .leftForLaterRun) } }
+        for task in tasks.releaseAll() { scheduler.enqueue(task) }
     }
 }

@@ -20,7 +20,7 @@ extension SyncRunner {
         guard let hold = try HoldFile.readHold(in: state) else { return false }
         var current: Int?
         if case .generation(let n) = store.current() { current = n }
-        switch HoldPolicy.decide(.init(hold: hold, current: current, manifestSHA256: manifestDigest())) {
+        switch HoldPolicy.decide(.init(hold: hold, current: current, manifestSHA256: origin.digest())) {
         case .none:
             return false
         case .hold(let hold):
@@ -48,7 +48,7 @@ extension SyncRunner {
     /// After a publish: generation `n` was built from this run's manifest. Without the record a
     /// rollback from `n` could not hold; a failure to write it costs only that, so it is a warning.
     func recordBuiltFrom(_ store: GenerationStore, generation n: Int) {
-        guard let digest = manifestDigest() else { return }
+        guard let digest = origin.digest() else { return }
         do {
             let state = try store.stateFolder()
             defer { state.close() }

@@ -69,11 +69,11 @@ extension SyncRunner {
             }
             summary.add(result)
             report.entryFinished(result)
-            if !waitingForContent.isEmpty {
+            if tasks.holdsAny {
                 if let verified = journal.records(for: entry.path)?.verified { contentIndex?.add(verified) }
                 releaseDuplicates(of: entry.path)
             }
-            retire(task)
+            tasks.retire(task)
         }
     }
 

@@ -24,31 +24,19 @@ public final class SyncRunner {
     var summary = SyncSummary()
     /// Where the run works, opened under DEST's lock (``RunPlace``): nil until then.
     var place: RunPlace?
-    /// The transfer, hashing and commit threads, while the transfers run (``RunThreads``).
-    var threads: RunThreads?
     /// The queue, the slots, the deadline and the stop.
     let scheduler: Scheduler
-    /// The tasks of the run but those installed and dropped (``retire(_:)``).
-    var allTasks: [EntryTask] = []
-    /// What the installed tasks let go added up to.
-    var retired = RetiredTasks()
+    /// The run's tasks, those installed and let go, and those held for another's content.
+    var tasks = RunTasks()
     /// The work of each entry (``EntryWork``), made when the transfer threads start.
     var work: EntryWork?
-    /// Entries waiting for another entry of the run to fetch their content, by that entry's path
-    /// (``holdDuplicates()``).
-    var waitingForContent: [PathKey: [EntryTask]] = [:]
     /// Set once the building folder is seeded: only then is there a generation to publish.
     var buildsGeneration = false
-    /// SHA-256 of the manifest's bytes, asked for only when an atomic run needs it (a hold to
-    /// check, a generation to record; ``HoldPolicy``). Set by ``SyncSession``.
-    public var manifestDigest: () -> String? = { nil }
-    /// Asks whether the manifest was republished during the run, after wrong bytes (``ManifestWatch``).
-    var manifestWatch: ManifestWatch?
+    /// Where the manifest came from, its digest and its watch (``ManifestOrigin``), set by ``SyncSession``.
+    public var origin = ManifestOrigin()
     /// What stopped the run short, if anything, and the result it ends with (``RunEnding``).
     var ending = RunEnding()
     let startTime: Double
-    /// Where the manifest came from, for the run's journal record (`status`).
-    public var manifestSource: ManifestSource?
 
     public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
         self.manifest = manifest
@@ -143,23 +131,6 @@ public final class SyncRunner {
 
     // MARK: - Planning helpers
 
-    /// An installed entry's task is let go: its bytes are counted in ``retired``, its partial file
-    /// (closed by the commit) and the task itself freed. Without this a first sync of 10^6 files
-    /// held every task and partial file to the end (about 1 KB each; docs/performance.md, "A first
-    /// sync of many files"). The list drops retired tasks once they are half of it.
-    func retire(_ task: EntryTask) {
-        retired.count += 1
-        retired.bytes += task.entry.size
-        retired.received += task.bytesReceived
-        task.partial = nil
-        task.move(to: .installed)
-        retired.stillListed += 1
-        if retired.stillListed >= 1024 && retired.stillListed * 2 >= allTasks.count {
-            allTasks.removeAll { $0.isRetired }
-            retired.stillListed = 0
-        }
-    }
-
     /// Queues an entry found during the run (a present file that holds other bytes, or that may
     /// not stay as it is: `copyingFound`, its bytes are copied from it first).
     func addTask(_ entry: ManifestEntry, replacing: Bool, copyingFound: Bool = false) {
@@ -174,7 +145,7 @@ public final class SyncRunner {
         let sources = options.sourceOrder.sources(forPath: entry.path, manifestSources: manifest.sources(for: entry))
         let task = EntryTask(entry: entry, sources: sources, replacing: replacing,
                              resume: resume, resumeOffset: offset)
-        allTasks.append(task)
+        tasks.add(task)
         return task
     }
 
@@ -188,12 +159,11 @@ public final class SyncRunner {
         } catch {
             throw SyncError.setup("\(error)")
         }
-        self.threads = threads
         defer { threads.shutdown() }
         guard let place else { return }
         work = EntryWork(options: options, manifest: manifest, place: place, threads: threads, stop: scheduler.stop,
                          freeConnections: { [unowned scheduler] in scheduler.freeConnections },
-                         manifestWatch: manifestWatch, report: report)
+                         manifestWatch: origin.watch, report: report)
         let engine = threads.transfers
 
         while ending.fatal == nil {
@@ -209,7 +179,7 @@ public final class SyncRunner {
             collectCommits()
             if installer?.isDue(now: now) == true { dispatchCommit() }
             if scheduler.isIdle && checks.isEmpty {
-                guard heldDuplicates > 0 else { break }
+                guard tasks.heldCount > 0 else { break }
                 // Entries wait for content whose file is verified but not yet in place: install
                 // it now (never wait for a batch when nothing else runs), which releases them.
                 commitBatch()
@@ -244,7 +214,7 @@ public final class SyncRunner {
         // disk a rename needs no data blocks, and if it fails the file stays in .mirror/partial.
         commitBatch()
         let unstarted = scheduler.unstarted
-        let unfinished = scheduler.unstartedCount + checks.count + heldDuplicates
+        let unfinished = scheduler.unstartedCount + checks.count + tasks.heldCount
         if unfinished > 0 || ending.stoppedReason != nil {
             summary.pending += unfinished
             ending.keepFirstStop("stopped early")
@@ -253,22 +223,22 @@ public final class SyncRunner {
             task.partial?.checkpoint()
             task.move(to: .leftForLaterRun)
         }
-        leaveHeldDuplicates()
+        tasks.leaveHeld()
         // Every checkpoint asked for above is written and journaled before the run reports.
         threads.writers.drainAll()
-        for task in allTasks {
+        for task in tasks.all {
             if let failure = task.partial?.failure, failure.isDestinationUnwritable { ending.keepFirstFatal(failure) }
         }
         // Every entry the run took up has ended: installed, failed, or left for a later run
         // (docs/architecture.md, "An entry's life").
-        assert(allTasks.allSatisfy(\.state.isEnded),
-               "entries that never ended: \(allTasks.filter { !$0.state.isEnded }.prefix(3).map { "\($0.entry.path) \($0.state)" })")
+        assert(tasks.all.allSatisfy(\.state.isEnded),
+               "entries that never ended: \(tasks.all.filter { !$0.state.isEnded }.prefix(3).map { "\($0.entry.path) \($0.state)" })")
     }
 
     func showProgress() {
         // Without a progress block (--quiet, not a terminal) the loop's turns build no lists for it.
         guard report.progress != nil else { return }
-        report.transferProgress(tasks: allTasks, retired: retired,
+        report.transferProgress(tasks: tasks.all, retired: tasks.retired,
                                 planned: (scheduler.planned?.unmade ?? 0, scheduler.planned?.unmadeBytes ?? 0),
                                 active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
     }
@@ -282,7 +252,7 @@ public final class SyncRunner {
             // (PartialNaming), whose journal record was forgotten. Every entry that could resume
             // has its task from planning (PlannedEntries).
             PartialSweep.removeOrphans(in: partialFolder) {
-                Set(allTasks.lazy.filter { !$0.isRetired && $0.partial?.isUnnamed != true }.map(\.partialName))
+                Set(tasks.all.lazy.filter { !$0.isRetired && $0.partial?.isUnnamed != true }.map(\.partialName))
             }
         }
         if let generations {
@@ -290,13 +260,13 @@ public final class SyncRunner {
         } else if let mode = options.deletion {
             deleteUnlisted(mode)
         }
-        summary.bytesTransferred = retired.received + allTasks.reduce(0) { $1.isRetired ? $0 : $0 + $1.bytesReceived }
+        summary.bytesTransferred = tasks.bytesReceived
         summary.seconds = monotonicSeconds() - startTime
         summary.result = ending.result(summary: summary, failedUnreachable: work?.reachability.entriesFailedUnreachable ?? 0)
         let run = RunRecord(start: Int64(currentUnixTime() - summary.seconds), end: Int64(currentUnixTime()),
                             result: summary.result.name, downloaded: summary.changed, failed: summary.failed,
                             bytes: summary.bytesTransferred, reason: RunReason.text(fatal: ending.fatal ?? ending.spaceStop, result: summary.result),
-                            manifest: manifestSource?.rawValue)
+                            manifest: origin.source?.rawValue)
         summary.lastSuccess = run.succeeded ? run.end : journal.lastSuccess?.end
         do {
             // Durable before a compaction, which may fail (a full disk) and must not take the
@@ -324,4 +294,6 @@ extension SyncRunner {
     var installer: Installer? { place?.installer }
     var contentIndex: ContentIndex? { place?.contentIndex }
     var localTrees: [Destination] { place?.localTrees ?? [] }
+    /// The transfer, hashing and commit threads, while the transfers run (``RunThreads``).
+    var threads: RunThreads? { work?.threads }
 }

@@ -101,19 +101,19 @@ public enum SyncSession {
                                       disk: ahead ? dryRunDisk : nil, lookAhead: ahead ? lookAhead : nil)
             } else {
                 let runner = SyncRunner(manifest: loaded, options: options, report: report)
-                runner.manifestSource = provenance?.source
+                runner.origin.source = provenance?.source
                 // A local manifest is hashed only when an atomic run asks (a hold to check, a
                 // generation to record), once: most runs never need it.
                 let known = provenance?.sha256
                 var hashed: String?? = nil
-                runner.manifestDigest = {
+                runner.origin.digest = {
                     if let known { return known }
                     if hashed == nil { hashed = .some(ManifestProvenance.ofFile(manifest)?.sha256) }
                     return hashed ?? nil
                 }
                 if let read = localStatus.map(ManifestWatch.Read.file)
                     ?? provenance?.sha256.map({ ManifestWatch.Read.fetched(sha256: $0, etag: provenance?.etag) }) {
-                    runner.manifestWatch = ManifestWatch(location: manifest, read: read, settings: options.transfer)
+                    runner.origin.watch = ManifestWatch(location: manifest, read: read, settings: options.transfer)
                 }
                 done = try runner.run()
             }
