@@ -4,7 +4,7 @@ import MirrorModel
 
 /// The deciding half of a chunk delta (docs/cli.md, "Chunk deltas", steps 1 to 4): whether an
 /// entry is synced as a delta, from which older copy, and what it fetches. The run lays out the
-/// partial file from what this returns (``SyncRunner/startDelta(_:url:)``); the dry run prints and
+/// partial file from what this returns (``EntryWork/startDelta(_:url:)``); the dry run prints and
 /// counts the same answer (``FetchRouter``). One decision for both, so that a plan says what the
 /// run will do (docs/cli.md, `--dry-run`).
 ///

@@ -1,7 +1,7 @@
 import MirrorModel
 
 /// How the bytes of an entry that the plan fetches from zero (``PlannedAction/download(replacing:)``)
-/// would reach DEST, as the run decides when the entry starts (``SyncRunner/start(_:)``): a copy
+/// would reach DEST, as the run decides when the entry starts (``EntryWork/start(_:)``): a copy
 /// of a file on this machine (docs/cli.md, "Reuse by content"), else a chunk delta ("Chunk
 /// deltas"), else the whole file. What the dry run prints and counts (docs/cli.md, `--dry-run`).
 enum FetchRoute: Equatable {
@@ -25,7 +25,7 @@ enum FetchRoute: Equatable {
 }
 
 /// Decides ``FetchRoute`` for the dry run with the code the run uses at each step: the
-/// ``ContentIndex`` that ``SyncRunner/copyLocally(_:)`` asks, the grouping of one content at
+/// ``ContentIndex`` that ``EntryWork/copyLocally(_:)`` asks, the grouping of one content at
 /// several paths of ``SyncRunner/holdDuplicates()`` (``ContentLeaders``), and the delta's
 /// ``DeltaPreparation``. Not a second copy of the decisions: a plan that says what the run will not
 /// do is worse than none (a dry run that counted a renamed 64 GiB image as a download).
@@ -53,7 +53,7 @@ final class FetchRouter {
     func route(_ index: Int) -> FetchRoute {
         let entry = entries[index]
         let leader = leaders.leader(of: index, in: entries)
-        // A copy is tried first, for any entry with bytes (``SyncRunner/copyLocally(_:)``). One
+        // A copy is tried first, for any entry with bytes (``EntryWork/copyLocally(_:)``). One
         // that waits for its leader asks once the leader is installed: a file DEST held before
         // comes first, then the leader's, before any seed.
         if entry.size > 0, let source = contentIndex?.source(for: entry, seeds: leader == nil) {
@@ -88,12 +88,12 @@ struct ContentLeaders {
     /// content key: an empty file, no SHA-256 or SHA-512).
     mutating func leader(of index: Int, in entries: [ManifestEntry]) -> Int? {
         let entry = entries[index]
-        guard let key = SyncRunner.ContentKey(entry) else { return nil }
+        guard let key = ContentKey(entry) else { return nil }
         guard let leader = first[key.short] else {
             first[key.short] = index
             return nil
         }
         let other = entries[leader]
-        return SyncRunner.ContentKey(other) == key && other.digests == entry.digests ? leader : nil
+        return ContentKey(other) == key && other.digests == entry.digests ? leader : nil
     }
 }

@@ -7,7 +7,7 @@ import MirrorModel
 ///
 /// Why: at 10^6 entries reading the manifest keeps one core busy for about a second, and the plan
 /// (a `stat` and a journal lookup per entry, ``Planner/isUpToDate(_:)``) needs about 1.7 core
-/// seconds more. DEST's journal is read meanwhile (``DryRun/Disk``, ``Background``), so from the
+/// seconds more. DEST's journal is read meanwhile (``ReadOnlyDestination``, ``Background``), so from the
 /// moment it is there the second core can plan the entries read so far instead of waiting for the
 /// last one. Nothing is printed before the whole manifest is valid: an entry marked here is only
 /// not planned again in its turn (``Reconciler/forEachAction(in:window:threads:known:_:)``).
@@ -59,7 +59,7 @@ final class PlanLookAhead: @unchecked Sendable {
     private var decided = Decided()
 
     /// Starts the thread; it waits for `disk` (DEST and its journal, read meanwhile).
-    init(disk: Background<Result<DryRun.Disk, Error>>, batchSize: Int = 4096) {
+    init(disk: Background<Result<ReadOnlyDestination, Error>>, batchSize: Int = 4096) {
         self.batchSize = max(1, batchSize)
         SystemThread.start(name: "mirror-plan", stackSize: 1 << 20) { [self] in run(disk) }
     }
@@ -106,7 +106,7 @@ final class PlanLookAhead: @unchecked Sendable {
         return decided
     }
 
-    private func run(_ disk: Background<Result<DryRun.Disk, Error>>) {
+    private func run(_ disk: Background<Result<ReadOnlyDestination, Error>>) {
         defer {
             state.lock()
             finished = true

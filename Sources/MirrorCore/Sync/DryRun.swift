@@ -18,32 +18,10 @@ struct DryRun {
     /// `--delete`/`--delete-unlisted` and `--max-delete`: the deletions are listed too.
     var deletion: DeletionMode?
     var deletionPolicy = DeletionPolicy()
-    /// Entries found up to date while the manifest was read (``PlanLookAhead``), against the same `Disk`.
+    /// Entries found up to date while the manifest was read (``PlanLookAhead``), against the same ``ReadOnlyDestination``.
     var known: PlanLookAhead.Decided?
 
-    /// What a dry run reads of DEST, read-only: the folder (nil when it does not exist yet), its
-    /// journal and its partial-download folder (nil when there are none).
-    struct Disk {
-        var destination: Destination?
-        var journal: Journal?
-        var partials: FileDescriptor?
-        /// DEST is a generation store (`--atomic`), as seen when it was opened.
-        var isAtomic: Bool
-
-        /// Opens DEST without creating, locking or repairing anything. Independent of the
-        /// manifest, so ``SyncSession`` starts it (``Background``) before the manifest is parsed.
-        static func open(_ destPath: String) throws -> Disk {
-            let atomic = GenerationStore.isAtomic(destPath)
-            let dest: Destination?
-            do { dest = try Destination.openExisting(destPath) } catch let error as SystemError { throw SyncError.destination(error) }
-            let state = try? dest?.stateFolder(create: false)
-            let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
-            let partials = try? dest?.stateFolder("partial", create: false)
-            return Disk(destination: dest, journal: journal, partials: partials ?? nil, isAtomic: atomic)
-        }
-    }
-
-    /// Plans against DEST as ``Disk/open(_:)`` read it (which throws what the run would stop on
+    /// Plans against DEST as ``ReadOnlyDestination/open(_:)`` read it (which throws what the run would stop on
     /// before planning: a destination that cannot be a folder).
     /// `sync --dry-run`: plans against DEST as it is and prints the plan; nothing is created,
     /// locked or fetched but chunk indexes.
@@ -52,14 +30,19 @@ struct DryRun {
     ///   - disk: DEST as read while the manifest was parsed (``SyncSession``), if it was.
     ///   - lookAhead: the plan begun against `disk` while the manifest was read, if it was.
     static func run(manifest: Manifest, options: SyncOptions, report: ConsoleReport, destPath: String,
-                    disk read: Background<Result<Disk, Error>>?, lookAhead: PlanLookAhead?) throws -> SyncSummary {
+                    disk read: Background<Result<ReadOnlyDestination, Error>>?, lookAhead: PlanLookAhead?) throws -> SyncSummary {
         let deadline = options.deadline.map { monotonicSeconds() + $0 }
         var summary = SyncSummary()
         summary.keepsResults = report.mode == .json
         summary.total = manifest.entries.count
         // An atomic run drops what the manifest does not list: the dry run lists it as deletions.
         // Whether DEST is atomic is read with DEST itself, so the plan never mixes the two.
-        let disk = try read?.value().get() ?? Disk.open(destPath)
+        let disk: ReadOnlyDestination
+        do {
+            disk = try read?.value().get() ?? ReadOnlyDestination.open(destPath)
+        } catch let error as SystemError {
+            throw SyncError.destination(error)
+        }
         let atomic = options.atomic || disk.isAtomic
         return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: deadline,
                           deletion: atomic ? .unlisted : options.deletion, deletionPolicy: options.deletionPolicy,
@@ -67,7 +50,7 @@ struct DryRun {
             .run(disk: disk, summary: summary)
     }
 
-    func run(disk: Disk, summary start: SyncSummary) throws -> SyncSummary {
+    func run(disk: ReadOnlyDestination, summary start: SyncSummary) throws -> SyncSummary {
         var summary = start
         var totals = DryRunTotals()
         let (dest, journal, partials) = (disk.destination, disk.journal, disk.partials)
@@ -127,10 +110,10 @@ struct DryRun {
     }
 
     /// How the entries fetched from zero would get their bytes (``FetchRouter``), with DEST as
-    /// ``Disk`` read it: its journal's files and the `--seed` folders for copies, its files and
+    /// ``ReadOnlyDestination`` read it: its journal's files and the `--seed` folders for copies, its files and
     /// partial downloads as older copies for deltas, whose chunk indexes are fetched (small, and
     /// what the delta costs cannot be known without them; docs/cli.md, `--dry-run`).
-    private func fetchRouter(_ disk: Disk) -> FetchRouter {
+    private func fetchRouter(_ disk: ReadOnlyDestination) -> FetchRouter {
         let trees = disk.destination.map { [$0] } ?? []
         let contentIndex = ContentIndex(journal: disk.journal, destinations: trees, seeds: options.seeds)
         let copies = OlderCopies(trees: trees, seeds: contentIndex.seeds, partialFolder: disk.partials) { [dest = disk.destination] name in

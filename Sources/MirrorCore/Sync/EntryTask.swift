@@ -30,7 +30,7 @@ final class EntryTask {
     }
     /// The transfer thread its requests go to (``TransferPool``), fixed at its first request.
     var shard: Int?
-    /// Installed and counted (``SyncRunner/retire(_:)``): nothing of it is needed any more.
+    /// Installed and counted (``RunTasks/retire(_:)``): nothing of it is needed any more.
     var isRetired: Bool { state == .installed }
     /// Bytes received for this entry in this run: its partial file's, and a chunk delta's index.
     var bytesReceived: Int64 { (partial?.bytesReceived ?? 0) + attempt.delta.indexBytes }
@@ -92,7 +92,7 @@ struct Attempts {
     var copyFound = false
     /// The local file the partial file was copied from, when it was (for the output).
     var copiedFrom: String?
-    /// A chunk delta from an older copy (``SyncRunner/startDelta(_:url:)``): tried once. Kept
+    /// A chunk delta from an older copy (``EntryWork/startDelta(_:url:)``): tried once. Kept
     /// behind a reference made at the first change (~110 bytes inline, unused by most tasks).
     var delta: DeltaAttempt {
         get { deltaState?.value ?? DeltaAttempt() }

@@ -156,7 +156,7 @@ struct DeltaAttempt {
     var indexBytes: Int64 = 0
     /// The index, while the entry is in flight: to find wrong chunks if the whole file fails its digest.
     var index: ChunkIndex?
-    /// Wrong chunks were fetched again once (``SyncRunner/repairDelta(_:partial:)``).
+    /// Wrong chunks were fetched again once (``EntryWork/repairDelta(_:partial:)``).
     var repaired = false
 
     /// Nothing was tried or recorded (what every entry without a delta has).

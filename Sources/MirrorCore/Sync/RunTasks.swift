@@ -66,3 +66,16 @@ struct RunTasks {
         for tasks in waitingForContent.values { for task in tasks { task.move(to: .leftForLaterRun) } }
     }
 }
+
+/// What the entries installed so far add up to, once their tasks are let go (``RunTasks/retire(_:)``):
+/// a run that fetches 10^6 files holds no object per file already in place.
+struct RetiredTasks {
+    /// Entries installed.
+    var count = 0
+    /// Their sizes.
+    var bytes: Int64 = 0
+    /// Bytes received for them in this run (a chunk delta's index included).
+    var received: Int64 = 0
+    /// Of `count`, tasks still in the run's list until its next compaction.
+    var stillListed = 0
+}

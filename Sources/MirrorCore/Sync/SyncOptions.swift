@@ -53,7 +53,7 @@ public struct SyncOptions: Sendable {
 }
 
 extension SyncOptions {
-    /// The settings of one request at `url` (the run's, ``SyncRunner/transferSettings(for:url:manifestSources:)``,
+    /// The settings of one request at `url` (the run's, ``EntryWork/transferSettings(for:url:manifestSources:)``,
     /// and the dry run's for a chunk index): `revalidate` asks caches to revalidate; a `--prefer`
     /// URL does not get the `--auth-header-env` header, which is meant for the manifest's sources;
     /// and netrc credentials go only to the origins of `manifestSources` and of the manifest URL

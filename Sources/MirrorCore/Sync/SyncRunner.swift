@@ -238,9 +238,11 @@ public final class SyncRunner {
     func showProgress() {
         // Without a progress block (--quiet, not a terminal) the loop's turns build no lists for it.
         guard report.progress != nil else { return }
-        report.transferProgress(tasks: tasks.all, retired: tasks.retired,
-                                planned: (scheduler.planned?.unmade ?? 0, scheduler.planned?.unmadeBytes ?? 0),
-                                active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
+        report.transferProgress {
+            RunProgress.counts(tasks: tasks.all, retired: tasks.retired,
+                               planned: (scheduler.planned?.unmade ?? 0, scheduler.planned?.unmadeBytes ?? 0),
+                               active: scheduler.activeTasks, waiting: scheduler.waiting, finished: summary.changed + summary.failed)
+        }
     }
 
     func finishRun() {

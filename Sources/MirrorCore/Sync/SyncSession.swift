@@ -76,7 +76,7 @@ public enum SyncSession {
             // A dry run reads DEST (read-only: nothing is created or locked) while the manifest is
             // parsed; the two are independent when --dest names DEST.
             let dryRunDisk = options.dryRun ? options.destination.map { dest in
-                Background { Result { try DryRun.Disk.open(dest) } }
+                Background { Result { try ReadOnlyDestination.open(dest) } }
             } : nil
             // ...and plans against it while the entries of a local manifest are read
             // (PlanLookAhead; a signed or fetched one is checked whole first).

@@ -45,9 +45,9 @@ import Glibc
         return entries
     }
 
-    func disk() -> Background<Result<DryRun.Disk, Error>> {
+    func disk() -> Background<Result<ReadOnlyDestination, Error>> {
         let path = dir.path
-        return Background { Result { try DryRun.Disk.open(path) } }
+        return Background { Result { try ReadOnlyDestination.open(path) } }
     }
 
     @Test func everyMarkedEntryIsUpToDateAndEveryUpToDateEntryHandedOverIsMarked() throws {
@@ -107,7 +107,7 @@ import Glibc
     @Test func withoutAJournalNothingIsDecided() throws {
         let bare = try TemporaryDirectory()
         let path = bare.path
-        let lookAhead = PlanLookAhead(disk: Background { Result { try DryRun.Disk.open(path) } }, batchSize: 4)
+        let lookAhead = PlanLookAhead(disk: Background { Result { try ReadOnlyDestination.open(path) } }, batchSize: 4)
         for i in 0 ..< 40 { lookAhead.offer(i, entry("f\(i)")) }
         let decided = lookAhead.finish()
         #expect(!(0 ..< 40).contains { decided.isUpToDate($0) })

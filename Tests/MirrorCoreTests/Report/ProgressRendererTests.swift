@@ -24,7 +24,7 @@ import Testing
                              sources: [], replacing: false)
         let other = EntryTask(entry: ManifestEntry(path: "a.bin", url: .relative("a.bin"), size: 10, digests: [:]),
                               sources: [], replacing: false)
-        let files = ConsoleReport.progressFiles([task, other, task, task])
+        let files = RunProgress.files([task, other, task, task])
         #expect(files.map(\.path) == ["a.bin", "big.iso"])
         var segmented = files[1]
         segmented.connections = 4
