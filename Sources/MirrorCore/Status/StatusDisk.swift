@@ -3,7 +3,7 @@ import MirrorKit
 /// DEST opened for `mirror status` on a thread of its own while the manifest is parsed: at 10^6
 /// entries the manifest takes the main thread about 1.3 s and DEST's journal another 0.6 s, and
 /// the two are independent when `--dest` names DEST (docs/performance.md, "10^6 entries"). The
-/// same as `sync --dry-run` does (``DryRun/Disk``, ``Background``). The journal is then read a
+/// same as `sync --dry-run` does (``ReadOnlyDestination``, ``Background``). The journal is then read a
 /// second or so before the files are looked at: beside a running sync, a file installed in
 /// between shows as present and not yet verified, which the next `status` corrects; nothing is
 /// decided from it. An invalid manifest is still reported first (exit 65); DEST is only read.

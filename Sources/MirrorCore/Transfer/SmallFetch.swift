@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// One small file fetched whole into memory, bounded: a remote manifest and its signature
-/// (``RemoteManifest``), a chunk index (``SyncRunner``'s deltas). The same transfer settings as
+/// (``RemoteManifest``), a chunk index (``EntryWork``'s deltas). The same transfer settings as
 /// every download (``TransferSettings/configure(_:url:)``: schemes, redirects, TLS, credentials,
 /// timeouts, proxies); a SIGINT or SIGTERM aborts it.
 enum SmallFetch {
