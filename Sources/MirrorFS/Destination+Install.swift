@@ -1,4 +1,5 @@
 import CLinux
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,35 +29,35 @@ extension Destination {
     /// only a name already taken (`EEXIST`: a file to replace, or a folder in the way) is looked at.
     public func install(partial name: String, from partialFolder: FileDescriptor, to relative: String,
                         syncFolder: Bool = true, expected: FileDescriptor? = nil) throws -> FileStatus {
-        installFolderLock.lock()
-        defer { installFolderLock.unlock() }
-        let opened = try installParent(of: relative)
-        var st = stat()
-        let ours = try expected?.stat()
-        if let ours {
-            guard fstatat(partialFolder.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-                throw SystemError("find the verified download of", display(relative))
+        try installFolder.withLock { kept in
+            let opened = try installParent(of: relative, kept: &kept)
+            var st = stat()
+            let ours = try expected?.stat()
+            if let ours {
+                guard fstatat(partialFolder.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                    throw SystemError("find the verified download of", display(relative))
+                }
+                guard FileStatus(st).sameFile(as: ours) else {
+                    throw SystemError("install", display(relative) + " (its partial file was replaced during the download)", code: ELOOP)
+                }
             }
-            guard FileStatus(st).sameFile(as: ours) else {
-                throw SystemError("install", display(relative) + " (its partial file was replaced during the download)", code: ELOOP)
+            let (moved, parent, final) = try intoInstallFolder(of: relative, opened, kept: &kept) {
+                mirror_rename_noreplace(partialFolder.fd, name, $0.fd, $1) == 0
             }
+            if !moved {
+                // EEXIST: something has the name. EINVAL: the filesystem has no RENAME_NOREPLACE.
+                guard errno == EEXIST || errno == EINVAL || errno == ENOSYS else {
+                    throw SystemError("move into place", display(relative))
+                }
+                if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && FileStatus(st).isDirectory {
+                    throw SystemError("replace", display(relative) + " (a folder is in the way)", code: EISDIR)
+                }
+                if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
+                    throw SystemError("move into place", display(relative))
+                }
+            }
+            return try placed(final, in: parent, relative: relative, ours: ours, syncFolder: syncFolder)
         }
-        let (moved, parent, final) = try intoInstallFolder(of: relative, opened) {
-            mirror_rename_noreplace(partialFolder.fd, name, $0.fd, $1) == 0
-        }
-        if !moved {
-            // EEXIST: something has the name. EINVAL: the filesystem has no RENAME_NOREPLACE.
-            guard errno == EEXIST || errno == EINVAL || errno == ENOSYS else {
-                throw SystemError("move into place", display(relative))
-            }
-            if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && FileStatus(st).isDirectory {
-                throw SystemError("replace", display(relative) + " (a folder is in the way)", code: EISDIR)
-            }
-            if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
-                throw SystemError("move into place", display(relative))
-            }
-        }
-        return try placed(final, in: parent, relative: relative, ours: ours, syncFolder: syncFolder)
     }
 
     /// Installs a verified file that has no name (`PartialNaming`): `linkat(2)` of the open
@@ -70,21 +71,19 @@ extension Destination {
     /// `syncFolder` as for ``install(partial:from:to:syncFolder:expected:)``.
     public func install(unnamed file: FileDescriptor, name: String, partialFolder: FileDescriptor, to relative: String,
                         syncFolder: Bool = true) throws -> FileStatus {
-        do {
-            installFolderLock.lock()
-            defer { installFolderLock.unlock() }
-            let (linked, parent, _) = try intoInstallFolder(of: relative) { mirror_link_open_file(file.fd, $0.fd, $1) == 0 }
-            if linked {
-                // The new name is this very inode: a link makes it or fails, and never replaces.
-                // Its status is the open file's (`fstat`, after the link changed its ctime), so the
-                // journal vouches for the inode verified whatever happens to the name later; a
-                // file swapped in afterwards fails the next run's compare (docs/journal.md, rule 3).
-                // One call where `fstatat` of the name and a compare with the file took two.
-                let status = try file.stat()
-                if syncFolder { try parent.sync() }
-                return status
-            }
+        let linked: FileStatus? = try installFolder.withLock { kept in
+            let (linked, parent, _) = try intoInstallFolder(of: relative, kept: &kept) { mirror_link_open_file(file.fd, $0.fd, $1) == 0 }
+            guard linked else { return nil }
+            // The new name is this very inode: a link makes it or fails, and never replaces.
+            // Its status is the open file's (`fstat`, after the link changed its ctime), so the
+            // journal vouches for the inode verified whatever happens to the name later; a
+            // file swapped in afterwards fails the next run's compare (docs/journal.md, rule 3).
+            // One call where `fstatat` of the name and a compare with the file took two.
+            let status = try file.stat()
+            if syncFolder { try parent.sync() }
+            return status
         }
+        if let linked { return linked }
         var named = mirror_link_open_file(file.fd, partialFolder.fd, name) == 0
         if !named && errno == EEXIST {
             // A file an earlier run left under this name; its journal record is gone already.
@@ -122,31 +121,33 @@ extension Destination {
     /// Closes the folder ``install(partial:from:to:syncFolder:expected:)`` kept open: at the end of
     /// a batch, so a folder replaced later is opened again by its path.
     public func forgetInstallFolder() {
-        installFolderLock.lock()
-        installFolder = nil
-        installFolderLock.unlock()
+        installFolder.withLock { $0 = nil }
     }
 
     /// `move` (a rename or a link of the verified file to the folder and name it is given, true
     /// when it succeeded) into the folder that receives `relative`. When the kept folder was
     /// removed (or moved) since the last file (`ENOENT`), it is opened again by its path and
     /// `move` tried once more; any other failure is left in `errno` for the caller. `opened`: that
-    /// folder as ``installParent(of:)`` gave it already. Called with `installFolderLock` held.
+    /// folder as ``installParent(of:kept:)`` gave it already. `kept`: ``installFolder``'s, whose
+    /// lock the caller holds.
     private func intoInstallFolder(of relative: String, _ opened: (folder: FileDescriptor, name: String, cached: Bool)? = nil,
+                                   kept installFolder: inout (path: String, folder: FileDescriptor)?,
                                    _ move: (FileDescriptor, String) -> Bool) throws -> (moved: Bool, folder: FileDescriptor, name: String) {
-        var (parent, final, cached) = try opened ?? installParent(of: relative)
+        var (parent, final, cached) = try opened ?? installParent(of: relative, kept: &installFolder)
         var moved = move(parent, final)
         if !moved && errno == ENOENT && cached {
             installFolder = nil
-            (parent, final, cached) = try installParent(of: relative)
+            (parent, final, cached) = try installParent(of: relative, kept: &installFolder)
             moved = move(parent, final)
         }
         return (moved, parent, final)
     }
 
     /// The folder that receives `relative` (created if missing, ``openParent(of:create:)``), the kept
-    /// one when it is the same, and the final name. Called with `installFolderLock` held.
-    private func installParent(of relative: String) throws -> (folder: FileDescriptor, name: String, cached: Bool) {
+    /// one when it is the same, and the final name. `kept`: ``installFolder``'s, whose lock the
+    /// caller holds.
+    private func installParent(of relative: String,
+                               kept installFolder: inout (path: String, folder: FileDescriptor)?) throws -> (folder: FileDescriptor, name: String, cached: Bool) {
         let slash = relative.utf8.lastIndex(of: UInt8(ascii: "/"))
         let folderPath = slash.map { String(relative[..<$0]) } ?? ""
         if let kept = installFolder, kept.path == folderPath {

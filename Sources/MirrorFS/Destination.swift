@@ -14,10 +14,9 @@ import Glibc
 /// at `.mirror` or `.mirror/partial` it fails the run (exit 73), see SECURITY.md.
 /// The tool's own state lives in `DEST/.mirror/` (journal, lock, partial downloads).
 ///
-/// Sendable, unchecked: its descriptors are ``FileDescriptor``s, and its two caches (the folder
-/// ``status(of:)`` looked in last, the folder an install renamed into last) are read and written
-/// only under their locks; everything else is set in `init`.
-public final class Destination: @unchecked Sendable {
+/// `Sendable`: everything is set in `init` but its two caches (the folder ``status(of:)`` looked
+/// in last, the folder an install renamed into last), each kept with its lock (``Locked``).
+public final class Destination: Sendable {
     public static let stateFolderName = ".mirror"
 
     /// DEST as the user named it, for messages.
@@ -152,23 +151,23 @@ public final class Destination: @unchecked Sendable {
         let name = String(relative[relative.index(after: slash)...])
         // Held until the fstatat is done: `mirror verify` asks from several threads, and another
         // thread's next folder would close this descriptor (and its number be reused) under us.
-        statusCacheLock.lock()
-        defer { statusCacheLock.unlock() }
-        var missing = false
-        guard let fd = try statusFolder(folder, for: relative, missing: &missing) else {
-            // No such folder: no such file either (every entry of a new DEST, one call each).
-            if missing { return nil }
-            // Not a folder we can enter: a file, or a symlink in the way; the whole path,
-            // opened the careful way, tells which.
-            return try uncachedStatus(of: relative)
+        return try statusCache.withLock { cache in
+            var missing = false
+            guard let fd = try statusFolder(folder, for: relative, missing: &missing, cache: &cache) else {
+                // No such folder: no such file either (every entry of a new DEST, one call each).
+                if missing { return nil }
+                // Not a folder we can enter: a file, or a symlink in the way; the whole path,
+                // opened the careful way, tells which.
+                return try uncachedStatus(of: relative)
+            }
+            if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+                let code = errno
+                if code == ENOENT { return nil }
+                if code == ENOTDIR { throw notAFolder(on: relative) }
+                throw SystemError("inspect", display(relative), code: code)
+            }
+            return FileStatus(st)
         }
-        if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            let code = errno
-            if code == ENOENT { return nil }
-            if code == ENOTDIR { throw notAFolder(on: relative) }
-            throw SystemError("inspect", display(relative), code: code)
-        }
-        return FileStatus(st)
     }
 
     /// `relative` opened with `O_PATH` through ``SafePath`` and `fstat`ed.
@@ -240,21 +239,20 @@ public final class Destination: @unchecked Sendable {
     /// install) only makes its files look absent a little longer, which costs a download that a
     /// link then refuses to put over them (``install(unnamed:name:partialFolder:to:syncFolder:)``
     /// renames instead): never a wrong file.
-    private var statusCache: (path: String, fd: Int32?)?
-    private let statusCacheLock = Lock()
+    private let statusCache = Locked<(path: String, fd: Int32?)?>(nil)
     /// The last folder ``install(partial:from:to:syncFolder:expected:)`` renamed into, kept open
     /// for the next files of a batch (they are mostly in the same folder).
-    var installFolder: (path: String, folder: FileDescriptor)?
-    let installFolderLock = Lock()
+    let installFolder = Locked<(path: String, folder: FileDescriptor)?>(nil)
 
     deinit {
-        if let fd = statusCache?.fd { close(fd) }
+        if let fd = statusCache.withLock({ $0?.fd }) { close(fd) }
     }
 
     /// A descriptor for `folder` (beneath DEST, opened without following symlinks), or nil when it
     /// does not exist (`missing` set: `ENOENT`) or is not a folder. Throws when a symlink is in the
-    /// way. The caller holds `statusCacheLock` while it uses the descriptor.
-    private func statusFolder(_ folder: String, for relative: String, missing: inout Bool) throws -> Int32? {
+    /// way. `cache` is ``statusCache``'s, whose lock the caller holds while it uses the descriptor.
+    private func statusFolder(_ folder: String, for relative: String, missing: inout Bool,
+                              cache statusCache: inout (path: String, fd: Int32?)?) throws -> Int32? {
         // Bytes, not `String ==`: the NFC and NFD spellings of a folder are two folders here.
         if let cached = statusCache, cached.path.utf8.elementsEqual(folder.utf8) {
             missing = cached.fd == nil
@@ -265,24 +263,24 @@ public final class Destination: @unchecked Sendable {
             let code = errno
             // ENOTDIR: a file, or a symlink (O_NOFOLLOW with O_DIRECTORY says so for both).
             missing = code == ENOENT
-            if missing { cacheStatusFolder(folder, nil) }
+            if missing { cacheStatusFolder(folder, nil, in: &statusCache) }
             if code == ENOENT || code == ENOTDIR { return nil }
             throw openFailure("inspect", relative, code: code)
         }
-        cacheStatusFolder(folder, fd)
+        cacheStatusFolder(folder, fd, in: &statusCache)
         return fd
     }
 
-    private func cacheStatusFolder(_ folder: String, _ fd: Int32?) {
+    private func cacheStatusFolder(_ folder: String, _ fd: Int32?, in statusCache: inout (path: String, fd: Int32?)?) {
         if let old = statusCache?.fd { close(old) }
         statusCache = (folder, fd)
     }
 
     /// A folder was made: a cached absence may be about it.
     private func forgetMissingStatusFolder() {
-        statusCacheLock.lock()
-        if let cached = statusCache, cached.fd == nil { statusCache = nil }
-        statusCacheLock.unlock()
+        statusCache.withLock { cache in
+            if let cached = cache, cached.fd == nil { cache = nil }
+        }
     }
 
     /// Opens a file under DEST for reading, refusing a symlink at any component.

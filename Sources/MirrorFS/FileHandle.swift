@@ -11,7 +11,9 @@ import Darwin
 ///
 /// Sendable, unchecked: threads share a descriptor to read and write through it (`pread`,
 /// `pwrite`, `fstat`, `*at` calls are safe on one descriptor from any thread); ``fd`` changes
-/// only in ``close()``, which its owner calls once no other thread uses it (or `deinit` does).
+/// only in ``close()``, which its owner calls once no other thread uses it (or `deinit` does,
+/// when no one can), and `displayPath` never. A lock or an atomic around ``fd`` would cost on
+/// every read and write of a buffer, for a change that happens once.
 public final class FileDescriptor: @unchecked Sendable {
     public private(set) var fd: Int32
     public let displayPath: String

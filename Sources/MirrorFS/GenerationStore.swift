@@ -18,7 +18,9 @@ import Glibc
 /// or the new, whatever happens to the run. A plain DEST folder is swapped for the symlink with
 /// `renameat2(RENAME_EXCHANGE)`, so there is no moment without DEST either. Unchanged files are
 /// hard links between generations: they take their space once.
-public final class GenerationStore {
+///
+/// `Sendable`: every stored property is a `let` of a `Sendable` type.
+public final class GenerationStore: Sendable {
     public static let suffix = ".generations"
     package static let buildingName = "building"
     /// The new symlink's name in the store before it is renamed over DEST, and the old plain

@@ -2,28 +2,31 @@
 /// others, a wait in progress included: the writer waiting for work (`PartialWriter`) and the
 /// transfer thread asleep in `curl_multi_poll` (`TransferEngine`), the two facts a segmented
 /// file widens on (`SegmentPolicy.widen(waited:transferWaited:running:width:)`).
-package final class IdleClock: @unchecked Sendable {
-    private let lock = Lock()
-    private var total = 0.0
-    /// When the wait in progress began; 0 when the thread is not waiting.
-    private var since = 0.0
+package final class IdleClock: Sendable {
+    private struct Waits {
+        var total = 0.0
+        /// When the wait in progress began; 0 when the thread is not waiting.
+        var since = 0.0
+    }
+
+    private let waits = Locked(Waits())
 
     package init() {}
 
     /// Called by the thread just before it waits.
     package func beginWait() {
-        lock.withLock { since = monotonicSeconds() }
+        waits.withLock { $0.since = monotonicSeconds() }
     }
 
     /// Called by the thread once the wait is over.
     package func endWait() {
-        lock.withLock {
-            total += monotonicSeconds() - since
-            since = 0
+        waits.withLock {
+            $0.total += monotonicSeconds() - $0.since
+            $0.since = 0
         }
     }
 
     package var seconds: Double {
-        lock.withLock { total + (since > 0 ? monotonicSeconds() - since : 0) }
+        waits.withLock { $0.total + ($0.since > 0 ? monotonicSeconds() - $0.since : 0) }
     }
 }

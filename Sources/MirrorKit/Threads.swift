@@ -16,6 +16,9 @@ import Glibc
 /// Its calls, and ``ReadWriteLock``'s, are inlinable: the modules above take them around every
 /// lookup (the journal's, once per manifest entry), and inlined they cost what they cost when all
 /// of this was one module, the `pthread` call and nothing more.
+///
+/// Sendable, unchecked: its one stored property, the pointer to the mutex, is set in `init` and
+/// never changed; the `pthread_mutex_t` it points to is made to be locked from any thread.
 package final class Lock: @unchecked Sendable {
     /// Also the mutex of a ``Condition`` built on this lock.
     @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -41,11 +44,34 @@ package final class Lock: @unchecked Sendable {
     }
 }
 
+/// A little mutable state that threads share, kept with its own ``Lock``: counters, per-index
+/// results, a clock. A type that holds its changing state in one of these and everything else in
+/// `let`s of `Sendable` types is checked-`Sendable` itself, so the one `@unchecked` is here.
+///
+/// Sendable, unchecked: `value` is read and written only inside ``withLock(_:)``, with `lock`
+/// held; and `State` is `Sendable`, so what a body copies in or out may go to any thread.
+package final class Locked<State: Sendable>: @unchecked Sendable {
+    @usableFromInline let lock = Lock()
+    @usableFromInline var value: State
+
+    package init(_ value: State) { self.value = value }
+
+    /// Runs `body` on the state with the lock held.
+    @inlinable package func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
 /// A `pthread_rwlock_t`: any number of readers at once, or one writer.
 ///
 /// Why not ``Lock``: planning asks the journal once per manifest entry from a thread per core
 /// (`Reconciler.forEachAction(in:window:threads:known:_:)`); with a mutex they queued behind each other's lookups and
 /// slept in the kernel (futex) whenever they met, for lookups that change nothing.
+///
+/// Sendable, unchecked: its one stored property, the pointer to the lock, is set in `init` and
+/// never changed; the `pthread_rwlock_t` it points to is made to be taken from any thread.
 package final class ReadWriteLock: @unchecked Sendable {
     @usableFromInline let rwlock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
 
@@ -73,6 +99,10 @@ package final class ReadWriteLock: @unchecked Sendable {
 /// test the predicate in a loop around ``wait()``, unlock. Timed waits count on
 /// `CLOCK_MONOTONIC` (`pthread_condattr_setclock`), so a change of the wall clock neither
 /// shortens nor stretches them.
+///
+/// Sendable, unchecked: its stored properties, a ``Lock`` and the pointer to the condition
+/// variable, are set in `init` and never changed; `pthread_cond_t` is made to be waited on and
+/// signalled from any thread (with the lock held where `pthread_cond_wait(3)` says so).
 package final class Condition: @unchecked Sendable {
     private let mutex = Lock()
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)

@@ -28,12 +28,17 @@ public enum WorkerPool {
                            idleInterval: Double = 0.1, onIdle: (() -> Void)? = nil,
                            _ body: @escaping @Sendable (Int) -> Void) {
         guard count > 0 else { return }
-        let state = SharedState()
+        /// The next index to hand out.
+        let next = Locked(0)
         let workers = max(1, min(threads, count))
         let finished = DispatchSemaphore(value: 0)
         for _ in 0..<workers {
             SystemThread.start(name: "mirror-worker", stackSize: 1 << 20) {
-                while let index = state.take(below: count) { body(index) }
+                while let index = next.withLock({ (next: inout Int) -> Int? in
+                    guard next < count else { return nil }
+                    next += 1
+                    return next - 1
+                }) { body(index) }
                 finished.signal()
             }
         }
@@ -45,20 +50,6 @@ public enum WorkerPool {
                 finished.wait()
                 remaining -= 1
             }
-        }
-    }
-
-    /// The next index to hand out, behind a lock.
-    private final class SharedState: @unchecked Sendable {
-        private let lock = Lock()
-        private var next = 0
-
-        func take(below count: Int) -> Int? {
-            lock.lock()
-            defer { lock.unlock() }
-            guard next < count else { return nil }
-            next += 1
-            return next - 1
         }
     }
 }

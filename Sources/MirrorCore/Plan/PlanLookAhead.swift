@@ -19,6 +19,13 @@ import MirrorModel
 /// (the journal is still being read, or the thread is behind) is not handed over, and its entries
 /// are planned in their turn. When entries stop coming in order (a manifest read again from the
 /// start by libyaml, ``FastManifestScanner/InputReleased``), none more is handed over.
+///
+/// Sendable, unchecked: shared by the reader's thread and its own (`mirror-plan`). `waiting`,
+/// `stopping`, `finished`, `working`, `planning` and `idle` are read and written only with
+/// `state` locked; `batch`, `handedOver` and `closed` only by the reader's thread (``offer(_:_:)``,
+/// ``finish()``); `decided` only by its thread until that sets `finished` under `state`, and
+/// after that only by ``finish()``, which saw `finished` under `state`. A lock-guarded box for the
+/// reader's side would put a lock on every entry the reader offers.
 final class PlanLookAhead: @unchecked Sendable {
     /// Entries per hand-over (tests make it small).
     let batchSize: Int

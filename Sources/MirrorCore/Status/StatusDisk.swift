@@ -7,7 +7,10 @@ import MirrorKit
 /// second or so before the files are looked at: beside a running sync, a file installed in
 /// between shows as present and not yet verified, which the next `status` corrects; nothing is
 /// decided from it. An invalid manifest is still reported first (exit 65); DEST is only read.
-public final class StatusDisk: @unchecked Sendable {
+///
+/// Not `Sendable`: `mirror status` makes it and asks it on its one thread; only the work inside
+/// (``Background``) runs on another.
+public final class StatusDisk {
     private let path: String
     private let opening: Background<Result<StatusInspector.Opened, Error>>
 

@@ -190,37 +190,34 @@ public final class VerifyRunner {
     }
 
     /// Results and progress shared by the worker threads.
-    private final class Counters: @unchecked Sendable {
-        private let lock = Lock()
-        private var results: [VerifyProblem?]
-        private var files = 0
-        private var bytes: Int64 = 0
+    private final class Counters: Sendable {
+        private struct State {
+            var results: [VerifyProblem?]
+            var files = 0
+            var bytes: Int64 = 0
+        }
 
-        init(count: Int) { results = Array(repeating: nil, count: count) }
+        private let state: Locked<State>
+
+        init(count: Int) { state = Locked(State(results: Array(repeating: nil, count: count))) }
 
         func addBytes(_ n: Int) {
-            lock.lock()
-            bytes += Int64(n)
-            lock.unlock()
+            state.withLock { $0.bytes += Int64(n) }
         }
 
         func finish(_ index: Int, _ problem: VerifyProblem?) {
-            lock.lock()
-            results[index] = problem
-            files += 1
-            lock.unlock()
+            state.withLock {
+                $0.results[index] = problem
+                $0.files += 1
+            }
         }
 
         var progress: (files: Int, bytes: Int64) {
-            lock.lock()
-            defer { lock.unlock() }
-            return (files, bytes)
+            state.withLock { ($0.files, $0.bytes) }
         }
 
         var problems: [VerifyProblem] {
-            lock.lock()
-            defer { lock.unlock() }
-            return results.compactMap { $0 }
+            state.withLock { $0.results.compactMap { $0 } }
         }
     }
 }

@@ -3,9 +3,10 @@
 /// The bytes live in a ``ByteBlock``: a digest of its own in one allocation, or the manifest's
 /// digests side by side in blocks of 64 KiB (``ByteArena``). Why: a manifest of 10^6 entries
 /// made 10^6 arrays of 32 bytes, each an 80-byte allocation (80 MB); packed, they take 32 MB.
-/// `@unchecked Sendable`: its block's bytes are never written once the digest is made.
-public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
-    private let block: ByteBlock
+/// `Sendable`: its bytes are never written once the digest is made (``SharedBlock`` says why a
+/// block may be shared).
+public struct Digest: Hashable, Sendable, CustomStringConvertible {
+    private let shared: SharedBlock
     private let offset: UInt32
     private let count: UInt32
 
@@ -14,7 +15,7 @@ public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
     }
 
     init(block: ByteBlock, offset: Int, count: Int) {
-        self.block = block
+        self.shared = SharedBlock(block)
         self.offset = UInt32(offset)
         self.count = UInt32(count)
     }
@@ -39,7 +40,7 @@ public struct Digest: Hashable, @unchecked Sendable, CustomStringConvertible {
     public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try block.withBytes(at: offset, count: count) { try body(UnsafeRawBufferPointer($0)) }
+        try shared.block.withBytes(at: offset, count: count) { try body(UnsafeRawBufferPointer($0)) }
     }
 
     public static func == (a: Digest, b: Digest) -> Bool {

@@ -1,6 +1,6 @@
 /// Bytes written once each and then only read, so a block may be shared between threads. The
 /// header is how many bytes are taken. Holds the manifest's digests (``Digest``) and paths
-/// (``ManifestPath``) side by side.
+/// (``ManifestPath``) side by side; they hold it as a ``SharedBlock``.
 final class ByteBlock: ManagedBuffer<Int, UInt8> {
     static func make(capacity: Int) -> ByteBlock {
         // ManagedBuffer.create returns the class it is called on.
@@ -34,6 +34,24 @@ final class ByteBlock: ManagedBuffer<Int, UInt8> {
             try body(UnsafeBufferPointer(start: elements + Int(offset), count: Int(count)))
         }
     }
+}
+
+/// A ``ByteBlock`` as a ``Digest`` or a ``ManifestPath`` holds it, so that both are plainly
+/// `Sendable` and read their bytes with no lock (once per entry and more: hashing, comparing, the
+/// journal's lookups). `ManagedBuffer` is marked never `Sendable`, so its subclass cannot say it
+/// is; this wrapper, the size of the reference, says it once for both.
+///
+/// Sendable, unchecked: a value reads only its own bytes, which ``ByteBlock/take(_:_:)`` wrote
+/// before the value was made and nothing writes again. `take` writes only bytes past the header
+/// and the header, which no value reads, and only the one thread that fills the block calls it
+/// (its ``ByteArena``'s reader, or ``ByteBlock/holding(_:)`` before the block is shared). A value
+/// may so go to another thread while its block is still being filled (`PlanLookAhead` takes
+/// entries while the manifest is read); the hand-over that carries it (a lock, a thread's start)
+/// makes its bytes visible there.
+struct SharedBlock: @unchecked Sendable {
+    let block: ByteBlock
+
+    init(_ block: ByteBlock) { self.block = block }
 }
 
 /// Values made side by side in shared blocks of 64 KiB: for the manifest's entries, which are made

@@ -6,9 +6,10 @@
 /// bytes are 47 MB, and the path index copied the same bytes again (docs/performance.md, "Paths
 /// in the arena"). Compared and hashed by bytes, never canonically: two paths that differ only in
 /// Unicode normalisation are two files.
-/// `@unchecked Sendable`: its block's bytes are never written once the path is made.
-public struct ManifestPath: Hashable, Comparable, @unchecked Sendable, CustomStringConvertible {
-    private let block: ByteBlock
+/// `Sendable`: its bytes are never written once the path is made (``SharedBlock`` says why a block
+/// may be shared).
+public struct ManifestPath: Hashable, Comparable, Sendable, CustomStringConvertible {
+    private let shared: SharedBlock
     private let offset: UInt32
     private let count: UInt32
 
@@ -21,7 +22,7 @@ public struct ManifestPath: Hashable, Comparable, @unchecked Sendable, CustomStr
     /// `count` bytes at `offset` of a block: ``ByteArena/path(_:)``. A block is at most 64 KiB
     /// or one value's size, and a manifest under 2 GiB (``YAMLParser``), so both fit 32 bits.
     init(block: ByteBlock, offset: Int, count: Int) {
-        self.block = block
+        self.shared = SharedBlock(block)
         self.offset = UInt32(truncatingIfNeeded: offset)
         self.count = UInt32(truncatingIfNeeded: count)
     }
@@ -35,11 +36,11 @@ public struct ManifestPath: Hashable, Comparable, @unchecked Sendable, CustomStr
     public var byteCount: Int { Int(count) }
 
     /// Where the bytes are, for ``PathIndex``, which keeps the blocks rather than the paths.
-    var place: (block: ByteBlock, offset: UInt32) { (block, offset) }
+    var place: (block: ByteBlock, offset: UInt32) { (shared.block, offset) }
 
     @inline(__always)
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try block.withBytes(at: offset, count: count, body)
+        try shared.block.withBytes(at: offset, count: count, body)
     }
 
     public static func == (a: ManifestPath, b: ManifestPath) -> Bool {

@@ -81,17 +81,20 @@ public enum ManifestWriter {
         skipped.sort { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
         var files = found.map(\.file)
 
-        let results = HashResults(count: files.count)
+        let results = Locked([Swift.Result<Hashed, Error>?](repeating: nil, count: files.count))
         let snapshot = files
         WorkerPool.run(count: snapshot.count, threads: threads) { index in
             let file = snapshot[index]
-            results.set(index, Swift.Result<Hashed, Error> {
+            let result = Swift.Result<Hashed, Error> {
                 if let above = chunksAbove, file.size >= above { return try ChunkIndexWriter.hashAndIndex(file.path, in: root) }
                 return try hash(file.path, in: root)
-            })
+            }
+            results.withLock { $0[index] = result }
         }
+        // Every worker has returned: the lock is only taken once more, to take the results whole.
+        let hashed = results.withLock { $0 }
         for index in files.indices {
-            switch results.get(index) {
+            switch hashed[index] {
             case .success(let hashed):
                 files[index].size = hashed.size
                 files[index].sha256 = hashed.digest
@@ -258,25 +261,5 @@ public enum ManifestWriter {
         let hasher = Hasher(.sha256)
         let bytes = try FileHashing.read(file, into: [hasher])
         return Hashed(size: bytes, digest: hasher.finalize())
-    }
-
-    /// Per-file hashing results, filled by the worker threads.
-    private final class HashResults: @unchecked Sendable {
-        private let lock = Lock()
-        private var results: [Swift.Result<Hashed, Error>?]
-
-        init(count: Int) { results = Array(repeating: nil, count: count) }
-
-        func set(_ index: Int, _ result: Swift.Result<Hashed, Error>) {
-            lock.lock()
-            results[index] = result
-            lock.unlock()
-        }
-
-        func get(_ index: Int) -> Swift.Result<Hashed, Error>? {
-            lock.lock()
-            defer { lock.unlock() }
-            return results[index]
-        }
     }
 }

@@ -79,8 +79,13 @@ public struct SigningKey: Sendable {
     }
 }
 
-/// Owns one `EVP_PKEY` (freed with `EVP_PKEY_free`). Immutable after loading, and OpenSSL allows
-/// a key to be shared between threads for signing and verifying, hence `@unchecked Sendable`.
+/// Owns one `EVP_PKEY` (freed with `EVP_PKEY_free`).
+///
+/// Sendable, unchecked: `pointer` is set in `init` and never changed, and nothing changes the key
+/// after loading; OpenSSL lets threads use one key at once for what only reads it
+/// (openssl-threads(7)), and each sign or verify here has an `EVP_MD_CTX` of its own
+/// (``DigestContext``). Needed for ``TrustedKey``, ``SigningKey`` and ``ManifestTrust``, public
+/// `Sendable` values that hold a key.
 final class EVPKey: @unchecked Sendable {
     enum Kind { case publicKey, privateKey }
 

@@ -25,7 +25,9 @@ public struct EntryRecords: Sendable {
 /// records to (docs/architecture.md, "Threads"), so appends are serialised by a lock.
 ///
 /// Sendable, unchecked: every read and write of its records and its file is under ``lock`` (a
-/// ``ReadWriteLock``: lookups together, appends and compaction alone).
+/// ``ReadWriteLock``: lookups together, appends and compaction alone), but in `init`, which
+/// replays the file before any other thread has the journal. Not ``Locked``: its lookups, once
+/// per manifest entry from a thread per core, would then queue behind each other.
 public final class Journal: @unchecked Sendable {
     public static let fileName = "journal"
     static let header = Array("mirror-journal 1\n".utf8)
