@@ -131,7 +131,7 @@ extension Destination {
     /// folder as ``installParent(of:kept:)`` gave it already. `kept`: ``installFolder``'s, whose
     /// lock the caller holds.
     private func intoInstallFolder(of relative: String, _ opened: (folder: FileDescriptor, name: String, cached: Bool)? = nil,
-                                   kept installFolder: inout (path: String, folder: FileDescriptor)?,
+                                   kept installFolder: inout InstallFolder?,
                                    _ move: (FileDescriptor, String) -> Bool) throws -> (moved: Bool, folder: FileDescriptor, name: String) {
         var (parent, final, cached) = try opened ?? installParent(of: relative, kept: &installFolder)
         var moved = move(parent, final)
@@ -147,14 +147,14 @@ extension Destination {
     /// one when it is the same, and the final name. `kept`: ``installFolder``'s, whose lock the
     /// caller holds.
     private func installParent(of relative: String,
-                               kept installFolder: inout (path: String, folder: FileDescriptor)?) throws -> (folder: FileDescriptor, name: String, cached: Bool) {
+                               kept installFolder: inout InstallFolder?) throws -> (folder: FileDescriptor, name: String, cached: Bool) {
         let slash = relative.utf8.lastIndex(of: UInt8(ascii: "/"))
         let folderPath = slash.map { String(relative[..<$0]) } ?? ""
         if let kept = installFolder, kept.path == folderPath {
             return (kept.folder, slash.map { String(relative[relative.index(after: $0)...]) } ?? relative, true)
         }
         let (parent, final) = try openParent(of: relative, create: true)
-        installFolder = (folderPath, parent)
+        installFolder = InstallFolder(path: folderPath, folder: parent)
         return (parent, final, false)
     }
 }
