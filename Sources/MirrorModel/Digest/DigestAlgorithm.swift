@@ -30,7 +30,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
 
     /// Key of the expected digest (hex) in a journal record's identity: `sha256=...`.
     /// A `StaticString` so the no-op path compares it with a line's bytes without making a String.
-    package var journalKey: StaticString {
+    @usableFromInline package var journalKey: StaticString {
         switch self {
         case .sha256: "sha256"
         case .sha512: "sha512"
@@ -38,7 +38,7 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
     }
 
     /// Key of the saved hash state (``Hasher/exportState()``, hex) in a partial record: `h256=...`.
-    package var stateKey: StaticString {
+    @usableFromInline package var stateKey: StaticString {
         switch self {
         case .sha256: "h256"
         case .sha512: "h512"
@@ -54,7 +54,9 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
     }
 
     /// The algorithm whose ``journalKey`` (or, with `state`, ``stateKey``) is exactly `key`.
-    package static func journal<C: Collection>(key: C, state: Bool = false) -> DigestAlgorithm? where C.Element == UInt8 {
+    /// `@inlinable`: the journal (another target) asks it for every digest of every record it
+    /// reads, and unspecialized it cost a no-op run of 10,000 entries 37 M instructions.
+    @inlinable package static func journal<C: Collection>(key: C, state: Bool = false) -> DigestAlgorithm? where C.Element == UInt8 {
         var raw = 0
         while let algorithm = DigestAlgorithm(rawValue: raw) {
             let name = state ? algorithm.stateKey : algorithm.journalKey
@@ -108,18 +110,23 @@ public enum DigestAlgorithm: Int, Sendable, CaseIterable {
 /// A struct with one stored slot per algorithm rather than a dictionary: reading and iterating
 /// allocate nothing, which the no-op path (`VerifiedIndex.matches(path:size:digests:status:)`, once per manifest
 /// entry) relies on, and the iteration order is the journal's field order.
+///
+/// Its members are `@inlinable`: the journal, the plan and the run (other targets) ask for an
+/// entry's digests per entry, and a generic type used across targets is otherwise not
+/// specialized there, which costs a run-time type lookup per call (docs/performance.md,
+/// "Targets and inlining").
 public struct PerAlgorithm<Value> {
-    private var sha256: Value?
-    private var sha512: Value?
+    @usableFromInline var sha256: Value?
+    @usableFromInline var sha512: Value?
 
-    public init() {}
+    @inlinable public init() {}
 
     /// A set holding one value (or none, when `value` is nil).
-    public init(_ algorithm: DigestAlgorithm, _ value: Value?) {
+    @inlinable public init(_ algorithm: DigestAlgorithm, _ value: Value?) {
         self[algorithm] = value
     }
 
-    public subscript(algorithm: DigestAlgorithm) -> Value? {
+    @inlinable public subscript(algorithm: DigestAlgorithm) -> Value? {
         get {
             switch algorithm {
             case .sha256: sha256
@@ -134,19 +141,19 @@ public struct PerAlgorithm<Value> {
         }
     }
 
-    public var isEmpty: Bool { first { _ in true } == nil }
+    @inlinable public var isEmpty: Bool { first { _ in true } == nil }
 
     /// The algorithms that have a value, in order.
-    public var algorithms: [DigestAlgorithm] { map(\.algorithm) }
+    @inlinable public var algorithms: [DigestAlgorithm] { map(\.algorithm) }
 
     /// The values transformed; a nil result leaves that algorithm without a value.
-    public func compactMapValues<T>(_ transform: (Value) throws -> T?) rethrows -> PerAlgorithm<T> {
+    @inlinable public func compactMapValues<T>(_ transform: (Value) throws -> T?) rethrows -> PerAlgorithm<T> {
         var out = PerAlgorithm<T>()
         for (algorithm, value) in self { out[algorithm] = try transform(value) }
         return out
     }
 
-    public func mapValues<T>(_ transform: (Value) throws -> T) rethrows -> PerAlgorithm<T> {
+    @inlinable public func mapValues<T>(_ transform: (Value) throws -> T) rethrows -> PerAlgorithm<T> {
         try compactMapValues(transform)
     }
 }
@@ -157,10 +164,12 @@ public typealias DigestSet = PerAlgorithm<Digest>
 extension PerAlgorithm: Sequence {
     /// Each algorithm that has a value, with it, in ``DigestAlgorithm``'s order.
     public struct Iterator: IteratorProtocol {
-        let values: PerAlgorithm
-        var raw = 0
+        @usableFromInline let values: PerAlgorithm
+        @usableFromInline var raw = 0
 
-        public mutating func next() -> (algorithm: DigestAlgorithm, value: Value)? {
+        @inlinable init(values: PerAlgorithm) { self.values = values }
+
+        @inlinable public mutating func next() -> (algorithm: DigestAlgorithm, value: Value)? {
             while let algorithm = DigestAlgorithm(rawValue: raw) {
                 raw += 1
                 if let value = values[algorithm] { return (algorithm, value) }
@@ -169,11 +178,11 @@ extension PerAlgorithm: Sequence {
         }
     }
 
-    public func makeIterator() -> Iterator { Iterator(values: self) }
+    @inlinable public func makeIterator() -> Iterator { Iterator(values: self) }
 }
 
 extension PerAlgorithm: ExpressibleByDictionaryLiteral {
-    public init(dictionaryLiteral elements: (DigestAlgorithm, Value)...) {
+    @inlinable public init(dictionaryLiteral elements: (DigestAlgorithm, Value)...) {
         for (algorithm, value) in elements { self[algorithm] = value }
     }
 }
