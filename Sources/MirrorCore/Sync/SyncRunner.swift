@@ -16,6 +16,11 @@ import Glibc
 /// the manifest and seal the file (mode, mtime); its ``InstallBatch`` makes it durable, renames it
 /// into place (``Destination/install(partial:from:to:syncFolder:expected:)``) and only then
 /// journals it as verified. Which entry starts when, and when the run stops, is the ``Scheduler``'s.
+///
+/// This type is the loop (docs/architecture.md, "An entry's life"): it opens the run's place
+/// (``RunPlace``), plans, asks each entry's work (``EntryWork``) what to do and carries out the
+/// ``EntryEffect``s it returns on the queues, the install batch, the summary and the ending
+/// (``RunEnding``), then ends the run: publish or `--delete`, the `run` record.
 public final class SyncRunner {
     let manifest: Manifest
     let options: SyncOptions
