@@ -47,10 +47,11 @@ final class EntryWork {
     /// Asks the loop for `effect`, after those asked before it.
     func emit(_ effect: EntryEffect) { effects.append(effect) }
 
-    /// Runs one piece of work and returns what it asks of the loop, in order.
+    /// Runs one piece of work and returns what it asks of the loop, in order. The buffer is
+    /// handed over whole and a new empty one (no allocation) takes its place.
     func take(_ work: () -> Void) -> [EntryEffect] {
         work()
-        defer { effects.removeAll(keepingCapacity: true) }
+        defer { effects = [] }
         return effects
     }
 

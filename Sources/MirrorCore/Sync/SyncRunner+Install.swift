@@ -6,7 +6,6 @@ import MirrorModel
 extension SyncRunner {
     func verifyAndInstall(_ task: EntryTask) {
         guard let partial = task.partial, let installer, let work else { return }
-        let entry = task.entry
         switch installer.verify(partial, for: task) {
         case .queued:
             task.move(to: .installing)

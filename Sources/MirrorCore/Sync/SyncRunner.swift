@@ -279,13 +279,11 @@ public final class SyncRunner {
             // Durable before a compaction, which may fail (a full disk) and must not take the
             // run's record with it.
             try writer.append(.run(run), durable: true)
-            if journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal() }
+            if journal.needsCompaction(liveEntries: manifest.entries.count) { try RunPlace.compactJournal(writer, for: manifest) }
         } catch let error as SystemError {
             if error.isDestinationUnwritable { ending.keepFirstFatal(error) }
         } catch {}
     }
-
-    func compactJournal() throws { try RunPlace.compactJournal(writer, for: manifest) }
 }
 
 /// What the run reads of its place (``RunPlace``), by the names the loop's parts use. Each is
@@ -293,14 +291,12 @@ public final class SyncRunner {
 extension SyncRunner {
     var destination: Destination! { place?.destination }
     var partialFolder: FileDescriptor! { place?.partialFolder }
-    var partialNaming: PartialNaming { place?.partialNaming ?? PartialNaming(canLinkOpenFiles: false) }
     var writer: JournalWriter! { place?.writer }
     var journal: Journal { writer.journal }
     var generations: GenerationStore? { place?.generations }
     var keptGenerations: [Destination] { place?.keptGenerations ?? [] }
     var installer: Installer? { place?.installer }
     var contentIndex: ContentIndex? { place?.contentIndex }
-    var localTrees: [Destination] { place?.localTrees ?? [] }
     /// The transfer, hashing and commit threads, while the transfers run (``RunThreads``).
     var threads: RunThreads? { work?.threads }
 }
