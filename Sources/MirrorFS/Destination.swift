@@ -75,7 +75,7 @@ public final class Destination: Sendable {
         Destination(path: store.destPath, root: try store.building(), stateRoot: store.store, generations: store)
     }
 
-    /// A complete generation DEST does not show, read as a source (`SyncRunner.keptCopy(of:)`),
+    /// A complete generation DEST does not show, read as a source (`AtomicBuild.keptCopy(of:)`),
     /// named in messages by where it is (`DEST.generations/g2/PATH`).
     package static func keptGeneration(_ store: GenerationStore, _ n: Int) throws -> Destination {
         Destination(path: store.store.displayPath + "/g\(n)", root: try store.open(generation: n), stateRoot: store.store,

@@ -35,8 +35,9 @@ public final class SyncRunner {
     var tasks = RunTasks()
     /// The work of each entry (``EntryWork``), made when the transfer threads start.
     var work: EntryWork?
-    /// Set once the building folder is seeded: only then is there a generation to publish.
-    var buildsGeneration = false
+    /// `--atomic`: the generation this run builds, once its folder is seeded (``AtomicBuild``);
+    /// only then is there one to publish.
+    var build: AtomicBuild?
     /// Where the manifest came from, its digest and its watch (``ManifestOrigin``), set by ``SyncSession``.
     public var origin = ManifestOrigin()
     /// What stopped the run short, if anything, and the result it ends with (``RunEnding``).
@@ -72,23 +73,23 @@ public final class SyncRunner {
             let place = try RunPlace.open(destPath, manifest: manifest, options: options, report: report)
             self.place = place
             lock = place.lock
-            if let generations = place.generations {
-                try generations.sweepLeftovers()
-                if try isHeld(generations) {
-                    lock.release()
-                    return summary
-                }
-                if try currentGenerationIsComplete(generations) {
-                    recordBuiltFromIfMissing(generations)
-                    try GenerationStore.removeTree(GenerationStore.buildingName, in: generations.store)
-                    summary.upToDate = manifest.entries.count
-                    finishRun()
-                    lock.release()
-                    if let fatal = ending.fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
-                    return summary
-                }
-                try seedBuilding(from: place.current)
-                buildsGeneration = true
+            switch try AtomicBuild.start(place, manifest: manifest, digest: origin.digest, report: report) {
+            case nil:
+                break
+            case .held(let hold):
+                summary.hold = hold
+                summary.seconds = monotonicSeconds() - startTime
+                summary.lastSuccess = journal.lastSuccess?.end
+                lock.release()
+                return summary
+            case .complete:
+                summary.upToDate = manifest.entries.count
+                finishRun()
+                lock.release()
+                if let fatal = ending.fatal { throw SyncStopped(cause: .destination(fatal), summary: summary) }
+                return summary
+            case .building(let build):
+                self.build = build
             }
         } catch let error as SystemError {
             throw SyncError.destination(error)
@@ -250,6 +251,18 @@ public final class SyncRunner {
         }
     }
 
+    /// Publishes the atomic build (``AtomicBuild/publish(everyFileVerified:options:)``) and
+    /// counts what it did.
+    func publish(_ build: AtomicBuild) {
+        let publication = build.publish(everyFileVerified: everyFileVerified, options: options)
+        for result in publication.dropped {
+            summary.deleted += 1
+            summary.add(result)
+        }
+        if let refusal = publication.refusal { summary.deletionRefused = refusal }
+        if let fatal = publication.fatal { ending.keepFirstFatal(fatal) }
+    }
+
     func finishRun() {
         if let error = ending.fatal { ending.fatal = explainedFatal(error) }
         if let partialFolder {
@@ -262,8 +275,8 @@ public final class SyncRunner {
                 Set(tasks.all.lazy.filter { !$0.isRetired && $0.partial?.isUnnamed != true }.map(\.partialName))
             }
         }
-        if let generations {
-            if buildsGeneration { publishGeneration(generations) }
+        if generations != nil {
+            if let build { publish(build) }
         } else if let mode = options.deletion {
             deleteUnlisted(mode)
         }
@@ -294,7 +307,6 @@ extension SyncRunner {
     var writer: JournalWriter! { place?.writer }
     var journal: Journal { writer.journal }
     var generations: GenerationStore? { place?.generations }
-    var keptGenerations: [Destination] { place?.keptGenerations ?? [] }
     var installer: Installer? { place?.installer }
     var contentIndex: ContentIndex? { place?.contentIndex }
     /// The transfer, hashing and commit threads, while the transfers run (``RunThreads``).
