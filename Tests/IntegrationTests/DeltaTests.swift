@@ -23,7 +23,7 @@ import MirrorTestSupport
         }
         guard let input = FileHandle(forReadingAtPath: v1) else { throw HarnessError("cannot read \(v1)") }
         defer { input.closeFile() }
-        FileManager.default.createFile(atPath: v2, contents: nil)
+        guard FileManager.default.createFile(atPath: v2, contents: nil) else { throw HarnessError("cannot create \(v2)") }
         guard let output = FileHandle(forWritingAtPath: v2) else { throw HarnessError("cannot write \(v2)") }
         defer { output.closeFile() }
         let hasher = Hasher(.sha256)

@@ -33,7 +33,7 @@ public final class TemporaryDirectory {
             return mkdtemp(base) != nil
         }
         guard made else { throw HarnessError.posix("mkdtemp(\(base)/\(prefix).XXXXXX)") }
-        let created = String(cString: template)
+        let created = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         // Resolve symlinks (e.g. /tmp -> /private/tmp) so paths printed by `mirror` and paths built
         // here compare equal.
         if let resolved = realpath(created, nil) {
