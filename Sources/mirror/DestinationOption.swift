@@ -10,11 +10,23 @@ struct ManifestAndDestination: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Destination folder; overrides the manifest's `destination`.", valueName: "DIR"))
     var dest: String?
 
+    @OptionGroup var selection: SelectionOptions
+
     func validate() throws {
         guard ParseOrder.checksMeaning else { return }
         if RemoteManifest.isURL(manifest) && dest == nil {
             throw ValidationError("a manifest URL needs --dest DIR: the last good copy of the manifest is read from DIR/.mirror/manifest")
         }
+    }
+
+    /// ``load()``, then the entries `--include`/`--exclude`/`--filter-from` select, with how
+    /// many they left out (a rule that matches no entry is a warning, as for `sync`).
+    func loadSelected() throws -> (manifest: Manifest, destination: String, provenance: ManifestProvenance?, excluded: Int) {
+        let filter = try selection.filterOrExit()
+        let (manifest, destination, provenance) = try load()
+        guard let filter else { return (manifest, destination, provenance, 0) }
+        let (selected, excluded) = SyncSession.select(manifest, filter, report: ConsoleReport(mode: .text))
+        return (selected, destination, provenance, excluded)
     }
 
     /// Loads the manifest (for a URL: the copy a sync kept, never the network) and finds DEST, or

@@ -34,10 +34,11 @@ struct Status: ParsableCommand {
     func run() throws {
         // DEST is read while the manifest is parsed when --dest names it.
         let disk = target.dest.map { StatusDisk(destinationPath: $0) }
-        let (manifest, destination, provenance) = try target.load()
+        let (manifest, destination, provenance, excluded) = try target.loadSelected()
         do {
             var status = try StatusInspector.inspect(manifest: manifest, destinationPath: destination, disk: disk)
             status.manifest = provenance
+            status.excluded = excluded
             // A line or a batch at a time through stdio's buffer: 10^6 missing files are not
             // one string first.
             // The first failure's errno, before anything else can overwrite it.

@@ -69,6 +69,8 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Destination folder; overrides the manifest's `destination`.", valueName: "DIR"))
     var dest: String?
 
+    @OptionGroup var selection: SelectionOptions
+
     @Option(name: .long, help: "Files transferred at once; connections at once, in all and to one host, are at most this or --segments, whichever is larger.")
     var jobs: Int = 8
 
@@ -98,11 +100,17 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print the plan; change nothing and send no download request.")
     var dryRun = false
 
+    @Flag(name: .long, help: "With --dry-run: one line per change as ACTION REASON BYTES SOURCE PATH, for scripts and review.")
+    var itemize = false
+
     @Flag(name: .long, help: "Once every listed file is verified, delete the files an earlier run installed that the manifest no longer lists.")
     var delete = false
 
     @Flag(name: .long, help: "Like --delete, and also delete what mirror never installed: everything in DEST the manifest does not list, but .mirror.")
     var deleteUnlisted = false
+
+    @Flag(name: .long, help: "Also delete the files mirror installed at paths --include/--exclude leave out (implies --delete).")
+    var deleteExcluded = false
 
     @Option(name: .long, help: ArgumentHelp("Delete nothing if more files than this would go: a count (100) or a share of the files mirror knows in DEST (10%). (default: \(DeleteLimit.default))", valueName: "N|N%"),
             transform: DeleteLimit.parse)
@@ -184,8 +192,12 @@ struct Sync: ParsableCommand {
             }
         }
         guard keep >= 1 && keep <= 1000 else { throw ValidationError("--keep must be between 1 and 1000") }
-        if maxDelete != nil && !delete && !deleteUnlisted && !atomic {
+        if maxDelete != nil && !delete && !deleteUnlisted && !deleteExcluded && !atomic {
             throw ValidationError("--max-delete limits --delete, --delete-unlisted or --atomic; add one of them")
+        }
+        if itemize && !dryRun { throw ValidationError("--itemize describes the plan of --dry-run; add --dry-run") }
+        if deleteExcluded && selection.isEmpty {
+            throw ValidationError("--delete-excluded deletes what --include, --exclude or --filter-from leave out; add one of them")
         }
         if let caFile, access(caFile, R_OK) != 0 {
             throw ValidationError("--ca-file \(caFile): cannot read it: \(String(cString: strerror(errno)))")
@@ -212,7 +224,10 @@ struct Sync: ParsableCommand {
         options.transferThreads = transferThreads
         options.segmentThreshold = segmentsAbove.bytes
         options.dryRun = dryRun
-        options.deletion = deleteUnlisted ? .unlisted : delete ? .installed : nil
+        options.itemize = itemize
+        options.deletion = deleteUnlisted ? .unlisted : delete || deleteExcluded ? .installed : nil
+        options.filter = try selection.filterOrExit()
+        options.deleteExcluded = deleteExcluded
         if let maxDelete { options.deletionPolicy = DeletionPolicy(limit: maxDelete) }
         options.atomic = atomic
         options.seeds = seed

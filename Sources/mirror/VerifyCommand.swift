@@ -36,10 +36,11 @@ struct Verify: ParsableCommand {
     }
 
     func run() throws {
-        let (manifest, destination, _) = try target.load()
+        let (manifest, destination, _, excluded) = try target.loadSelected()
         let runner = VerifyRunner(manifest: manifest, destinationPath: destination, threads: jobs ?? WorkerPool.coreCount)
         let progress = ProgressLine(enabled: !json && !quiet)
-        let summary = runner.run(progress: progress.isEnabled ? { progress.update($0.line) } : nil)
+        var summary = runner.run(progress: progress.isEnabled ? { progress.update($0.line) } : nil)
+        summary.excluded = excluded
         progress.clear()
         if json {
             print(summary.json)

@@ -8,7 +8,12 @@ import Glibc
 extension Reconciler {
     /// What deleting in `mode` would remove after `manifest`'s files are all in place
     /// (``DeletionPlan``). Read-only: `--dry-run` lists it, the run then carries it out.
-    public func deletions(for manifest: Manifest, mode: DeletionMode) throws -> DeletionPlan {
+    ///
+    /// A path `filter` leaves out is not this machine's to delete (docs/cli.md, "Choosing what a
+    /// machine syncs"): it is kept, and the journal's record of it too, unless `deleteExcluded`
+    /// (`--delete-excluded`), and then only a file mirror installed and nobody changed since goes.
+    public func deletions(for manifest: Manifest, mode: DeletionMode, filter: PathFilter? = nil,
+                          deleteExcluded: Bool = false) throws -> DeletionPlan {
         guard let destination = planner.destination else { return DeletionPlan() }
         var plan = DeletionPlan()
         // The listed paths and their folders, pointing into the manifest's own bytes.
@@ -20,6 +25,7 @@ extension Reconciler {
             plan.known = journal?.verifiedCount ?? 0
             for record in unlisted {
                 let path = record.identity.path
+                if let filter, !deleteExcluded, !filter.selects(Array(path.utf8)) { continue }
                 if record.adopted {
                     plan.stale.append(path)
                     continue
@@ -42,6 +48,7 @@ extension Reconciler {
             let nested = NestedDestinations(tree)
             plan.known = tree.files.count
             for item in tree.files where !listed.containsFile(item.path) && !nested.contains(item.path) {
+                if let filter, !filter.selects(item.path), !(deleteExcluded && isInstalledAsIs(item)) { continue }
                 plan.files.append(DeletionPlan.Item(path: item.path, status: item.status))
             }
             // Every folder no listed entry lies in: with --delete-unlisted DEST holds the manifest's
@@ -56,6 +63,14 @@ extension Reconciler {
         plan.folders = emptied.lazy.map(\.bytes).filter { !listed.containsFolder($0) }
             .sorted { a, b in a.count != b.count ? a.count > b.count : a.lexicographicallyPrecedes(b) }
         return plan
+    }
+
+    /// Whether the journal says mirror installed this very file (not adopted, same inode, size
+    /// and times): what `--delete-excluded` may remove of what the filter leaves out.
+    func isInstalledAsIs(_ item: (path: [UInt8], status: FileStatus)) -> Bool {
+        guard let path = String(validating: item.path, as: UTF8.self),
+              let record = journal?.records(for: path)?.verified else { return false }
+        return !record.adopted && record.matches(item.status)
     }
 
     /// The folders of `tree` that some listed entry lies in. A folder in one that is not listed

@@ -113,7 +113,9 @@ public final class ConsoleReport {
         case .quiet:
             break
         case .text where summary.dryRun != nil, .summary where summary.dryRun != nil:
-            printOut(summary.dryRun?.line ?? "")
+            var line = summary.dryRun?.line ?? ""
+            if summary.excluded > 0 { line += " (\(summary.excluded) \(summary.excluded == 1 ? "entry" : "entries") left out by the filter)" }
+            printOut(line)
         case .text, .summary:
             let news = summary.changed > 0 || summary.deleted > 0 || summary.failed > 0 || summary.result != .ok
             if news || isTerminal { printOut(ConsoleReport.summaryLine(summary)) }
@@ -147,6 +149,7 @@ public final class ConsoleReport {
         let current = s.upToDate + s.checked
         if current > 0 { parts.append("\(current) up to date") }
         if parts.isEmpty { parts.append("no files") }
+        if s.excluded > 0 { parts.append("\(s.excluded) left out by the filter") }
         var line = "mirror: " + parts.joined(separator: ", ")
         if s.bytesTransferred > 0 { line += "; \(Formatting.bytes(s.bytesTransferred)) transferred" }
         line += " in \(Formatting.duration(s.seconds))"

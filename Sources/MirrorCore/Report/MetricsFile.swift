@@ -97,7 +97,10 @@ public enum MetricsFile {
                 ("state=\"failed\"", "\(s.failed)"),
                 ("state=\"pending\"", "\(s.pending)"),
             ])
-            metric("manifest_files", "gauge", "Entries in the manifest of the last sync run.", [("", "\(s.total)")])
+            metric("manifest_files", "gauge", "Entries of the manifest the last sync run synced (all but those --include/--exclude left out).",
+                   [("", "\(s.total)")])
+            metric("manifest_files_excluded", "gauge", "Entries of the manifest that --include/--exclude left out in the last sync run.",
+                   [("", "\(s.excluded)")])
             metric("last_run_deleted_files", "gauge", "Files the last sync run deleted (--delete, --delete-unlisted).",
                    [("", "\(s.deleted)")])
         }

@@ -18,9 +18,11 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var pending: Int
         /// Files removed by `--delete`/`--delete-unlisted`; not manifest entries, not in `total`.
         public var deleted: Int
+        /// Manifest entries `--include`/`--exclude` left out; not in `total`.
+        public var excluded: Int
 
         enum CodingKeys: String, CodingKey {
-            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, pending, deleted
+            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, pending, deleted, excluded
         }
     }
 
@@ -97,7 +99,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         result = s.result.name
         if case .incomplete(let why) = s.result { reason = redactingURLs(in: why) }
         files = Files(total: s.total, upToDate: s.upToDate + s.checked, checked: s.checked, downloaded: s.downloaded,
-                      replaced: s.replaced, failed: s.failed, pending: s.pending, deleted: s.deleted)
+                      replaced: s.replaced, failed: s.failed, pending: s.pending, deleted: s.deleted, excluded: s.excluded)
         bytesTransferred = s.bytesTransferred
         if s.resumedFiles > 0 { resumed = Resumed(files: s.resumedFiles, bytes: s.resumedBytes, rehashedBytes: s.rehashedBytes) }
         seconds = (s.seconds * 1000).rounded() / 1000

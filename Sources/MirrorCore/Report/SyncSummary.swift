@@ -59,7 +59,10 @@ public enum SyncResult: Sendable, Equatable {
 
 public struct SyncSummary: Sendable {
     public var result: SyncResult = .ok
+    /// The entries this run syncs: the manifest's, less those the filter left out.
     public var total = 0
+    /// Manifest entries `--include`/`--exclude`/`--filter-from` left out (not in `total`).
+    public var excluded = 0
     public var upToDate = 0
     /// Present but unknown to the journal, hashed, and found correct.
     public var checked = 0

@@ -15,6 +15,8 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         public var unverified: Int
         public var blocked: Int
         public var missing: Int
+        /// Entries `--include`/`--exclude` left out; not in `total`.
+        public var excluded: Int
     }
 
     public struct Bytes: Codable, Equatable, Sendable {
@@ -106,7 +108,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         syncPid = OrNull(status.runningPid)
         files = Files(total: status.totalFiles, done: status.count(.done), partial: status.count(.partial),
                       failed: status.count(.failed), unverified: status.count(.unverified),
-                      blocked: status.count(.blocked), missing: status.count(.missing))
+                      blocked: status.count(.blocked), missing: status.count(.missing), excluded: status.excluded)
         bytes = Bytes(total: status.totalBytes, done: status.bytes(.done),
                       partialDownloaded: status.entries.reduce(Int64(0)) { $0 + ($1.partialBytes ?? 0) })
         lastRun = OrNull(status.lastRun.map { run in

@@ -103,6 +103,9 @@ public struct DestinationStatus: Sendable {
     /// Entries in the manifest, and their bytes.
     public private(set) var totalFiles = 0
     public private(set) var totalBytes: Int64 = 0
+    /// Entries of the manifest that `--include`/`--exclude` left out (not in ``totalFiles``);
+    /// set by the caller, which selected the entries (``PathFilter``).
+    public var excluded = 0
     private var files: [EntryStatus.State: Int] = [:]
     private var byteCounts: [EntryStatus.State: Int64] = [:]
     public var lastRun: RunRecord?

@@ -14,7 +14,12 @@ extension DestinationStatus {
         // The journal's text and the manifest's paths may hold anything: escape it for the terminal.
         func line(_ text: String) throws { try out(Formatting.forPeople(text) + "\n") }
         try line(head)
-        try line("files: \(totalFiles) in the manifest, \(Formatting.bytes(totalBytes))")
+        if excluded > 0 {
+            try line("files: \(totalFiles) selected of \(totalFiles + excluded) in the manifest (\(excluded) left out by the filter), "
+                     + Formatting.bytes(totalBytes))
+        } else {
+            try line("files: \(totalFiles) in the manifest, \(Formatting.bytes(totalBytes))")
+        }
         for state in [EntryStatus.State.done, .partial, .failed, .unverified, .blocked, .missing] {
             let n = count(state)
             guard n > 0 || state == .done else { continue }

@@ -28,6 +28,11 @@ struct AtomicBuild {
     /// The building folder's `.mirror/partial/`, for the planner's look at the current set.
     let partialFolder: FileDescriptor?
     let manifest: Manifest
+    /// `--include`/`--exclude`: a file of the current set at a path the filter leaves out is
+    /// not this machine's to drop, so it is linked into the next set too, unless
+    /// `--delete-excluded` (docs/cli.md, "Choosing what a machine syncs").
+    let filter: PathFilter?
+    let deleteExcluded: Bool
     let writer: JournalWriter
     /// SHA-256 of the manifest's bytes, asked for only when a hold is checked or a generation
     /// recorded (``ManifestOrigin/digest``).
@@ -47,11 +52,12 @@ struct AtomicBuild {
 
     /// Sweeps what a killed run left, checks the hold and whether the current set is already
     /// complete, and otherwise seeds the building folder.
-    static func start(_ place: RunPlace, manifest: Manifest, digest: @escaping () -> String?,
+    static func start(_ place: RunPlace, manifest: Manifest, options: SyncOptions, digest: @escaping () -> String?,
                       report: ConsoleReport) throws -> Start? {
         guard let store = place.generations else { return nil }
         let build = AtomicBuild(store: store, building: place.destination, current: place.current,
-                                kept: place.keptGenerations, partialFolder: place.partialFolder, manifest: manifest, writer: place.writer,
+                                kept: place.keptGenerations, partialFolder: place.partialFolder, manifest: manifest,
+                                filter: options.filter, deleteExcluded: options.deleteExcluded, writer: place.writer,
                                 digest: digest, report: report)
         try store.sweepLeftovers()
         if let hold = try build.hold() { return .held(hold) }
@@ -73,7 +79,15 @@ struct AtomicBuild {
         for entry in manifest.entries {
             guard case .upToDate = reconciler.action(for: entry) else { return false }
         }
-        return try current.walk(skippingTopLevel: Destination.stateFolderName).files.count == manifest.entries.count
+        let files = try current.walk(skippingTopLevel: Destination.stateFolderName).files
+        return files.lazy.filter { !keepsExcluded($0.path) }.count == manifest.entries.count
+    }
+
+    /// Whether the file at `path` stays in the next set although the manifest (as filtered)
+    /// does not list it: the filter leaves it out and `--delete-excluded` was not given.
+    func keepsExcluded(_ path: [UInt8]) -> Bool {
+        guard let filter, !deleteExcluded else { return false }
+        return !filter.selects(path)
     }
 
     /// Readies the building folder for this manifest: removes what an earlier, stopped run put
@@ -87,7 +101,7 @@ struct AtomicBuild {
         let leftover = try building.walk(skippingTopLevel: "")
         do {
             let remover = try building.remover()
-            for file in leftover.files where !listed.containsFile(file.path) {
+            for file in leftover.files where !listed.containsFile(file.path) && !keepsExcluded(file.path) {
                 _ = try remover.removeFile(file.path, expected: file.status)
             }
         }
@@ -120,8 +134,26 @@ struct AtomicBuild {
             }
             if verified { linked.append((entry, old)) }
         }
+        if let current, filter != nil, !deleteExcluded { try linkExcluded(from: current) }
         CrashPoint.hit("seed-after-links")
         try refreshRecords(linked, in: building)
+    }
+
+    /// Links into the building folder each file of the current set that the filter leaves out
+    /// (``keepsExcluded(_:)``) and the building folder lacks: what `--exclude` keeps of a plain
+    /// DEST, it keeps of an atomic one.
+    func linkExcluded(from current: Destination) throws {
+        for file in try current.walk(skippingTopLevel: Destination.stateFolderName).files where keepsExcluded(file.path) {
+            guard let path = String(validating: file.path, as: UTF8.self), try building.status(of: path) == nil else { continue }
+            let (from, name) = try current.openParent(of: path, create: false)
+            defer { from.close() }
+            let (to, _) = try building.openParent(of: path, create: true)
+            defer { to.close() }
+            guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
+                if errno == EMLINK || errno == EXDEV || errno == EPERM { continue }  // not kept: nothing can fetch it
+                throw SystemError("link", building.display(path) + " into the next generation")
+            }
+        }
     }
 
     /// The entry's file in a kept generation, newest first, that the journal verified as this
@@ -165,7 +197,7 @@ struct AtomicBuild {
             let listed = PathIndex(listing: manifest.entries)
             let current = try Destination.openExisting(store.identity)
             let before = try current?.walk(skippingTopLevel: Destination.stateFolderName).files ?? []
-            let dropped = before.filter { !listed.containsFile($0.path) }
+            let dropped = before.filter { !listed.containsFile($0.path) && !keepsExcluded($0.path) }
             let policy = options.deletionPolicy
             let decision = policy.decide(.init(candidates: dropped.count, known: before.count,
                                                listed: manifest.entries.count, everyFileVerified: true))

@@ -64,31 +64,42 @@ struct DryRun {
         reconciler.forEachAction(in: manifest.entries, known: known) { entry, action in
             index += 1
             let line: String
+            let item: ItemizedChange
             switch action {
             case .upToDate:
                 summary.upToDate += 1
                 return
             case .check:
                 line = "check \(entry.path) (present, not yet verified)"
+                item = ItemizedChange(action: .check, reason: "unverified", bytes: 0, source: nil, path: entry.path)
                 totals.checks += 1
             case .resume(let offset, _):
                 line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
+                item = ItemizedChange(action: .resume, reason: "partial", bytes: max(0, entry.size - offset),
+                                      source: options.itemize ? firstSource(entry) : nil, path: entry.path)
                 totals.files += 1
                 totals.bytes += max(0, entry.size - offset)
             case .download(let replacing):
                 let route = router.route(index)
                 line = DryRun.line(entry, replacing: replacing, route)
+                item = ItemizedChange.fetch(entry, replacing: replacing, route, source: options.itemize ? firstSource(entry) : nil)
                 totals.add(route)
             case .blocked(let why):
                 line = "blocked \(entry.path): \(why)"
+                item = ItemizedChange(action: .blocked, reason: "not-a-file", bytes: 0, source: nil, path: entry.path)
                 totals.blocked += 1
             }
             summary.pending += 1
-            report.plan(line, into: &summary)
+            report.plan(options.itemize ? item.line : line, into: &summary)
         }
         if let deletion { totals.deletions = try planDeletions(deletion, reconciler: reconciler, summary: &summary) }
         summary.dryRun = totals
         return summary
+    }
+
+    /// The URL an entry's first request would ask (``SourceOrder``: `--prefer` bases first).
+    func firstSource(_ entry: ManifestEntry) -> String? {
+        options.sourceOrder.sources(forPath: entry.path, manifestSources: manifest.sources(for: entry)).first
     }
 
     /// The plan line of an entry fetched from zero: `download PATH (SIZE)`, `replace PATH (delta, ≈N of SIZE)`,
@@ -137,15 +148,22 @@ struct DryRun {
     /// Returns how many files would be deleted (0 when the guardrails refuse).
     private func planDeletions(_ mode: DeletionMode, reconciler: Reconciler, summary: inout SyncSummary) throws -> Int {
         let plan: DeletionPlan
-        do { plan = try reconciler.deletions(for: manifest, mode: mode) } catch let error as SystemError { throw SyncError.destination(error) }
+        do { plan = try reconciler.deletions(for: manifest, mode: mode, filter: options.filter, deleteExcluded: options.deleteExcluded) } catch let error as SystemError { throw SyncError.destination(error) }
         let decision = deletionPolicy.decide(.init(candidates: plan.files.count, known: plan.known,
                                                    listed: manifest.entries.count, everyFileVerified: true))
-        var lines = plan.changed.map { "keep \($0) (changed since mirror installed it; never deleted)" }
+        var lines = plan.changed.map {
+            options.itemize ? ItemizedChange(action: .keep, reason: "changed-since-installed", bytes: 0, source: nil, path: $0).line
+                : "keep \($0) (changed since mirror installed it; never deleted)"
+        }
         if let refusal = deletionPolicy.refusal(decision) {
             summary.deletionRefused = refusal
             report.fatal(refusal)
         } else {
-            lines += plan.files.map { "delete \($0.display)" }
+            lines += plan.files.map { file in
+                guard options.itemize else { return "delete \(file.display)" }
+                let excluded = options.filter.map { !$0.selects(file.path) } ?? false
+                return ItemizedChange(action: .delete, reason: excluded ? "excluded" : "unlisted", bytes: 0, source: nil, path: file.display).line
+            }
         }
         for line in lines { report.plan(line, into: &summary) }
         if summary.deletionRefused != nil { summary.result = .failed }

@@ -20,10 +20,17 @@ public struct SyncOptions: Sendable {
     /// `--segments-above`: files at least this large are split into segments.
     public var segmentThreshold: Int64 = 64 << 20
     public var dryRun = false
+    /// `--itemize`, with `--dry-run`: the plan as ``ItemizedChange`` lines.
+    public var itemize = false
     /// `--delete` or `--delete-unlisted`; nil: nothing is ever deleted.
     public var deletion: DeletionMode?
     /// `--max-delete`.
     public var deletionPolicy = DeletionPolicy()
+    /// `--include`, `--exclude`, `--filter-from`: the entries this machine syncs (``PathFilter``);
+    /// nil: all of them. A path the filter leaves out is neither fetched nor deleted.
+    public var filter: PathFilter?
+    /// `--delete-excluded`: files mirror installed at paths the filter leaves out are deleted too.
+    public var deleteExcluded = false
     /// `--atomic`: publish the set whole, as a new generation (``GenerationStore``). A DEST that
     /// already is atomic is synced atomically without it.
     public var atomic = false

@@ -14,7 +14,7 @@ extension SyncRunner {
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partialFolder),
                                     journal: journal)
         do {
-            var plan = try reconciler.deletions(for: manifest, mode: mode)
+            var plan = try reconciler.deletions(for: manifest, mode: mode, filter: options.filter, deleteExcluded: options.deleteExcluded)
             let policy = options.deletionPolicy
             let decision = policy.decide(.init(candidates: plan.files.count, known: plan.known,
                                                listed: manifest.entries.count, everyFileVerified: everyFileVerified))

@@ -73,7 +73,7 @@ public final class SyncRunner {
             let place = try RunPlace.open(destPath, manifest: manifest, options: options, report: report)
             self.place = place
             lock = place.lock
-            switch try AtomicBuild.start(place, manifest: manifest, digest: origin.digest, report: report) {
+            switch try AtomicBuild.start(place, manifest: manifest, options: options, digest: origin.digest, report: report) {
             case nil:
                 break
             case .held(let hold):

@@ -60,6 +60,8 @@ public enum SyncSession {
         var destination = options.destination
         var provenance: ManifestProvenance?
         var summary: SyncSummary?
+        /// Entries the filter left out (``PathFilter``).
+        var excluded = 0
         /// Why the run ended before it had a summary.
         var ended: String?
         let result: RunMetrics.Result
@@ -80,14 +82,19 @@ public enum SyncSession {
             } : nil
             // ...and plans against it while the entries of a local manifest are read
             // (PlanLookAhead; a signed or fetched one is checked whole first).
-            let lookAhead = trusted == nil && !RemoteManifest.isURL(manifest) ? dryRunDisk.map { PlanLookAhead(disk: $0) } : nil
+            // (Not with a filter: the look-ahead marks entries by their place in the whole manifest.)
+            let lookAhead = trusted == nil && !RemoteManifest.isURL(manifest) && options.filter == nil
+                ? dryRunDisk.map { PlanLookAhead(disk: $0) } : nil
             defer { _ = lookAhead?.finish() }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
             let localStatus = RemoteManifest.isURL(manifest) ? nil : ManifestWatch.status(ofFile: manifest)
-            let (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
+            var (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
                                                     digest: request.json || request.metricsFile != nil, lookAhead: lookAhead)
             provenance = origin
+            if let filter = options.filter {
+                (loaded, excluded) = select(loaded, filter, report: report)
+            }
             // --deadline counts from the start of the command, jitter and manifest fetch included,
             // so that an hourly cron job with --jitter 10m --deadline 50m never overlaps the next.
             if let limit = options.deadline { options.deadline = max(0.001, limit - (monotonicSeconds() - clockStart)) }
@@ -118,6 +125,7 @@ public enum SyncSession {
                 done = try runner.run()
             }
             done.manifest = provenance
+            done.excluded = excluded
             report.finish(done)
             summary = done
             code = ExitStatus.code(for: done.result)
@@ -132,6 +140,7 @@ public enum SyncSession {
             report.fatal(stopped.description)
             var done = stopped.summary
             done.manifest = provenance
+            done.excluded = excluded
             summary = done
             ended = stopped.description
             code = stopped.exitStatus
@@ -198,6 +207,17 @@ public enum SyncSession {
         case is SyncCommandStop: return .incomplete
         default: return .error
         }
+    }
+
+    /// The entries `filter` selects, and how many it left out; a rule that matched no entry is
+    /// a warning (a typo in a pattern would otherwise go unnoticed while the machine syncs
+    /// everything, or nothing).
+    public static func select(_ manifest: Manifest, _ filter: PathFilter, report: ConsoleReport) -> (Manifest, Int) {
+        let selection = filter.select(manifest)
+        for rule in selection.matchedNothing {
+            report.warning("\(rule.description) matches no entry of \(redactedURL(manifest.sourceName))")
+        }
+        return (selection.manifest, selection.leftOut)
     }
 
     /// The manifest from its path, or from its URL with the last good copy as fallback. A manifest

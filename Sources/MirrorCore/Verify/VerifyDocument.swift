@@ -10,6 +10,8 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
         public var corrupt: Int
         public var missing: Int
         public var unreadable: Int
+        /// Entries `--include`/`--exclude` left out; not checked, not in `total`.
+        public var excluded: Int
     }
 
     public struct Problem: Codable, Equatable, Sendable {
@@ -50,7 +52,7 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
         result = s.isGood ? "ok" : "failed"
         destination = s.destination
         files = Files(total: s.total, good: s.good, corrupt: s.count(.corrupt), missing: s.count(.missing),
-                      unreadable: s.count(.unreadable))
+                      unreadable: s.count(.unreadable), excluded: s.excluded)
         bytesRead = s.bytesRead
         seconds = (s.seconds * 1000).rounded() / 1000
         problems = s.problems.map { p in

@@ -40,6 +40,8 @@ public struct VerifyProblem: Sendable, Equatable {
 public struct VerifySummary: Sendable {
     public var destination: String
     public var total = 0
+    /// Entries of the manifest `--include`/`--exclude` left out (not checked, not in `total`); set by the caller.
+    public var excluded = 0
     public var good = 0
     /// In manifest order.
     public var problems: [VerifyProblem] = []
@@ -232,7 +234,8 @@ extension VerifySummary {
             parts.append("\(count(kind)) \(kind.rawValue)")
         }
         return "mirror verify: " + parts.joined(separator: ", ")
-            + " of \(total); \(Formatting.bytes(bytesRead)) read in \(Formatting.duration(seconds))"
+            + " of \(total)" + (excluded > 0 ? " (\(excluded) left out by the filter)" : "")
+            + "; \(Formatting.bytes(bytesRead)) read in \(Formatting.duration(seconds))"
     }
 
     /// One JSON object (``VerifyDocument``).
