@@ -42,6 +42,9 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Header-only: Linux system calls Swift's Glibc module does not expose (syncfs, openat2).
         .systemLibrary(name: "CLinux"),
+        // Header-only: the commit `scripts/package` builds from, for `mirror --version` (a C
+        // define is the one way SwiftPM passes a string into a build; see its header).
+        .systemLibrary(name: "CBuildInfo"),
         .target(
             name: "MirrorKit",
             dependencies: ["CLinux"],
@@ -74,6 +77,7 @@ let package = Package(
                 "MirrorKit",
                 "MirrorFS",
                 "MirrorModel",
+                "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]

@@ -20,7 +20,7 @@ struct Mirror: ParsableCommand {
             65 invalid manifest; 73 destination not writable; 75 try again later \
             (locked, deadline passed, or no source reachable).
             """,
-        version: "0.1.0",
+        version: BuildInfo.versionLine,
         subcommands: [Sync.self, Status.self, Verify.self, RollbackCommand.self, ManifestGroup.self]
     )
 
