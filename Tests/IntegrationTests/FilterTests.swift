@@ -100,7 +100,7 @@ import MirrorTestSupport
         fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
         for (path, size, seed) in [("courses/bio101/week1.mp4", 300_000, 31), ("courses/bio101/notes/week1.pdf", 20_000, 2),
                                    ("courses/chem200/lab.mp4", 400_000, 30), ("images/win.iso", 500_000, 4)] {
-            fx.manifest.add(path: path, size: Int64(size), sha256: try TestData.sha256(of: TestData.bytes(count: size, seed: UInt64(seed))))
+            fx.manifest.add(path: path, size: Int64(size), sha256: TestData.sha256(of: TestData.bytes(count: size, seed: UInt64(seed))))
         }
         try fx.writeManifest()
         let oldChem = try TestData.sha256(ofFileAt: fx.destPath("courses/chem200/lab.mp4"))
