@@ -61,6 +61,7 @@ extension RateSchedule {
     public init(parsing given: String) throws(RateScheduleError) {
         let text = given.trimmingSpaces
         let entries = text.split(whereSeparator: { $0 == " " || $0 == ";" || $0 == "\t" }).map(String.init)
+        guard !entries.isEmpty else { throw .rate(.notARate) }  // "" or " ; ": no entry at all
         if entries.count == 1 && !text.contains(",") {
             do {
                 self.init(constant: try Self.rate(text))

@@ -17,6 +17,7 @@ struct LocalClock: Sendable {
     static let system = LocalClock {
         var now = time(nil)
         var parts = tm()
+        // localtime_r fails only for a time_t beyond its year range (EOVERFLOW): not the clock's now.
         guard localtime_r(&now, &parts) != nil else { return WeekTime(weekday: 0, hour: 0, minute: 0) }
         return WeekTime(weekday: Int(parts.tm_wday), hour: Int(parts.tm_hour), minute: Int(parts.tm_min))
     }

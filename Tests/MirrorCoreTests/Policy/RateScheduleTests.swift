@@ -65,6 +65,8 @@ struct RateScheduleTests {
             ("08:00,2M Tue-08:00,off", .entry(number: 2, entry: "Tue-08:00,off",
                                               problem: .sameTimeAs(1, WeekTime(weekday: 2, hour: 8, minute: 0))), "entry 1 already sets the rate at Tue-08:00"),
             ("fast", .rate(.notARate), "such as 500K, 20M or 1G"),
+            ("", .rate(.notARate), "or a timetable such as"),
+            (" ; ", .rate(.notARate), "or a timetable such as"),
             ("0", .rate(.zeroRate), "leave the option out for no limit"),
         ]
         for (text, error, words) in cases {
