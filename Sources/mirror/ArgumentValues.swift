@@ -32,3 +32,19 @@ extension ByteCount: ReasonedArgument {}
 extension TimeSpan: ReasonedArgument {}
 extension ByteRate: ReasonedArgument {}
 extension DeleteLimit: ReasonedArgument {}
+
+/// `--limit-rate`: one rate or an rclone-style timetable (``RateSchedule``). Not a
+/// ``ReasonedArgument``, whose reasons are ``ArgumentValueError``s: a timetable's reason names
+/// the entry (``RateScheduleError``).
+extension RateSchedule: ExpressibleByArgument {
+    public init?(argument: String) {
+        try? self.init(parsing: argument)
+    }
+
+    public var defaultValueDescription: String { description }
+
+    /// For `@Option(transform:)`: the thrown reason is printed after the parser's own words.
+    @Sendable public static func parse(_ text: String) throws -> RateSchedule {
+        try RateSchedule(parsing: text)
+    }
+}

@@ -20,9 +20,13 @@ struct ManifestGroup: ParsableCommand {
             abstract: "Write a manifest of a folder's files, to publish the folder with a web server.",
             discussion: """
                 Lists every regular file under DIR with its size and SHA-256, sorted by path, in a \
-                fixed layout with no timestamps: the same tree always gives the same bytes. Files \
-                are hashed on every core. Each file's URL is its path under --base-url, which is \
-                where a web server serving DIR publishes it.
+                fixed layout with no time of writing: the same tree always gives the same bytes. \
+                Files are hashed on every core. Each file's URL is its path under --base-url, which \
+                is where a web server serving DIR publishes it. With --mtime and --mode (or \
+                --preserve for both) each entry also carries the file's modification time and \
+                permission bits, which sync sets on every copy; setuid, setgid and sticky bits are \
+                left out, with a note. One summary line (files, bytes, chunk indexes) follows on \
+                standard error, unless --quiet.
 
                 Skipped, with a note on standard error: symbolic links (never followed), anything \
                 that is not a regular file or folder, and names a manifest cannot hold (not UTF-8, \
@@ -34,7 +38,11 @@ struct ManifestGroup: ParsableCommand {
                 index, written to DIR/.mirror-chunks/PATH (replaced atomically) and named in its \
                 entry with its size and SHA-256, so a signed manifest covers it. A client that holds \
                 an older version of such a file fetches only the chunks it lacks. Publish DIR with \
-                its .mirror-chunks folder; manifest create never lists that folder.
+                its .mirror-chunks folder; manifest create never lists that folder. With \
+                --chunks-dir CDIR the indexes go to CDIR/PATH instead, outside the tree (for a \
+                tree also copied with rsync); the manifest still names .mirror-chunks/PATH, so \
+                serve CDIR at --base-url + .mirror-chunks/ (nginx: location \
+                /lab/.mirror-chunks/ { alias CDIR/; }).
 
                 Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
                 a file in it cannot be read (nothing is written then).
@@ -69,6 +77,21 @@ struct ManifestGroup: ParsableCommand {
                 transform: ByteCount.parse)
         var chunksAbove = ByteCount(bytes: 64 << 20)
 
+        @Option(name: .long, help: ArgumentHelp("Write the chunk indexes to CDIR/PATH, outside DIR (implies --chunks); serve CDIR at --base-url + .mirror-chunks/, where clients ask for them.", valueName: "CDIR"))
+        var chunksDir: String?
+
+        @Flag(name: .long, help: "List each file's modification time (mtime), which sync sets on every copy.")
+        var mtime = false
+
+        @Flag(name: .long, help: "List each file's permission bits (mode, such as \"0644\"), which sync sets on every copy; setuid, setgid and sticky bits are left out.")
+        var mode = false
+
+        @Flag(name: .long, help: "Both --mtime and --mode.")
+        var preserve = false
+
+        @Flag(name: .long, help: "Print no summary line (notes of skipped files are still printed).")
+        var quiet = false
+
         func validate() throws {
             guard ParseOrder.checksMeaning else { return }
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
@@ -82,16 +105,20 @@ struct ManifestGroup: ParsableCommand {
                 var st = stat()
                 if lstat(path, &st) == 0 { excluded.files.append((UInt64(st.st_dev), UInt64(st.st_ino))) }
             }
+            let options = ManifestWriter.Options(mtime: mtime || preserve, mode: mode || preserve,
+                                                 chunksAbove: chunks || chunksDir != nil ? chunksAbove.bytes : nil,
+                                                 chunksFolder: chunksDir)
             do {
                 let result = try ManifestWriter.create(directory: directory, baseURL: baseURL, excluding: excluded,
-                                                       threads: jobs ?? WorkerPool.coreCount,
-                                                       chunksAbove: chunks ? chunksAbove.bytes : nil)
+                                                       threads: jobs ?? WorkerPool.coreCount, options: options)
                 for skipped in result.skipped { report.fatal("skipped \(skipped.path): \(skipped.reason)") }
+                for note in result.notes { report.warning("\(note.path): \(note.reason)") }
                 if let output {
                     try ManifestWriter.writeAtomically(result.yaml, to: output)
                 } else {
                     try Self.writeToStandardOutput(result.yaml)
                 }
+                if !quiet { report.warning(Self.summary(result, output: output)) }
             } catch let error as ExitCoded {
                 report.fatal(error.description)
                 throw ExitCode(error.exitStatus)
@@ -100,6 +127,13 @@ struct ManifestGroup: ParsableCommand {
                 report.fatal(error.description)
                 throw ExitCode(ExitStatus.entriesFailed)
             }
+        }
+
+        /// `wrote lab.yaml: 7 files, 5.0 MiB (5242880 bytes), 1 chunk index`.
+        static func summary(_ result: ManifestWriter.Result, output: String?) -> String {
+            let files = result.files.count, indexes = result.chunkIndexes
+            return "wrote \(output ?? "the manifest to standard output"): \(files) file\(files == 1 ? "" : "s"), "
+                + "\(Formatting.bytes(result.bytes)) (\(result.bytes) bytes), \(indexes) chunk index\(indexes == 1 ? "" : "es")"
         }
 
         /// The manifest on standard output (``FileDescriptor/append(_:)``: `write(2)` until all is

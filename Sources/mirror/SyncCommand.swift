@@ -54,8 +54,9 @@ struct Sync: ParsableCommand {
             http_proxy, https_proxy and no_proxy are honoured (docs/fleet.md).
 
             For cron and monitoring: --jitter spreads the start of many machines, --limit-rate \
-            caps the bandwidth, --deadline bounds the run, --metrics-file feeds node_exporter's \
-            textfile collector, --log-file keeps a timestamped history.
+            caps the bandwidth (or follows a timetable by local time), --deadline bounds the \
+            run, --metrics-file feeds node_exporter's textfile collector, --log-file keeps a \
+            timestamped history.
 
             A DURATION is numbers with units ms, s, m, h or d: 90s, 45m, 2h, 1h30m; a number \
             without a unit is refused (only 0 needs none). A SIZE or RATE is a number of bytes \
@@ -150,9 +151,9 @@ struct Sync: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON summary on standard output at the end.")
     var json = false
 
-    @Option(name: .long, help: ArgumentHelp("Cap the download rate of the whole run, in bytes per second (500K, 20M).", valueName: "RATE"),
-            transform: ByteRate.parse)
-    var limitRate: ByteRate?
+    @Option(name: .long, help: ArgumentHelp("Cap the download rate of the whole run, in bytes per second (500K, 20M), or by local time of day with a timetable in rclone's --bwlimit form: \"08:00,2M 18:00,20M 23:00,off\" (entries [DAY-]HH:MM,RATE; Mon-08:00 for one day; off: no cap). The cap changes as the run crosses a time, without restarting transfers.", valueName: "RATE"),
+            transform: RateSchedule.parse)
+    var limitRate: RateSchedule?
 
     @Option(name: .long, help: ArgumentHelp("Wait a random time in [0, DURATION) before starting (10m), so machines spread out.", valueName: "DURATION"),
             transform: TimeSpan.parse)
@@ -235,7 +236,7 @@ struct Sync: ParsableCommand {
         options.waitForLock = wait
         options.retries = retries
         options.deadline = deadline?.seconds
-        options.limitRate = limitRate?.bytesPerSecond
+        options.limitRate = limitRate.flatMap { $0.isUnlimited ? nil : $0 }
         options.transfer.stallTimeout = Int(stallTimeout.seconds)
         options.sourceOrder = SourceOrder(preferred: prefer)
         options.transfer.security.caFile = caFile
@@ -247,7 +248,7 @@ struct Sync: ParsableCommand {
         options.transfer.security.manifestIsLocal = !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://"))
         // A netrc `default` entry goes to the manifest URL's origin only (CredentialScope).
         options.transfer.security.credentialScope = CredentialScope(manifestURL: options.transfer.security.manifestIsLocal ? nil : manifest)
-        if let rate = options.limitRate {
+        if let rate = options.limitRate?.lowestRate {
             // A transfer held below the stall threshold by --limit-rate itself is not stalled.
             options.transfer.lowSpeedLimit = Int(max(1, min(Int64(options.transfer.lowSpeedLimit), rate / Int64(jobs) / 2)))
         }

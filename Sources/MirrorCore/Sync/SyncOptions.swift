@@ -42,8 +42,8 @@ public struct SyncOptions: Sendable {
     public var waitForLock = false
     /// `--deadline`: seconds after the start at which the run stops cleanly, state saved.
     public var deadline: Double?
-    /// `--limit-rate`: bytes per second for the whole run (see ``RateLimit``).
-    public var limitRate: Int64?
+    /// `--limit-rate`: bytes per second for the whole run, or a timetable of them (``RateSchedule``).
+    public var limitRate: RateSchedule?
     public var transfer = TransferSettings()
     /// `--prefer`: bases asked first for every entry (a site cache, a neighbour), before the manifest's sources.
     public var sourceOrder = SourceOrder()

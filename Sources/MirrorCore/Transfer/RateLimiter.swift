@@ -13,39 +13,76 @@ import MirrorKit
 /// otherwise returns `CURL_WRITEFUNC_PAUSE`: libcurl keeps the piece, stops reading the socket,
 /// and TCP's window slows the sender. The transfer thread resumes paused transfers with
 /// `curl_easy_pause(CURLPAUSE_CONT)` once the debt is repaid, and sleeps no longer than that.
-/// Transfer thread only: no lock.
+///
+/// With a timetable (``RateSchedule``) the rate follows the local time: the bucket looks at the
+/// clock (``LocalClock``) at most once a second, so a boundary takes effect within a second,
+/// and never for one rate. A new rate applies to the debt already owed; a cap that begins empties
+/// the bucket, and its end (`off`) lets every paused transfer go on at its next turn. Transfers
+/// are never restarted for it. Transfer thread only: no lock.
 final class RateLimiter {
-    let rate: Double
+    let schedule: RateSchedule
+    private let clock: LocalClock
+    /// Bytes per second now; nil while the timetable sets no cap.
+    private(set) var rate: Double?
     /// Credit saved while idle, at most half a second's worth, so a pause does not become a burst.
-    let burst: Double
-    private var tokens: Double
+    private var burst: Double = 1
+    private var tokens: Double = 0
     private var last: Double
+    /// When to look at the clock again (monotonic seconds); infinity for one rate.
+    private var nextLook: Double
     private var paused: [Download] = []
 
-    init(bytesPerSecond: Int64, now: Double = monotonicSeconds()) {
-        rate = Double(max(1, bytesPerSecond))
-        burst = max(rate / 2, 1)
-        tokens = 0
-        last = now
+    /// How often a timetable's limiter looks at the local time.
+    static let lookInterval = 1.0
+
+    convenience init(bytesPerSecond: Int64, now: Double = monotonicSeconds()) {
+        self.init(schedule: RateSchedule(constant: max(1, bytesPerSecond)), now: now)
     }
 
+    init(schedule: RateSchedule, clock: LocalClock = .process, now: Double = monotonicSeconds()) {
+        self.schedule = schedule
+        self.clock = clock
+        last = now
+        nextLook = now
+        refill(now)
+    }
+
+    /// Sets `rate` (nil: no cap) from now on.
+    private func apply(_ newRate: Int64?) {
+        let value = newRate.map { Double(max(1, $0)) }
+        guard value != rate else { return }
+        if rate == nil { tokens = 0 }  // a cap begins: no credit from the time without one
+        rate = value
+        burst = max((value ?? 0) / 2, 1)
+        tokens = min(tokens, burst)
+    }
+
+    /// Credits the time since the last call at the rate it had, then looks at the clock if due.
     private func refill(_ now: Double) {
-        tokens = min(burst, tokens + (now - last) * rate)
+        if let rate { tokens = min(burst, tokens + (now - last) * rate) }
         last = now
+        if now >= nextLook {
+            apply(schedule.rate(at: clock.read()))
+            nextLook = schedule.isConstant ? .infinity : now + Self.lookInterval
+        }
     }
 
-    /// Takes `count` bytes if the bucket is not empty; false (nothing taken) when it is.
+    /// Takes `count` bytes if the bucket is not empty (always, without a cap); false (nothing
+    /// taken) when it is.
     func admit(_ count: Int, now: Double = monotonicSeconds()) -> Bool {
         refill(now)
+        guard rate != nil else { return true }
         guard tokens > 0 else { return false }
         tokens -= Double(count)
         return true
     }
 
-    /// Seconds until ``admit(_:now:)`` can succeed again (0 when it can now).
+    /// Seconds until ``admit(_:now:)`` can succeed again (0 when it can now), at most until the
+    /// next look at the clock, which may lift the cap.
     func wait(now: Double = monotonicSeconds()) -> Double {
         refill(now)
-        return tokens > 0 ? 0 : -tokens / rate + 0.001
+        guard let rate, tokens <= 0 else { return 0 }
+        return min(-tokens / rate + 0.001, max(0.001, nextLook - now))
     }
 
     /// Remembers a transfer that returned `CURL_WRITEFUNC_PAUSE`.

@@ -48,16 +48,16 @@ public final class TransferEngine {
     let finished: FinishedDownloads
 
     /// - Parameter maxActive: downloads at once (nil: no limit here; the host limit still holds).
-    public convenience init(connectionsPerHost: Int = 8, limitRate: Int64? = nil, maxActive: Int? = nil) throws {
+    public convenience init(connectionsPerHost: Int = 8, limitRate: RateSchedule? = nil, maxActive: Int? = nil) throws {
         try self.init(connectionsPerHost: connectionsPerHost, limitRate: limitRate, maxActive: maxActive,
                       finished: FinishedDownloads())
     }
 
-    init(connectionsPerHost: Int, limitRate: Int64?, maxActive: Int?, finished: FinishedDownloads,
+    init(connectionsPerHost: Int, limitRate: RateSchedule?, maxActive: Int?, finished: FinishedDownloads,
          name: String = "mirror-transfer") throws {
         self.finished = finished
         self.maxActive = max(1, maxActive ?? Int.max)
-        limiter = limitRate.map { RateLimiter(bytesPerSecond: $0) }
+        limiter = limitRate.map { RateLimiter(schedule: $0) }
         multi = try CurlMulti()
         multi.limit(connectionsPerHost: connectionsPerHost)
         SystemThread.start(name: name) { [unowned self] in self.run() }

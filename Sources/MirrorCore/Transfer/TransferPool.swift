@@ -11,12 +11,12 @@ public final class TransferPool {
     private let finished = FinishedDownloads()
 
     /// - Parameters:
-    ///   - threads: engines to run (at least 1; 1 with a rate limit).
+    ///   - threads: engines to run (at least 1; 1 with a rate limit, a timetable included).
     ///   - connectionsPerHost: libcurl's limit per host, for each engine (the scheduler bounds
     ///     the requests of the whole run).
     ///   - maxActive: requests running at once in all (the run's connection limit): each engine
     ///     runs its share, rounded up, and queues the rest (``TransferEngine``).
-    public init(threads: Int, connectionsPerHost: Int, limitRate: Int64?, maxActive: Int) throws {
+    public init(threads: Int, connectionsPerHost: Int, limitRate: RateSchedule?, maxActive: Int) throws {
         let count = limitRate == nil ? max(1, threads) : 1
         let share = (max(1, maxActive) + count - 1) / count
         var engines: [TransferEngine] = []

@@ -16,23 +16,26 @@ public enum ChunkIndexWriter {
     static func hashAndIndex(_ path: String, in root: Destination) throws -> ManifestWriter.Hashed {
         let file = try root.openForReading(path)
         defer { file.close() }
-        let size = try file.stat().size
+        let status = try file.stat()
+        let size = status.size
         let whole = Hasher(.sha256)
         let chunker = Chunker()
         var chunks: [ChunkIndex.Chunk] = []
         try chunker.chunks(of: file, size: size, wholeFile: whole) { chunks.append(ChunkIndex.Chunk(length: $0.length, digest: $0.digest)) }
         let digest = whole.finalize()
         let index = ChunkIndex(parameters: chunker.parameters, size: size, fileDigest: ChunkDigest(digest.bytes), chunks: chunks)
-        return ManifestWriter.Hashed(size: size, digest: digest, index: index)
+        return ManifestWriter.Hashed(size: size, digest: digest, index: index, status: status)
     }
 
-    /// Writes `index` as `.mirror-chunks/PATH` under DIR, atomically (a reader sees the
-    /// old index or the new one), making the folders it needs without following a link, and
-    /// returns what the manifest says of it.
-    static func write(_ index: ChunkIndex, for path: String, in root: Destination) throws -> ChunkIndexReference {
+    /// Writes `index` as `.mirror-chunks/PATH` under DIR, or as `PATH` in `chunksFolder`
+    /// (`--chunks-dir`), atomically (a reader sees the old index or the new one), making the
+    /// folders it needs without following a link, and returns what the manifest says of it: the
+    /// path `.mirror-chunks/PATH` either way, where a client asks for it under `base_url`.
+    static func write(_ index: ChunkIndex, for path: String, in root: Destination,
+                      folder chunksFolder: Destination? = nil) throws -> ChunkIndexReference {
         let relative = indexPath(for: path)
         let bytes = Array(index.text.utf8)
-        let (folder, name) = try root.openParent(of: relative, create: true)
+        let (folder, name) = try chunksFolder.map { try $0.openParent(of: path, create: true) } ?? root.openParent(of: relative, create: true)
         defer { folder.close() }
         try replaceFileAtomically(folder: folder, name: name, bytes: bytes)
         return ChunkIndexReference(path: relative, size: Int64(bytes.count), sha256: Hasher.digest(.sha256, of: bytes))

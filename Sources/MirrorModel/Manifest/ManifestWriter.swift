@@ -19,7 +19,8 @@ public struct ManifestWriterError: Error, CustomStringConvertible {
 ///
 /// Deterministic, so that publishing the same tree twice gives the same bytes (and an unchanged
 /// manifest lets every client's conditional fetch answer 304): paths sorted by their UTF-8 bytes,
-/// one fixed layout, no timestamps, only `path`, `size` and `sha256` per entry (the default `url`,
+/// one fixed layout, no time of writing, only `path`, `size` and `sha256` per entry, and `mtime`
+/// and `mode` when asked (``Options``), which an unchanged tree keeps too (the default `url`,
 /// the path percent-encoded under `base_url`, is what a web server serving the folder expects).
 ///
 /// The walk never follows a symbolic link (`openat` with `O_NOFOLLOW | O_DIRECTORY`, `fstatat`
@@ -36,6 +37,10 @@ public enum ManifestWriter {
         public var sha256: Digest?
         /// Its chunk index, for a file of at least `--chunks-above` bytes with `--chunks`.
         public var chunks: ChunkIndexReference?
+        /// `--mtime`: its modification time, RFC 3339 in UTC.
+        public var mtime: String?
+        /// `--mode`: its permission bits, `0644`.
+        public var mode: String?
     }
 
     /// Something the walk left out, and why (for a note on standard error).
@@ -55,6 +60,12 @@ public enum ManifestWriter {
         /// Sorted by the UTF-8 bytes of their paths, hashed.
         public var files: [FoundFile]
         public var skipped: [Skipped]
+        /// Files listed with less than asked (a mode without its setuid bit), and why.
+        public var notes: [Skipped]
+        /// The chunk indexes written.
+        public var chunkIndexes: Int { files.count(where: { $0.chunks != nil }) }
+        /// The bytes of the listed files.
+        public var bytes: Int64 { files.reduce(0) { $0 + $1.size } }
         /// The manifest text.
         public var yaml: String
     }
@@ -65,21 +76,28 @@ public enum ManifestWriter {
     ///   - baseURL: the `base_url`; a missing final `/` is added (a base is a folder).
     ///   - excluding: what not to list (``ManifestExclusions``): the `-o` output and its
     ///     signature, and `--exclude` patterns.
-    ///   - chunksAbove: with a value, files of at least that many bytes get a chunk index, written
-    ///     under `DIR/.mirror-chunks/` and named in their entry (``ChunkIndexWriter``).
+    ///   - options: `mtime` and `mode`, and chunk indexes (``Options/chunksAbove``): files of at
+    ///     least that many bytes get one, written under `DIR/.mirror-chunks/` or in
+    ///     ``Options/chunksFolder`` and named in their entry (``ChunkIndexWriter``).
     public static func create(directory: String, baseURL: String, excluding: ManifestExclusions = ManifestExclusions(),
-                              threads: Int = WorkerPool.coreCount, chunksAbove: Int64? = nil) throws -> Result {
+                              threads: Int = WorkerPool.coreCount, options: Options = Options()) throws -> Result {
+        let chunksAbove = options.chunksAbove
         let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
         try checkBaseURL(base)
         guard let root = try Destination.openFolder(directory, role: "the folder to describe") else {
             throw ManifestWriterError("\(directory): no such folder")
         }
+        // The --chunks-dir folder, made before the walk so that one under DIR is never listed.
+        let chunksFolder = try chunksAbove == nil ? nil : options.chunksFolder.map(openChunksFolder)
+        var excluding = excluding
+        if let status = try chunksFolder?.root.stat() { excluding.files.append((status.device, status.inode)) }
         var found: [(bytes: [UInt8], file: FoundFile)] = []
         var skipped: [Skipped] = []
         try walk(root.root, relative: [], display: directory, excluding: excluding, found: &found, skipped: &skipped)
         found.sort { $0.bytes.lexicographicallyPrecedes($1.bytes) }
         skipped.sort { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
         var files = found.map(\.file)
+        var notes: [Skipped] = []
 
         let results = Locked([Swift.Result<Hashed, Error>?](repeating: nil, count: files.count))
         let snapshot = files
@@ -98,8 +116,9 @@ public enum ManifestWriter {
             case .success(let hashed):
                 files[index].size = hashed.size
                 files[index].sha256 = hashed.digest
+                attributes(of: &files[index], status: hashed.status, options: options, notes: &notes)
                 if let chunkIndex = hashed.index {
-                    files[index].chunks = try ChunkIndexWriter.write(chunkIndex, for: files[index].path, in: root)
+                    files[index].chunks = try ChunkIndexWriter.write(chunkIndex, for: files[index].path, in: root, folder: chunksFolder)
                 }
             case .failure(let error):
                 throw ManifestWriterError("\(error)")
@@ -107,7 +126,7 @@ public enum ManifestWriter {
                 throw ManifestWriterError("\(root.display(files[index].path)): not hashed")
             }
         }
-        return Result(files: files, skipped: skipped, yaml: render(baseURL: base, files: files))
+        return Result(files: files, skipped: skipped, notes: notes, yaml: render(baseURL: base, files: files))
     }
 
     /// The manifest text for `files` (already sorted and hashed).
@@ -120,6 +139,8 @@ public enum ManifestWriter {
             out += "  - path: \(quoted(file.path))\n"
             out += "    size: \(file.size)\n"
             out += "    sha256: \(file.sha256?.hex ?? "")\n"
+            if let mtime = file.mtime { out += "    mtime: \(mtime)\n" }
+            if let mode = file.mode { out += "    mode: \"\(mode)\"\n" }
             if let chunks = file.chunks {
                 out += "    chunks:\n"
                 out += "      path: \(quoted(chunks.path))\n"
@@ -202,6 +223,9 @@ public enum ManifestWriter {
                 if !status.isDirectory { skipped.append(Skipped(path: escaped, reason: "the name `.mirror` is reserved for mirror's state")) }
                 continue
             }
+            if status.isDirectory && excluding.excludes(status) {
+                continue  // the --chunks-dir folder, when it lies under DIR
+            }
             if relative.isEmpty && name == Array(ChunkIndexWriter.folderName.utf8) {
                 continue  // the chunk indexes an earlier `--chunks` wrote: never listed
             }
@@ -246,11 +270,13 @@ public enum ManifestWriter {
 
     // MARK: - Hashing
 
-    /// What hashing one file found: its size and SHA-256, and its chunks when it was indexed.
+    /// What hashing one file found: its size and SHA-256, its chunks when it was indexed, and the
+    /// status of the file it read (for `mtime` and `mode`).
     struct Hashed {
         var size: Int64
         var digest: Digest
         var index: ChunkIndex?
+        var status: FileStatus
     }
 
     /// Size and SHA-256 of one file, read to its end in 1 MiB blocks.
@@ -258,8 +284,9 @@ public enum ManifestWriter {
         // openForReading refuses anything but a regular file (one swapped in since the listing too).
         let file = try root.openForReading(path)
         defer { file.close() }
+        let status = try file.stat()
         let hasher = Hasher(.sha256)
         let bytes = try FileHashing.read(file, into: [hasher])
-        return Hashed(size: bytes, digest: hasher.finalize())
+        return Hashed(size: bytes, digest: hasher.finalize(), status: status)
     }
 }

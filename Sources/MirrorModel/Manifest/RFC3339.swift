@@ -105,4 +105,40 @@ enum RFC3339 {
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy                // [0, 146096]
         return era * 146_097 + doe - 719_468
     }
+
+    /// `time` as ``parse(_:)`` reads it back exactly, in UTC: `2026-11-01T12:00:00Z`, with the
+    /// nanoseconds as a fraction when there are any (`…:00.5Z`, trailing zeros dropped), so the
+    /// same time is always the same text. Nil for a year outside 0000–9999, which the
+    /// four-digit `date-fullyear` of RFC 3339 §5.6 cannot hold.
+    static func format(_ time: FileTime) -> String? {
+        let days = Int(time.seconds >= 0 ? time.seconds / 86_400 : (time.seconds - 86_399) / 86_400)
+        let second = Int(time.seconds - Int64(days) * 86_400)
+        let (year, month, day) = civilFromDays(days)
+        guard (0...9999).contains(year), (0 ..< 1_000_000_000).contains(time.nanoseconds) else { return nil }
+        func pad(_ n: Int, _ width: Int) -> String {
+            let digits = String(n)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        var text = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(second / 3600, 2)):\(pad(second / 60 % 60, 2)):\(pad(second % 60, 2))"
+        if time.nanoseconds > 0 {
+            var fraction = pad(Int(time.nanoseconds), 9)
+            while fraction.hasSuffix("0") { fraction.removeLast() }
+            text += "." + fraction
+        }
+        return text + "Z"
+    }
+
+    /// The date of a day counted from 1970-01-01: Howard Hinnant's `civil_from_days`, the
+    /// inverse of ``daysFromCivil(year:month:day:)``.
+    static func civilFromDays(_ z: Int) -> (year: Int, month: Int, day: Int) {
+        let z = z + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097                                    // [0, 146096]
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365  // [0, 399]
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)              // [0, 365]
+        let mp = (5 * doy + 2) / 153                                   // [0, 11]
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
 }
