@@ -20,8 +20,14 @@ import Glibc
 /// cores at once. ``finishDigests()`` waits for the queue before reading the digests. Without a
 /// writer (tests), hashing is done at once on the calling thread.
 public final class PartialFile {
-    /// Bytes between durable checkpoints: a kill loses at most this much progress.
+    /// Bytes between durable checkpoints: a kill loses at most this much progress...
     public static let checkpointInterval: Int64 = 8 << 20
+    /// ...or this many seconds of it, whichever comes first: on a 100 KB/s link 8 MiB is 80 s of
+    /// download, lost by every kill and power cut (docs/journal.md, "Checkpoint"). On a fast link
+    /// the bytes come first and this never fires. `MIRROR_TEST_CHECKPOINT_SECONDS` sets it for
+    /// the tests, which cannot wait 30 s for a state.
+    static let checkpointSeconds: Double = getenv("MIRROR_TEST_CHECKPOINT_SECONDS")
+        .flatMap { Double(String(cString: $0)) }.map { max(0.01, $0) } ?? 30
     /// A new download of a file this small is hashed by the thread that writes it (``hashesInline``).
     static let inlineHashLimit: Int64 = 64 << 10
 
@@ -68,6 +74,8 @@ public final class PartialFile {
     /// Bytes accepted (written, or queued to be): the sum of the segments' written bytes.
     var acceptedLength: Int64 = 0
     var lastCheckpoint: Int64 = 0
+    /// Monotonic time of the last checkpoint, or of the file's opening (``checkpointSeconds``).
+    var lastCheckpointTime = monotonicSeconds()
     var receivedThisRun: Int64 = 0
     var currentSourceURL: String?
     var currentValidator: String?
@@ -240,7 +248,7 @@ public final class PartialFile {
 
     /// Writes bytes from the network at segment `index`'s next offset (segment 0 of one stream:
     /// at ``length``), hands them to the hashers as ``HashFeed`` decides, starts writeback, and
-    /// checkpoints every ``checkpointInterval`` bytes.
+    /// checkpoints every ``checkpointInterval`` bytes or ``checkpointSeconds``.
     func append(_ bytes: UnsafeRawBufferPointer, segment index: Int = 0) throws {
         if let failure { throw failure }
         lock.lock()
@@ -267,7 +275,10 @@ public final class PartialFile {
         acceptedLength += n
         receivedThisRun += n
         feedFromFile(all: false)
-        if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval { checkpointLocked() }
+        if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval
+            || monotonicSeconds() - lastCheckpointTime >= PartialFile.checkpointSeconds {
+            checkpointLocked()
+        }
     }
 
     /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: start writing these bytes back, without waiting.
@@ -287,6 +298,7 @@ public final class PartialFile {
         guard acceptedLength != lastCheckpoint, let url = currentSourceURL else { return }
         feedFromFile(all: true)
         lastCheckpoint = acceptedLength
+        lastCheckpointTime = monotonicSeconds()
         // Every byte in this snapshot was written before the checkpoint is queued, so the
         // writer's fdatasync covers it. One stream is journaled without segments (no `segs=`).
         let snapshot = segments.count > 1 ? segments.map(\.record) : nil
