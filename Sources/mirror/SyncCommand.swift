@@ -30,6 +30,13 @@ struct Sync: ParsableCommand {
             verified copy in DEST, and --seed DIR offers more files to copy; every copy is \
             verified like a download.
 
+            --include, --exclude and --filter-from choose the entries this machine syncs \
+            (rsync's patterns; the last rule that matches a path decides, and a path no rule \
+            matches gets the opposite of the first rule): a path left out is neither fetched nor \
+            deleted, unless --delete-excluded deletes what mirror installed there. `mirror \
+            status` and `mirror verify` take the same options. --dry-run --itemize prints the \
+            plan as one line per change: ACTION REASON BYTES SOURCE PATH.
+
             Without a terminal, prints nothing unless a file changed or failed; on a terminal, \
             shows the files in flight and the total (bytes, rate, ETA).
 
