@@ -1,5 +1,6 @@
 import ArgumentParser
 import MirrorCore
+import MirrorKit
 import MirrorModel
 #if canImport(Glibc)
 import Glibc
@@ -83,18 +84,12 @@ struct SelectionOptions: ParsableArguments {
     }
 
     private func readRules(_ path: String) throws -> [PathFilter.Rule] {
-        guard let file = fopen(path, "r") else {
-            throw ValidationError("--filter-from \(path): cannot read it: \(String(cString: strerror(errno)))")
+        let bytes: [UInt8]
+        do {
+            bytes = try WholeFile.read(path)
+        } catch let failure as WholeFile.Failure {
+            throw ValidationError("--filter-from \(path): cannot read it: \(String(cString: strerror(failure.errno)))")
         }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&buffer, 1, buffer.count, file)
-            bytes += buffer[0 ..< n]
-            if n < buffer.count { break }
-        }
-        guard ferror(file) == 0 else { throw ValidationError("--filter-from \(path): cannot read it") }
         do {
             return try PathFilter.rules(fromFile: bytes, name: path)
         } catch {

@@ -56,8 +56,8 @@ public struct PathFilter: Sendable {
     }
 
     /// The entries of `manifest` this filter selects, in manifest order, with how many it left out
-    /// and which rules matched nothing. Each rule is tried on every entry only until it has
-    /// matched one.
+    /// and which rules matched nothing. While a rule has matched no entry yet, every rule is tried
+    /// on each entry (once: the decision comes from the same pass); after that, ``selects(_:)``.
     public func select(_ manifest: Manifest) -> Selection {
         var kept: [ManifestEntry] = []
         kept.reserveCapacity(manifest.entries.count)
@@ -65,13 +65,17 @@ public struct PathFilter: Sendable {
         var unseen = rules.count
         for entry in manifest.entries {
             let selected = entry.pathBytes.withBytes { path in
-                if unseen > 0 {
-                    for (i, rule) in rules.enumerated() where !matched[i] && rule.pattern.matches(path) {
+                guard unseen > 0 else { return selects(path) }
+                // Every rule is tried anyway: the last that matches decides, as in selects(_:).
+                var decision = unmatched
+                for (i, rule) in rules.enumerated() where rule.pattern.matches(path) {
+                    decision = rule.action
+                    if !matched[i] {
                         matched[i] = true
                         unseen -= 1
                     }
                 }
-                return selects(path)
+                return decision == .include
             }
             if selected { kept.append(entry) }
         }
