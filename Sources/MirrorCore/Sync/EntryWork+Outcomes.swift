@@ -101,22 +101,6 @@ extension EntryWork {
         }
     }
 
-    /// The settings of one request of `task` at `url`: it asks caches to revalidate once that URL
-    /// gave wrong bytes; a `--prefer` URL does not get the `--auth-header-env` header, which is
-    /// meant for the manifest's sources; and netrc credentials go only to the origins of
-    /// `manifestSources` (the entry's own URLs unless given: a chunk index has its own) and of the
-    /// manifest URL (``CredentialScope``).
-    func transferSettings(for task: EntryTask, url: String, manifestSources: [String]? = nil) -> TransferSettings {
-        options.transferSettings(url: url, revalidate: task.history.revalidating.contains(url),
-                                 manifestSources: manifestSources ?? manifest.sources(for: task.entry))
-    }
-
-    /// Whether `url` is one of `entry`'s `--prefer` URLs and none of the manifest's own: a source
-    /// that is passed over at once when it refuses, throttles or stalls (``RetryPolicy``).
-    func isPreferredOnly(_ url: String, of entry: ManifestEntry) -> Bool {
-        options.sourceOrder.isPreferred(url) && !manifest.sources(for: entry).contains(url)
-    }
-
     /// The verified digest of `task`'s bytes is not the manifest's (the loop's ``Installer``
     /// found it): the file is fetched again from zero (revalidating, or from the next source) or
     /// the entry fails; never is it installed.

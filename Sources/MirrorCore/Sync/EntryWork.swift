@@ -151,6 +151,22 @@ final class EntryWork {
 
     /// The task lists the request at once (its segments count it); the loop hands it to a
     /// transfer thread.
+    /// The settings of one request of `task` at `url`: it asks caches to revalidate once that URL
+    /// gave wrong bytes; a `--prefer` URL does not get the `--auth-header-env` header, which is
+    /// meant for the manifest's sources; and netrc credentials go only to the origins of
+    /// `manifestSources` (the entry's own URLs unless given: a chunk index has its own) and of the
+    /// manifest URL (``CredentialScope``).
+    func transferSettings(for task: EntryTask, url: String, manifestSources: [String]? = nil) -> TransferSettings {
+        options.transferSettings(url: url, revalidate: task.history.revalidating.contains(url),
+                                 manifestSources: manifestSources ?? manifest.sources(for: task.entry))
+    }
+
+    /// Whether `url` is one of `entry`'s `--prefer` URLs and none of the manifest's own: a source
+    /// that is passed over at once when it refuses, throttles or stalls (``RetryPolicy``).
+    func isPreferredOnly(_ url: String, of entry: ManifestEntry) -> Bool {
+        options.sourceOrder.isPreferred(url) && !manifest.sources(for: entry).contains(url)
+    }
+
     func submit(_ download: Download, for task: EntryTask) {
         task.downloads.append(download)
         emit(.submit(download, task))
