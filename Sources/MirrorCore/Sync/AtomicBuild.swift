@@ -124,15 +124,8 @@ struct AtomicBuild {
             }
             guard let (set, old, verified) = source else { continue }
             if !verified, let record = journal.records(for: entry.path)?.verified, record.identity != EntryIdentity(entry) { continue }
-            let (from, name) = try set.openParent(of: entry.path, create: false)
-            defer { from.close() }
-            let (to, _) = try building.openParent(of: entry.path, create: true)
-            defer { to.close() }
-            guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
-                if errno == EMLINK || errno == EXDEV || errno == EPERM { continue }  // fetched instead
-                throw SystemError("link", building.display(entry.path) + " into the next generation")
-            }
-            if verified { linked.append((entry, old)) }
+            // Not linked: fetched instead.
+            if try link(entry.path, from: set), verified { linked.append((entry, old)) }
         }
         if let current, filter != nil, !deleteExcluded { try linkExcluded(from: current) }
         CrashPoint.hit("seed-after-links")
@@ -145,15 +138,23 @@ struct AtomicBuild {
     func linkExcluded(from current: Destination) throws {
         for file in try current.walk(skippingTopLevel: Destination.stateFolderName).files where keepsExcluded(file.path) {
             guard let path = String(validating: file.path, as: UTF8.self), try building.status(of: path) == nil else { continue }
-            let (from, name) = try current.openParent(of: path, create: false)
-            defer { from.close() }
-            let (to, _) = try building.openParent(of: path, create: true)
-            defer { to.close() }
-            guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
-                if errno == EMLINK || errno == EXDEV || errno == EPERM { continue }  // not kept: nothing can fetch it
-                throw SystemError("link", building.display(path) + " into the next generation")
-            }
+            _ = try link(path, from: current)  // Not linked: not kept, as nothing can fetch it.
         }
+    }
+
+    /// Hard-links `path` of `set` to the same path in the building folder (`linkat(2)`). False
+    /// when the file system will not link it there (`EMLINK`, `EXDEV`, `EPERM`); any other
+    /// failure throws.
+    func link(_ path: String, from set: Destination) throws -> Bool {
+        let (from, name) = try set.openParent(of: path, create: false)
+        defer { from.close() }
+        let (to, _) = try building.openParent(of: path, create: true)
+        defer { to.close() }
+        guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
+            if errno == EMLINK || errno == EXDEV || errno == EPERM { return false }
+            throw SystemError("link", building.display(path) + " into the next generation")
+        }
+        return true
     }
 
     /// The entry's file in a kept generation, newest first, that the journal verified as this
