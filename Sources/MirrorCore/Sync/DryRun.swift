@@ -64,33 +64,34 @@ struct DryRun {
         reconciler.forEachAction(in: manifest.entries, known: known) { entry, action in
             index += 1
             let line: String
-            let item: ItemizedChange
+            // One form of the line, the one asked for (``ItemizedChange`` with --itemize).
+            let itemize = options.itemize
             switch action {
             case .upToDate:
                 summary.upToDate += 1
                 return
             case .check:
-                line = "check \(entry.path) (present, not yet verified)"
-                item = ItemizedChange(action: .check, reason: "unverified", bytes: 0, source: nil, path: entry.path)
+                line = itemize ? ItemizedChange(action: .check, reason: "unverified", bytes: 0, source: nil, path: entry.path).line
+                    : "check \(entry.path) (present, not yet verified)"
                 totals.checks += 1
             case .resume(let offset, _):
-                line = "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
-                item = ItemizedChange(action: .resume, reason: "partial", bytes: max(0, entry.size - offset),
-                                      source: options.itemize ? firstSource(entry) : nil, path: entry.path)
+                line = itemize ? ItemizedChange(action: .resume, reason: "partial", bytes: max(0, entry.size - offset),
+                                                source: firstSource(entry), path: entry.path).line
+                    : "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
                 totals.files += 1
                 totals.bytes += max(0, entry.size - offset)
             case .download(let replacing):
                 let route = router.route(index)
-                line = DryRun.line(entry, replacing: replacing, route)
-                item = ItemizedChange.fetch(entry, replacing: replacing, route, source: options.itemize ? firstSource(entry) : nil)
+                line = itemize ? ItemizedChange.fetch(entry, replacing: replacing, route, source: firstSource(entry)).line
+                    : DryRun.line(entry, replacing: replacing, route)
                 totals.add(route)
             case .blocked(let why):
-                line = "blocked \(entry.path): \(why)"
-                item = ItemizedChange(action: .blocked, reason: "not-a-file", bytes: 0, source: nil, path: entry.path)
+                line = itemize ? ItemizedChange(action: .blocked, reason: "not-a-file", bytes: 0, source: nil, path: entry.path).line
+                    : "blocked \(entry.path): \(why)"
                 totals.blocked += 1
             }
             summary.pending += 1
-            report.plan(options.itemize ? item.line : line, into: &summary)
+            report.plan(line, into: &summary)
         }
         if let deletion { totals.deletions = try planDeletions(deletion, reconciler: reconciler, summary: &summary) }
         summary.dryRun = totals
