@@ -51,7 +51,7 @@ package final class FolderWalker {
     private let skippingUnreadable: Bool
     private let displayRoot: String
     /// The current folder, relative to the walk's root (empty at the root), bytes joined by `/`.
-    private(set) var path: [UInt8] = []
+    package private(set) var path: [UInt8] = []
     /// Folders opened (`openat`, `..` included), for tests that check the cost is linear.
     private(set) var opens = 0
     /// The most descriptors the walk held at once.
@@ -84,7 +84,7 @@ package final class FolderWalker {
     }
 
     /// The descriptor of the current folder (-1 once the walk is over).
-    var folder: Int32 { frames.last?.fd ?? -1 }
+    package var folder: Int32 { frames.last?.fd ?? -1 }
 
     /// How many folders deep the current folder is (0: the root).
     var depth: Int { max(0, frames.count - 1) }

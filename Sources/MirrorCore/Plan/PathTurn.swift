@@ -56,6 +56,6 @@ public enum PathTurn {
     /// modification and change time; docs/journal.md, "`verified`").
     public static func vouches(_ record: VerifiedRecord?, for status: FileStatus) -> Bool {
         guard let record, !record.adopted else { return false }
-        return record.matches(status)
+        return record.matchesExactly(status)
     }
 }

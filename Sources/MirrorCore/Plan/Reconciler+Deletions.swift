@@ -36,7 +36,7 @@ extension Reconciler {
                     plan.stale.append(path)
                     continue
                 }
-                guard record.matches(status) else {
+                guard record.matchesExactly(status) else {
                     plan.changed.append(path)
                     continue
                 }
@@ -70,7 +70,7 @@ extension Reconciler {
     func isInstalledAsIs(_ item: (path: [UInt8], status: FileStatus)) -> Bool {
         guard let path = String(validating: item.path, as: UTF8.self),
               let record = journal?.records(for: path)?.verified else { return false }
-        return !record.adopted && record.matches(item.status)
+        return !record.adopted && record.matchesExactly(item.status)
     }
 
     /// The folders of `tree` that some listed entry lies in. A folder in one that is not listed

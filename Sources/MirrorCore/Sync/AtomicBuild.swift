@@ -38,6 +38,9 @@ struct AtomicBuild {
     /// recorded (``ManifestOrigin/digest``).
     let digest: () -> String?
     let report: ConsoleReport
+    /// What seeding found in the current set: the files the next set drops, and how many it held
+    /// (nil before ``seed()``).
+    private(set) var seeded: GenerationSeed.Outcome?
     var journal: Journal { writer.journal }
 
     /// What an atomic run finds before it builds.
@@ -55,7 +58,7 @@ struct AtomicBuild {
     static func start(_ place: RunPlace, manifest: Manifest, options: SyncOptions, digest: @escaping () -> String?,
                       report: ConsoleReport) throws -> Start? {
         guard let store = place.generations else { return nil }
-        let build = AtomicBuild(store: store, building: place.destination, current: place.current,
+        var build = AtomicBuild(store: store, building: place.destination, current: place.current,
                                 kept: place.keptGenerations, partialFolder: place.partialFolder, manifest: manifest,
                                 filter: options.filter, deleteExcluded: options.deleteExcluded, writer: place.writer,
                                 digest: digest, report: report)
@@ -72,15 +75,35 @@ struct AtomicBuild {
 
     /// The current set, when it already is exactly the manifest's: every entry verified in the
     /// current generation and nothing else in it. Then nothing is built (an hourly no-op run
-    /// must not make a generation of links each time).
+    /// must not make a generation of links each time). One walk of the set, one `fstatat` per
+    /// file relative to its open folder, and nothing kept of it: as cheap as a plain no-op's
+    /// `stat` of each entry, in memory too.
     func currentIsComplete() throws -> Bool {
         guard case .generation = store.current(), let current = try Destination.openExisting(store.identity) else { return false }
+        let entries = manifest.entries
+        let listed = PathIndex(listing: entries)
         let reconciler = Reconciler(planner: Planner(destination: current, journal: journal, partialFolder: partialFolder), journal: journal)
-        for entry in manifest.entries {
-            guard case .upToDate = reconciler.action(for: entry) else { return false }
+        var found = 0
+        let walker = try FolderWalker(current.root, skippingTopLevel: Array(Destination.stateFolderName.utf8))
+        while let event = try walker.next() {
+            guard case .entry(let name, let status) = event else { continue }
+            let path = walker.path(of: name)
+            guard let index = path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
+                if keepsExcluded(path) { continue }
+                return false
+            }
+            let entry = entries[index]
+            // The no-op path on the walk's own `stat`; a record it cannot read in place is
+            // asked of the planner, as a run would.
+            if FoundFilePolicy.current.keeps(status, for: entry) && journal.isVerified(entry, status: status) {
+                found += 1
+            } else if case .upToDate = reconciler.action(for: entry) {
+                found += 1
+            } else {
+                return false
+            }
         }
-        let files = try current.walk(skippingTopLevel: Destination.stateFolderName).files
-        return files.lazy.filter { !keepsExcluded($0.path) }.count == manifest.entries.count
+        return found == entries.count
     }
 
     /// Whether the file at `path` stays in the next set although the manifest (as filtered)
@@ -91,12 +114,12 @@ struct AtomicBuild {
     }
 
     /// Readies the building folder for this manifest: removes what an earlier, stopped run put
-    /// there that this manifest does not list, then hard-links each listed file that the building
-    /// folder lacks from the current set (`linkat(2)`), unless the journal knows that file as
-    /// another version of the entry (it is fetched). A link changes the file's change time, so a
-    /// file the journal had verified is journaled again with its new status, after checking that it
-    /// is the same inode, size and modification time: it is not hashed again.
-    func seed() throws {
+    /// there that this manifest does not list, then hard-links into it the files of the current
+    /// set (and of kept generations) that the next set keeps (``GenerationSeed``). A link changes
+    /// the file's change time, which the journal allows for a file of this user's that nobody
+    /// else may write (``ChangeTimeTrust``); only a file whose mode lets group or others write is
+    /// journaled again with its new status (``refreshRecords(_:in:)``).
+    mutating func seed() throws {
         let listed = PathIndex(listing: manifest.entries)
         let leftover = try building.walk(skippingTopLevel: "")
         do {
@@ -107,67 +130,13 @@ struct AtomicBuild {
         }
         // Every folder left empty; those the manifest's files need are made again when linked.
         _ = try? building.removeEmptyFolders(skippingTopLevel: "", keeping: { _ in false })
-        guard current != nil || !kept.isEmpty else { return }
-        var linked: [(ManifestEntry, FileStatus)] = []
-        for entry in manifest.entries {
-            guard try building.status(of: entry.path) == nil else { continue }
-            // The current set's file, else this version verified in a kept generation (rolling
-            // forward after a rollback), else the current set's file unless known as another version.
-            let here = (try? current?.status(of: entry.path)).flatMap { $0 }.flatMap { $0.isRegularFile ? $0 : nil }
-            var source: (Destination, FileStatus, Bool)?
-            if let current, let old = here, journal.isVerified(entry, status: old) {
-                source = (current, old, true)
-            } else if let (set, old) = keptCopy(of: entry) {
-                source = (set, old, true)
-            } else if let current, let old = here {
-                source = (current, old, false)
-            }
-            guard let (set, old, verified) = source else { continue }
-            if !verified, let record = journal.records(for: entry.path)?.verified, record.identity != EntryIdentity(entry) { continue }
-            // Not linked: fetched instead.
-            if try link(entry.path, from: set), verified { linked.append((entry, old)) }
-        }
-        if let current, filter != nil, !deleteExcluded { try linkExcluded(from: current) }
+        let filter = filter, deleteExcluded = deleteExcluded
+        let seed = GenerationSeed(building: building, current: current, kept: kept, manifest: manifest, journal: journal,
+                                  keepsExcluded: { path in filter.map { !deleteExcluded && !$0.selects(path) } ?? false })
+        let outcome = try seed.run()
+        seeded = outcome
         CrashPoint.hit("seed-after-links")
-        try refreshRecords(linked, in: building)
-    }
-
-    /// Links into the building folder each file of the current set that the filter leaves out
-    /// (``keepsExcluded(_:)``) and the building folder lacks: what `--exclude` keeps of a plain
-    /// DEST, it keeps of an atomic one.
-    func linkExcluded(from current: Destination) throws {
-        for file in try current.walk(skippingTopLevel: Destination.stateFolderName).files where keepsExcluded(file.path) {
-            guard let path = String(validating: file.path, as: UTF8.self), try building.status(of: path) == nil else { continue }
-            _ = try link(path, from: current)  // Not linked: not kept, as nothing can fetch it.
-        }
-    }
-
-    /// Hard-links `path` of `set` to the same path in the building folder (`linkat(2)`). False
-    /// when the file system will not link it there (`EMLINK`, `EXDEV`, `EPERM`); any other
-    /// failure throws.
-    func link(_ path: String, from set: Destination) throws -> Bool {
-        let (from, name) = try set.openParent(of: path, create: false)
-        defer { from.close() }
-        let (to, _) = try building.openParent(of: path, create: true)
-        defer { to.close() }
-        guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
-            if errno == EMLINK || errno == EXDEV || errno == EPERM { return false }
-            throw SystemError("link", building.display(path) + " into the next generation")
-        }
-        return true
-    }
-
-    /// The entry's file in a kept generation, newest first, that the journal verified as this
-    /// version (same size, digests, inode, times: ``Journal/isVerified(_:status:)``): rolling
-    /// forward to a set a kept generation holds links it, as unchanged files are linked from the
-    /// current set, instead of downloading it.
-    func keptCopy(of entry: ManifestEntry) -> (Destination, FileStatus)? {
-        for set in kept {
-            guard let status = try? set.status(of: entry.path), status.isRegularFile,
-                  journal.isVerified(entry, status: status) else { continue }
-            return (set, status)
-        }
-        return nil
+        try refreshRecords(outcome.untrusted, in: building)
     }
 
     /// What a publish did, for the loop to count and report.
@@ -195,12 +164,9 @@ struct AtomicBuild {
             return publication
         }
         do {
-            let listed = PathIndex(listing: manifest.entries)
-            let current = try Destination.openExisting(store.identity)
-            let before = try current?.walk(skippingTopLevel: Destination.stateFolderName).files ?? []
-            let dropped = before.filter { !listed.containsFile($0.path) && !keepsExcluded($0.path) }
+            let (dropped, known) = try droppedFiles()
             let policy = options.deletionPolicy
-            let decision = policy.decide(.init(candidates: dropped.count, known: before.count,
+            let decision = policy.decide(.init(candidates: dropped.count, known: known,
                                                listed: manifest.entries.count, everyFileVerified: true))
             if let refusal = policy.refusal(decision) {
                 publication.refusal = refusal + "; \(store.destPath) still holds the previous set"
@@ -230,19 +196,32 @@ struct AtomicBuild {
         return publication
     }
 
-    /// The status of each listed file the journal vouches for in `set`, by path.
+    /// The files of the current set that the next one drops, and how many files the current set
+    /// holds: found by seeding's walk (DEST's lock has been held since), else by a walk now.
+    func droppedFiles() throws -> (dropped: [(path: [UInt8], status: FileStatus)], known: Int) {
+        if let seeded { return (seeded.dropped, seeded.currentFiles) }
+        let listed = PathIndex(listing: manifest.entries)
+        let before = try Destination.openExisting(store.identity)?.walk(skippingTopLevel: Destination.stateFolderName).files ?? []
+        return (before.filter { !listed.containsFile($0.path) && !keepsExcluded($0.path) }.map { ($0.path, $0.status) }, before.count)
+    }
+
+    /// The status of each listed file the journal vouches for in `set` and whose record a moved
+    /// change time would undo: those whose mode lets group or others write
+    /// (``ChangeTimeTrust``). Every other file in the set is this user's with the entry's mode
+    /// (``FoundFilePolicy``), so no second pass over the entries is made for them.
     func verifiedStatuses(in set: Destination) -> [(ManifestEntry, FileStatus)] {
         manifest.entries.compactMap { entry in
-            guard let status = try? set.status(of: entry.path), journal.isVerified(entry, status: status) else { return nil }
+            guard FoundFilePolicy.wantedMode(entry) & 0o022 != 0, let status = try? set.status(of: entry.path),
+                  !ChangeTimeTrust.current.trustsMovedChangeTime(status), journal.isVerified(entry, status: status) else { return nil }
             return (entry, status)
         }
     }
 
     /// Removing a tree of links (a plain DEST's old folder, a pruned generation) changes the link
-    /// count, and so the change time, of every file the published set shares with it: each file
-    /// vouched for before is journaled again with its new status, if it still is the same inode,
-    /// size and modification time. Otherwise its record no longer matches and the next run would
-    /// hash every unchanged file (docs/journal.md, "Atomic destinations").
+    /// count, and so the change time, of every file the published set shares with it. A file the
+    /// journal would not trust with a moved change time is journaled again with its new status,
+    /// if it still is the same inode, size and modification time; otherwise its record would no
+    /// longer match and the next run would hash it (docs/journal.md, "Atomic destinations").
     func refreshRecords(_ vouched: [(ManifestEntry, FileStatus)], in set: Destination) throws {
         for (entry, before) in vouched {
             guard let now = try? set.status(of: entry.path), now != before, now.sameFile(as: before),

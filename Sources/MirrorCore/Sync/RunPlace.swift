@@ -151,9 +151,12 @@ final class RunPlace {
               try destination.walk(skippingTopLevel: "").files.isEmpty else { return false }
         let tree = try plain.walk(skippingTopLevel: Destination.stateFolderName)
         var vouched: [(VerifiedRecord, String)] = []
+        // The records a moved change time would undo (``ChangeTimeTrust``), journaled again below.
+        var untrusted: [Int] = []
         for file in tree.files {
             guard let path = String(validating: file.path, as: UTF8.self), let record = journal.records(for: path)?.verified,
                   record.matches(file.status) else { return false }
+            if !ChangeTimeTrust.current.trustsMovedChangeTime(file.status) { untrusted.append(vouched.count) }
             vouched.append((record, path))
         }
         guard !vouched.isEmpty else { return false }
@@ -173,9 +176,10 @@ final class RunPlace {
         try building.syncAll()
         let n = try store.sealBuilding()
         try store.switchTo(n)
-        // The links made and the old folder's removed moved every file's change time.
+        // The links made and the old folder's removed moved every file's change time, which the
+        // journal allows but for files group or others may write.
         guard let kept = try Destination.openExisting(store.identity) else { return true }
-        for (record, path) in vouched {
+        for (record, path) in untrusted.lazy.map({ vouched[$0] }) {
             guard let now = try? kept.status(of: path), now.inode == record.inode, now.device == record.device, now.mtime == record.mtime else { continue }
             try writer.append(.verified(VerifiedRecord(identity: record.identity, status: now, adopted: record.adopted)), durable: false)
         }

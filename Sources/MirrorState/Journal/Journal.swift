@@ -240,11 +240,15 @@ public final class Journal: @unchecked Sendable {
 
     /// True when the journal's latest verified record for `entry` describes exactly this entry
     /// and this file, by one `stat` (`status`): the no-op fast path, checked on the line's bytes
-    /// without decoding it into a record.
+    /// without decoding it into a record. A moved change time is allowed where ``ChangeTimeTrust``
+    /// allows it.
     public func isVerified(_ entry: ManifestEntry, status: FileStatus) -> Bool {
+        let moved = ChangeTimeTrust.current.trustsMovedChangeTime(status)
         lock.lockForReading()
         defer { lock.unlock() }
-        return entry.pathBytes.withBytes { verified.matches(path: $0, size: entry.size, digests: entry.digests, status: status) }
+        return entry.pathBytes.withBytes {
+            verified.matches(path: $0, size: entry.size, digests: entry.digests, status: status, movedChangeTime: moved)
+        }
     }
 
     private func verifiedRecord(for path: String) -> VerifiedRecord? {

@@ -106,14 +106,22 @@ public struct VerifiedRecord: Equatable, Sendable {
     }
 
     /// True when `status` is, by every cheap measure, the very file this record describes:
-    /// same size, inode, device, modification time and change time. Any write, chmod, rename or
-    /// replacement changes the ctime, so a match means nobody touched the file since it was verified.
-    public func matches(_ status: FileStatus) -> Bool {
-        status.isRegularFile && status.size == identity.size && status.inode == inode
-            && status.device == device && status.mtime == mtime && status.ctime == ctime
+    /// same size, inode, device, modification time and change time, or a moved change time on a
+    /// file ``ChangeTimeTrust`` trusts (this user's, written by nobody else: only its owner could
+    /// have put the modification time back after a write).
+    public func matches(_ status: FileStatus, trust: ChangeTimeTrust = .current) -> Bool {
+        matchesButForChangeTime(status) && (status.ctime == ctime || trust.trustsMovedChangeTime(status))
     }
 
-    /// ``matches(_:)`` but for the change time: the same inode, size and modification time. A
+    /// ``matches(_:trust:)`` with the change time compared whatever the file's owner and mode: what
+    /// a removal asks (a deletion, a file in the way of another), where a moved change time (a
+    /// `chmod`, a link the user made elsewhere) is a sign the user took the file for their own,
+    /// and the file is kept (docs/cli.md, "Deleting").
+    public func matchesExactly(_ status: FileStatus) -> Bool {
+        matchesButForChangeTime(status) && status.ctime == ctime
+    }
+
+    /// ``matches(_:trust:)`` but for the change time: the same inode, size and modification time. A
     /// hard link made or removed moves the ctime too, and an atomic run links every unchanged
     /// file into the next generation (and prunes old ones) before it journals the new ctimes;
     /// `status` beside such a run counts these files as done (docs/cli.md, "status").

@@ -240,17 +240,21 @@ package struct VerifiedIndex {
 
     /// True when the path's latest record describes exactly this entry (size, the same set of
     /// digests, equal byte for byte) and this file (`status`: a regular file with the record's
-    /// size, inode, device, mtime and ctime): the no-op path, without allocating.
-    func matches(path: UnsafeBufferPointer<UInt8>, size: Int64, digests: DigestSet, status: FileStatus) -> Bool {
+    /// size, inode, device and mtime, and its ctime unless `movedChangeTime` allows a moved one:
+    /// ``ChangeTimeTrust``): the no-op path, without allocating.
+    func matches(path: UnsafeBufferPointer<UInt8>, size: Int64, digests: DigestSet, status: FileStatus,
+                 movedChangeTime: Bool) -> Bool {
         guard status.isRegularFile, status.size == size, let slot = find(path) else { return false }
         let offset = VerifiedIndex.recordOffset(slots[slot])
         return withRecord(at: offset) { at -> Bool in
             guard at.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == status.inode,
                   at.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == status.device,
                   at.loadUnaligned(fromByteOffset: 24, as: Int64.self) == status.mtime.seconds,
-                  at.loadUnaligned(fromByteOffset: 32, as: Int64.self) == status.ctime.seconds,
                   Int64(at.loadUnaligned(fromByteOffset: 40, as: UInt32.self)) == status.mtime.nanoseconds,
-                  Int64(at.loadUnaligned(fromByteOffset: 44, as: UInt32.self)) == status.ctime.nanoseconds else { return false }
+                  movedChangeTime
+                    || (at.loadUnaligned(fromByteOffset: 32, as: Int64.self) == status.ctime.seconds
+                        && Int64(at.loadUnaligned(fromByteOffset: 44, as: UInt32.self)) == status.ctime.nanoseconds)
+            else { return false }
             return VerifiedIndex.holds(at, size: size, digests: digests)
         }
     }

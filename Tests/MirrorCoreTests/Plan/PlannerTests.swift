@@ -47,7 +47,13 @@ import Glibc
 
         var other = status
         other.ctime = FileTime(seconds: status.ctime.seconds + 1, nanoseconds: status.ctime.nanoseconds)
-        #expect(!journal.isVerified(e, status: other), "another ctime: the file was touched")
+        other.owner = UInt32(geteuid())
+        #expect(journal.isVerified(e, status: other), "another ctime on this user's file nobody else may write: a link, a chown")
+        other.mode |= 0o020
+        #expect(!journal.isVerified(e, status: other), "another ctime on a file its group may write: touched")
+        other.mode = status.mode
+        other.owner = UInt32(geteuid()) &+ 1
+        #expect(!journal.isVerified(e, status: other), "another ctime on another user's file: touched")
         other = status
         other.inode += 1
         #expect(!journal.isVerified(e, status: other), "another inode: another file")

@@ -1,0 +1,169 @@
+import MirrorFS
+import MirrorKit
+import MirrorModel
+import MirrorState
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Fills an atomic DEST's building folder with hard links to the files the next set keeps
+/// (docs/cli.md, "Atomic destinations"), at the cost a link farm must pay and no more: one walk of
+/// the current set, as `cp -al` makes it, with one `fstatat` and one `linkat(2)` per file, each
+/// relative to an open folder (``FolderWalker``), and the building folder's matching folder opened
+/// once per folder, not once per file. The same walk finds the current set's files the manifest no
+/// longer lists, which the publish drops (``AtomicBuild/publish(everyFileVerified:options:)``), so
+/// the publish does not walk the set again.
+///
+/// A listed file of the current set is linked when the journal vouches for it, or when the
+/// journal knows no other version at its path (the run then checks it as any file found in
+/// place). An entry the current set lacks, or holds unverified, is linked from a kept generation
+/// that holds it verified (rolling forward after a rollback) before an unverified current copy.
+/// Whatever is not linked is fetched.
+struct GenerationSeed {
+    let building: Destination
+    let current: Destination?
+    /// The complete generations DEST does not show, newest first.
+    let kept: [Destination]
+    let manifest: Manifest
+    let journal: Journal
+    /// Whether a file at this path, which the manifest as filtered does not list, stays in the
+    /// next set (``AtomicBuild/keepsExcluded(_:)``).
+    let keepsExcluded: ([UInt8]) -> Bool
+
+    /// What the walk found and did.
+    struct Outcome {
+        /// The current set's files the next one drops: not listed, not kept by the filter.
+        var dropped: [(path: [UInt8], status: FileStatus)] = []
+        /// The files the current set holds (the deletion guardrails' `known`).
+        var currentFiles = 0
+        /// Files linked that the journal vouched for but would no longer after the link moved
+        /// their change time (``ChangeTimeTrust``): journaled again by the caller.
+        var untrusted: [(ManifestEntry, FileStatus)] = []
+        /// Files linked.
+        var linked = 0
+    }
+
+    private enum LinkResult { case linked, present, refused }
+
+    func run() throws -> Outcome {
+        var outcome = Outcome()
+        let entries = manifest.entries
+        var done = [Bool](repeating: false, count: entries.count)
+        var deferred: [Int] = []
+        let listed = PathIndex(listing: entries)
+        if let current {
+            var target = TargetFolder(building: building)
+            defer { target.close() }
+            let walker = try FolderWalker(current.root, skippingTopLevel: Array(Destination.stateFolderName.utf8))
+            while let event = try walker.next() {
+                guard case .entry(let name, let status) = event else { continue }
+                outcome.currentFiles += 1
+                let path = walker.path(of: name)
+                guard let index = path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
+                    if keepsExcluded(path) {
+                        _ = try link(name, from: walker.folder, to: &target, folder: walker.path, path: path)
+                    } else {
+                        outcome.dropped.append((path, status))
+                    }
+                    continue
+                }
+                guard status.isRegularFile else { continue }
+                let entry = entries[index]
+                guard journal.isVerified(entry, status: status) else {
+                    deferred.append(index)
+                    continue
+                }
+                switch try link(name, from: walker.folder, to: &target, folder: walker.path, path: path) {
+                case .linked:
+                    done[index] = true
+                    outcome.linked += 1
+                    if !ChangeTimeTrust.current.trustsMovedChangeTime(status) { outcome.untrusted.append((entry, status)) }
+                case .present: done[index] = true
+                case .refused: break
+                }
+            }
+        }
+        // What the current set lacks or holds unverified: a kept generation's verified copy, else
+        // the current set's copy unless the journal knows it as another version.
+        guard current != nil || !kept.isEmpty else { return outcome }
+        let unverified = Set(deferred)
+        for index in entries.indices where !done[index] {
+            let entry = entries[index]
+            guard try building.status(of: entry.path) == nil else { continue }
+            if let (set, old) = keptCopy(of: entry) {
+                if try linkByPath(entry.path, from: set) {
+                    outcome.linked += 1
+                    if !ChangeTimeTrust.current.trustsMovedChangeTime(old) { outcome.untrusted.append((entry, old)) }
+                }
+            } else if unverified.contains(index), let current {
+                if let record = journal.records(for: entry.path)?.verified, record.identity != EntryIdentity(entry) { continue }
+                if try linkByPath(entry.path, from: current) { outcome.linked += 1 }
+            }
+        }
+        return outcome
+    }
+
+    /// The building folder's folder for the walk's current folder, opened (and made) once per
+    /// folder the walk links into: folders of the current set with nothing to link are not made.
+    private struct TargetFolder {
+        let building: Destination
+        var path: [UInt8]?
+        var fd: FileDescriptor?
+
+        init(building: Destination) { self.building = building }
+
+        mutating func open(_ folder: [UInt8], for file: [UInt8]) throws -> Int32 {
+            if let fd, path == folder { return fd.fd }
+            close()
+            guard let relative = String(validating: file, as: UTF8.self) else { throw SystemError("link", String(decoding: file, as: UTF8.self), code: EILSEQ) }
+            let (opened, _) = try building.openParent(of: relative, create: true)
+            fd = opened
+            path = folder
+            return opened.fd
+        }
+
+        mutating func close() {
+            fd?.close()
+            fd = nil
+            path = nil
+        }
+    }
+
+    /// Links `name` of the walk's folder `from` to the same path in the building folder.
+    private func link(_ name: [UInt8], from: Int32, to target: inout TargetFolder, folder: [UInt8], path: [UInt8]) throws -> LinkResult {
+        guard String(validating: path, as: UTF8.self) != nil else { return .refused }
+        let to = try target.open(folder, for: path)
+        guard name.withCString({ linkat(from, $0, to, $0, 0) }) == 0 else {
+            if errno == EEXIST { return .present }
+            if errno == EMLINK || errno == EXDEV || errno == EPERM { return .refused }
+            throw SystemError("link", building.display(String(decoding: path, as: UTF8.self)) + " into the next generation")
+        }
+        return .linked
+    }
+
+    /// Hard-links `path` of `set` to the same path in the building folder (`linkat(2)`). False
+    /// when the file system will not link it there (`EMLINK`, `EXDEV`, `EPERM`); any other
+    /// failure throws.
+    func linkByPath(_ path: String, from set: Destination) throws -> Bool {
+        let (from, name) = try set.openParent(of: path, create: false)
+        defer { from.close() }
+        let (to, _) = try building.openParent(of: path, create: true)
+        defer { to.close() }
+        guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
+            if errno == EMLINK || errno == EXDEV || errno == EPERM { return false }
+            throw SystemError("link", building.display(path) + " into the next generation")
+        }
+        return true
+    }
+
+    /// The entry's file in a kept generation, newest first, that the journal verified as this
+    /// version (``Journal/isVerified(_:status:)``).
+    func keptCopy(of entry: ManifestEntry) -> (Destination, FileStatus)? {
+        for set in kept {
+            guard let status = try? set.status(of: entry.path), status.isRegularFile,
+                  journal.isVerified(entry, status: status) else { continue }
+            return (set, status)
+        }
+        return nil
+    }
+}
