@@ -89,7 +89,7 @@ import MirrorTestSupport
         #expect(try TestData.sha256(ofFileAt: fx.destPath(nfd)) == shaD)
 
         // Many runs grow the journal past its compaction threshold; both records must survive.
-        // (docs/journal.md: compaction once there are more than 4 × entries + 256 lines).
+        // (docs/journal.md: compaction once there are more than 1.5 × entries + 256 lines).
         for _ in 0..<270 { _ = try fx.sync(["--segments", "1"]) }
         let journal = try String(contentsOfFile: fx.dest + "/.mirror/journal", encoding: .utf8)
         let lines = journal.split(separator: "\n")

@@ -306,13 +306,16 @@ public final class Journal: @unchecked Sendable {
         verified.reserve(additional: count, bytesEach: 112)
     }
 
-    /// True when rewriting would shrink the journal noticeably: more lines than live records
-    /// warrant. Keeps the journal's size proportional to the manifest (docs/journal.md, rule 5).
-    /// Paths the journal still knows but the manifest no longer lists are live too: their verified
-    /// records are kept for `--delete` (``compact(current:)``).
+    /// True when the journal's dead weight (superseded records) passes half its live records
+    /// (docs/journal.md, rule 5). Every run reads the whole journal, so a no-op pays for dead
+    /// lines every time, while a compaction writes the live ones once: at this bound a journal is
+    /// never more than 1.5 × its compacted size, and each compaction is paid for by at least half
+    /// as many dead lines as it writes. Paths the journal still knows but the manifest no longer
+    /// lists are live too: their verified records are kept for `--delete` (``compact(current:)``).
     public func needsCompaction(liveEntries: Int) -> Bool {
         lock.lockForReading()
         defer { lock.unlock() }
-        return lineCount > 4 * max(liveEntries, verified.count + partials.count) + 256
+        let live = max(liveEntries, verified.count + partials.count)
+        return lineCount > live + live / 2 + 256
     }
 }

@@ -33,6 +33,28 @@ import Glibc
         return try Journal(folder: FileDescriptor(fd: fd, displayPath: dir.path), displayPath: "journal", readOnly: false)
     }
 
+    /// Rule 5's bound: a journal is compacted once its superseded lines pass half its live
+    /// records (plus 256), not at four times them, so a no-op never reads more than 1.5 × the
+    /// journal it needs.
+    @Test func deadWeightPastHalfTheLiveRecordsIsCompacted() throws {
+        let dir = try TemporaryDirectory()
+        let journal = try journal(in: dir)
+        let writer = JournalWriter(journal)
+        let identities = (0..<1000).map { EntryIdentity(path: "f\($0)", size: 5, digests: [.sha256: "ab"]) }
+        for identity in identities { try writer.append(Self.verified(identity), durable: false) }
+        let base = journal.lineCount
+        #expect(!journal.needsCompaction(liveEntries: 1000))
+        // Each path journaled again: the earlier lines are dead.
+        for identity in identities[..<(500 + 256 - (base - 1000))] { try writer.append(Self.verified(identity, inode: 2), durable: false) }
+        #expect(journal.lineCount == 1000 + 500 + 256, "\(journal.lineCount)")
+        #expect(!journal.needsCompaction(liveEntries: 1000), "at the bound")
+        try writer.append(Self.verified(identities[999], inode: 3), durable: false)
+        #expect(journal.needsCompaction(liveEntries: 1000), "past 1.5 × live + 256")
+        try writer.compact(current: { _ in nil })
+        #expect(!journal.needsCompaction(liveEntries: 1000))
+        #expect(journal.lineCount <= 1002, "\(journal.lineCount)")
+    }
+
     @Test func whatTheManifestStillDescribesStaysAndNothingElse() throws {
         let dir = try TemporaryDirectory()
         let journal = try journal(in: dir)
