@@ -315,16 +315,20 @@ public final class Destination: Sendable {
 
     /// Opens (and with `create`, makes) every folder of `relative` but the last component, and
     /// returns that folder and the final name.
-    package func openParent(of relative: String, create: Bool) throws -> (FileDescriptor, String) {
+    /// `syncingNewFolders: false` leaves a folder it makes for a later `syncfs` to make durable: an
+    /// atomic DEST's building folder, synced whole before it is published, where a `fsync` of
+    /// each parent would cost a journal commit per folder.
+    package func openParent(of relative: String, create: Bool, syncingNewFolders: Bool = true) throws -> (FileDescriptor, String) {
         var components = relative.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard let name = components.popLast() else { throw SystemError("open", display(relative), code: EINVAL) }
-        return (try openFolder(components, create: create, for: relative), name)
+        return (try openFolder(components, create: create, for: relative, syncingNewFolders: syncingNewFolders), name)
     }
 
     /// Walks `components` from DEST one `openat(O_NOFOLLOW | O_DIRECTORY)` at a time, making missing
     /// folders with `mkdirat` when `create` is set. A symlink at any component fails with
     /// `ELOOP`/`ENOTDIR` instead of being followed.
-    func openFolder(_ components: [String], create: Bool, for relative: String, from base: FileDescriptor? = nil) throws -> FileDescriptor {
+    func openFolder(_ components: [String], create: Bool, for relative: String, from base: FileDescriptor? = nil,
+                    syncingNewFolders: Bool = true) throws -> FileDescriptor {
         let root = base ?? self.root
         // The common case, a folder that exists: one openat2 lookup. Any failure (missing, a
         // symlink) takes the walk below, which creates what is missing and names the culprit.
@@ -344,7 +348,7 @@ public final class Destination: Sendable {
                 }
                 forgetMissingStatusFolder()
                 // The new entry in `current` must survive a crash before anything inside it is journaled.
-                try current.sync()
+                if syncingNewFolders { try current.sync() }
                 fd = SafePath.open(component, beneath: current.fd, flags: O_RDONLY | O_DIRECTORY)
             }
             if fd < 0 {

@@ -1,3 +1,4 @@
+import MirrorKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -205,7 +206,11 @@ extension FolderWalker {
     /// walk: each entry is removed with `unlinkat` as it is met, each folder with
     /// `unlinkat(AT_REMOVEDIR)` once the walk has left it. Names are bytes, as `readdir` gives
     /// them: a name that is not UTF-8 is removed too. Nothing there is no error.
-    static func removeTree(_ name: [UInt8], in folder: FileDescriptor, maxOpen: Int = defaultMaxOpen) throws {
+    ///
+    /// With `threads` above 1, the folders directly in `name` are removed each on a thread of its
+    /// own (``WorkerPool``) before the rest: an unlink costs the kernel's time in the folder it
+    /// names, and folders apart do not wait for each other (a pruned generation of 10^6 links).
+    static func removeTree(_ name: [UInt8], in folder: FileDescriptor, maxOpen: Int = defaultMaxOpen, threads: Int = 1) throws {
         let display = folder.displayPath + "/" + String(decoding: name, as: UTF8.self)
         let fd = name.withCString { openat(folder.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0 {
@@ -217,6 +222,7 @@ extension FolderWalker {
             throw SystemError("open folder", display)
         }
         let top = FileDescriptor(fd: fd, displayPath: display)
+        if threads > 1 { try removeFoldersIn(top, threads: threads) }
         let walker = try FolderWalker(top, maxOpen: maxOpen)
         top.close()
         while let event = try walker.next() {
@@ -233,5 +239,23 @@ extension FolderWalker {
         if name.withCString({ unlinkat(folder.fd, $0, AT_REMOVEDIR) }) != 0 && errno != ENOENT {
             throw SystemError("remove", display)
         }
+    }
+
+    /// Removes each folder directly in `top`, several at once (``removeTree(_:in:maxOpen:threads:)``).
+    private static func removeFoldersIn(_ top: FileDescriptor, threads: Int) throws {
+        let folders = try top.entryNames().filter { name in
+            var st = stat()
+            return name.withCString { fstatat(top.fd, $0, &st, AT_SYMLINK_NOFOLLOW) } == 0 && FileStatus(st).isDirectory
+        }
+        let failure = Locked<SystemError?>(nil)
+        WorkerPool.run(count: folders.count, threads: threads) { index in
+            do {
+                try removeTree(folders[index], in: top)
+            } catch {
+                let error = error as? SystemError ?? SystemError("remove", top.displayPath, code: EIO)
+                failure.withLock { if $0 == nil { $0 = error } }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
     }
 }

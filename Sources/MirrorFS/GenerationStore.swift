@@ -229,7 +229,7 @@ public final class GenerationStore: Sendable {
             }
             try store.sync()
             CrashPoint.hit("prune-mid-removal")
-            try GenerationStore.removeTree(hidden, in: store)
+            try FolderWalker.removeTree(Array(hidden.utf8), in: store, threads: WorkerPool.coreCount)
             removed.append(n)
         }
         if !removed.isEmpty { try store.sync() }

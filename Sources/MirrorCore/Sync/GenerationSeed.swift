@@ -19,7 +19,7 @@ import Glibc
 /// place). An entry the current set lacks, or holds unverified, is linked from a kept generation
 /// that holds it verified (rolling forward after a rollback) before an unverified current copy.
 /// Whatever is not linked is fetched.
-struct GenerationSeed {
+struct GenerationSeed: Sendable {
     let building: Destination
     let current: Destination?
     /// The complete generations DEST does not show, newest first.
@@ -28,10 +28,10 @@ struct GenerationSeed {
     let journal: Journal
     /// Whether a file at this path, which the manifest as filtered does not list, stays in the
     /// next set (``AtomicBuild/keepsExcluded(_:)``).
-    let keepsExcluded: ([UInt8]) -> Bool
+    let keepsExcluded: @Sendable ([UInt8]) -> Bool
 
     /// What the walk found and did.
-    struct Outcome {
+    struct Outcome: Sendable {
         /// The current set's files the next one drops: not listed, not kept by the filter.
         var dropped: [(path: [UInt8], status: FileStatus)] = []
         /// The files the current set holds (the deletion guardrails' `known`).
@@ -45,48 +45,72 @@ struct GenerationSeed {
 
     private enum LinkResult { case linked, present, refused }
 
-    func run() throws -> Outcome {
+    /// What one part of the walk (a top-level folder, or the files at the top) found.
+    private struct Part: Sendable {
         var outcome = Outcome()
-        let entries = manifest.entries
-        var done = [Bool](repeating: false, count: entries.count)
+        /// Entries linked, or already in the building folder.
+        var done: [Int] = []
+        /// Entries whose current file the journal does not vouch for: linked later, if at all.
         var deferred: [Int] = []
+    }
+
+    /// Walks the current set and links what the next set keeps, each top-level folder on a
+    /// thread of its own (``WorkerPool``, as many as cores): a link is a few microseconds of the
+    /// kernel's time in the folder it names, and folders apart do not wait for each other. Then
+    /// what is left is linked from kept generations, on this thread.
+    func run() throws -> Outcome {
+        let entries = manifest.entries
         let listed = PathIndex(listing: entries)
+        var parts: [Part] = []
         if let current {
-            var target = TargetFolder(building: building)
-            defer { target.close() }
-            let walker = try FolderWalker(current.root, skippingTopLevel: Array(Destination.stateFolderName.utf8))
-            while let event = try walker.next() {
-                guard case .entry(let name, let status) = event else { continue }
-                outcome.currentFiles += 1
-                let path = walker.path(of: name)
-                guard let index = path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
-                    if keepsExcluded(path) {
-                        _ = try link(name, from: walker.folder, to: &target, folder: walker.path, path: path)
-                    } else {
-                        outcome.dropped.append((path, status))
-                    }
-                    continue
+            var top = Part()
+            var topFolders: [[UInt8]] = []
+            for name in try current.root.entryNames() where name != Array(Destination.stateFolderName.utf8) {
+                var st = stat()
+                guard name.withCString({ fstatat(current.root.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+                    if errno == ENOENT { continue }
+                    throw SystemError("inspect", current.display(String(decoding: name, as: UTF8.self)))
                 }
-                guard status.isRegularFile else { continue }
-                let entry = entries[index]
-                guard journal.isVerified(entry, status: status) else {
-                    deferred.append(index)
-                    continue
-                }
-                switch try link(name, from: walker.folder, to: &target, folder: walker.path, path: path) {
-                case .linked:
-                    done[index] = true
-                    outcome.linked += 1
-                    if !ChangeTimeTrust.current.trustsMovedChangeTime(status) { outcome.untrusted.append((entry, status)) }
-                case .present: done[index] = true
-                case .refused: break
+                let status = FileStatus(st)
+                if status.isDirectory {
+                    topFolders.append(name)
+                } else {
+                    var target = TargetFolder(building: building)
+                    defer { target.close() }
+                    try visit(name, status: status, in: current.root.fd, folder: [], path: name, listed: listed, target: &target, into: &top)
                 }
             }
+            parts.append(top)
+            let found = Locked([Part]())
+            let failure = Locked<SystemError?>(nil)
+            let seed = self, folders = topFolders
+            WorkerPool.run(count: folders.count, threads: WorkerPool.coreCount) { index in
+                do {
+                    let part = try seed.walk(folders[index], of: current, listed: listed)
+                    found.withLock { $0.append(part) }
+                } catch let error as SystemError {
+                    failure.withLock { if $0 == nil { $0 = error } }
+                } catch {
+                    failure.withLock { if $0 == nil { $0 = SystemError("link", seed.building.display(String(decoding: folders[index], as: UTF8.self)), code: EIO) } }
+                }
+            }
+            if let error = failure.withLock({ $0 }) { throw error }
+            parts += found.withLock { $0 }
+        }
+        var outcome = Outcome()
+        var done = [Bool](repeating: false, count: entries.count)
+        var unverified = Set<Int>()
+        for part in parts {
+            outcome.dropped += part.outcome.dropped
+            outcome.currentFiles += part.outcome.currentFiles
+            outcome.untrusted += part.outcome.untrusted
+            outcome.linked += part.outcome.linked
+            for index in part.done { done[index] = true }
+            unverified.formUnion(part.deferred)
         }
         // What the current set lacks or holds unverified: a kept generation's verified copy, else
         // the current set's copy unless the journal knows it as another version.
         guard current != nil || !kept.isEmpty else { return outcome }
-        let unverified = Set(deferred)
         for index in entries.indices where !done[index] {
             let entry = entries[index]
             guard try building.status(of: entry.path) == nil else { continue }
@@ -103,6 +127,57 @@ struct GenerationSeed {
         return outcome
     }
 
+    /// One top-level folder of the current set, walked and linked (``run()``).
+    private func walk(_ name: [UInt8], of current: Destination, listed: PathIndex) throws -> Part {
+        var part = Part()
+        let fd = name.withCString { openat(current.root.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else {
+            if errno == ENOENT { return part }
+            throw SystemError("open folder", current.display(String(decoding: name, as: UTF8.self)))
+        }
+        let folder = FileDescriptor(fd: fd, displayPath: current.display(String(decoding: name, as: UTF8.self)))
+        let walker = try FolderWalker(folder)
+        folder.close()
+        var target = TargetFolder(building: building)
+        defer { target.close() }
+        while let event = try walker.next() {
+            guard case .entry(let file, let status) = event else { continue }
+            let inner = walker.path
+            let parent = inner.isEmpty ? name : name + [UInt8(ascii: "/")] + inner
+            try visit(file, status: status, in: walker.folder, folder: parent, path: parent + [UInt8(ascii: "/")] + file,
+                      listed: listed, target: &target, into: &part)
+        }
+        return part
+    }
+
+    /// One file of the current set: linked when the next set keeps it, else counted as dropped.
+    private func visit(_ name: [UInt8], status: FileStatus, in folder: Int32, folder parent: [UInt8], path: [UInt8],
+                       listed: PathIndex, target: inout TargetFolder, into part: inout Part) throws {
+        part.outcome.currentFiles += 1
+        guard let index = path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
+            if keepsExcluded(path) {
+                _ = try link(name, from: folder, to: &target, folder: parent, path: path)
+            } else {
+                part.outcome.dropped.append((path, status))
+            }
+            return
+        }
+        guard status.isRegularFile else { return }
+        let entry = manifest.entries[index]
+        guard journal.isVerified(entry, status: status) else {
+            part.deferred.append(index)
+            return
+        }
+        switch try link(name, from: folder, to: &target, folder: parent, path: path) {
+        case .linked:
+            part.done.append(index)
+            part.outcome.linked += 1
+            if !ChangeTimeTrust.current.trustsMovedChangeTime(status) { part.outcome.untrusted.append((entry, status)) }
+        case .present: part.done.append(index)
+        case .refused: break
+        }
+    }
+
     /// The building folder's folder for the walk's current folder, opened (and made) once per
     /// folder the walk links into: folders of the current set with nothing to link are not made.
     private struct TargetFolder {
@@ -116,7 +191,8 @@ struct GenerationSeed {
             if let fd, path == folder { return fd.fd }
             close()
             guard let relative = String(validating: file, as: UTF8.self) else { throw SystemError("link", String(decoding: file, as: UTF8.self), code: EILSEQ) }
-            let (opened, _) = try building.openParent(of: relative, create: true)
+            // Published only after `syncfs` (``AtomicBuild/publish(everyFileVerified:options:)``).
+            let (opened, _) = try building.openParent(of: relative, create: true, syncingNewFolders: false)
             fd = opened
             path = folder
             return opened.fd

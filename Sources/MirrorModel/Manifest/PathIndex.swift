@@ -12,7 +12,7 @@ import Darwin
 /// the bytes of paths and of their folders (prefixes), which would otherwise each need a String
 /// allocation, and Swift's String hashing normalises Unicode first. Hashing still goes through
 /// `Hasher` (SipHash, randomly seeded per process), so a crafted manifest cannot force collisions.
-package struct PathIndex {
+package struct PathIndex: Sendable {
     /// 16 bytes: 10^6 entries make 10^6 + (folders) keys. The hash is not kept (the slot holds
     /// its high bits, and a rehash computes it again from the bytes). A key's bytes are the first
     /// `count` bytes of an inserted path, where that path's bytes are (a folder: of the first file
@@ -33,7 +33,9 @@ package struct PathIndex {
 
     /// The blocks that hold the inserted paths, each once (a manifest's paths come from one
     /// ``ByteArena``, block after block).
-    private var blocks: [ByteBlock] = []
+    /// ``SharedBlock``s, so that a finished index is `Sendable`: asked from several threads
+    /// (an atomic run's seeding), it only reads.
+    private var blocks: [SharedBlock] = []
     /// Where the path being inserted is: its block in `blocks` and its offset there.
     private var current: (block: UInt32, offset: UInt32) = (0, 0)
     private var keys: [Key] = []
@@ -79,7 +81,7 @@ package struct PathIndex {
             return "path \(quoted(path.string)) (line \(line)) is a folder of \(quoted(text(file))) (line \(file.line)); a path cannot be both a file and a folder"
         }
         let place = path.place
-        if blocks.last !== place.block { blocks.append(place.block) }
+        if blocks.last?.block !== place.block { blocks.append(SharedBlock(place.block)) }
         current = (UInt32(truncatingIfNeeded: blocks.count - 1), place.offset)
         let fileKey = add(bytes, hash: h, lineOrFirstFile: Int32(clamping: max(0, line)))
         // Folders from the longest prefix down. Once a prefix is already known, so are all shorter
@@ -152,7 +154,7 @@ package struct PathIndex {
 
     @inline(__always)
     private func withBytes<R>(_ key: Key, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        blocks[Int(key.block)].withBytes(at: key.offset, count: key.count, body)
+        blocks[Int(key.block)].block.withBytes(at: key.offset, count: key.count, body)
     }
 
     private func text(_ key: Key) -> String {
