@@ -210,7 +210,7 @@ extension FolderWalker {
     /// With `threads` above 1, the folders directly in `name` are removed each on a thread of its
     /// own (``WorkerPool``) before the rest: an unlink costs the kernel's time in the folder it
     /// names, and folders apart do not wait for each other (a pruned generation of 10^6 links).
-    static func removeTree(_ name: [UInt8], in folder: FileDescriptor, maxOpen: Int = defaultMaxOpen, threads: Int = 1) throws {
+    package static func removeTree(_ name: [UInt8], in folder: FileDescriptor, maxOpen: Int = defaultMaxOpen, threads: Int = 1) throws {
         let display = folder.displayPath + "/" + String(decoding: name, as: UTF8.self)
         let fd = name.withCString { openat(folder.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0 {

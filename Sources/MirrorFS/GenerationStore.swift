@@ -210,7 +210,8 @@ public final class GenerationStore: Sendable {
 
     /// A symlink or an old DEST folder left in the store by a switch that a crash interrupted.
     func removeLeftoverSwitch() throws {
-        try GenerationStore.removeTree(GenerationStore.switchName, in: store)
+        // After a plain DEST's switch: its old folder, every file of the set.
+        try FolderWalker.removeTree(Array(GenerationStore.switchName.utf8), in: store, threads: WorkerPool.coreCount)
     }
 
     /// Removes the complete generations beyond the newest `keep`, never the current one.

@@ -84,7 +84,7 @@ final class RunPlace {
             let writer = JournalWriter(try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false))
             if writer.journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal(writer, for: manifest) }
             if let store = generations, let plain = current,
-               try keepPlainSet(plain, in: store, building: destination, writer: writer, report: report) {
+               try keepPlainSet(plain, in: store, building: destination, manifest: manifest, writer: writer, report: report) {
                 current = try Destination.openExisting(identity)
                 destination = try Destination.building(store)
             }
@@ -142,36 +142,52 @@ final class RunPlace {
     /// nothing half-updated). A conversion that a kill interrupted (files in `building/` already)
     /// goes on as it was. True when DEST now shows the kept set.
     private static func keepPlainSet(_ plain: Destination, in store: GenerationStore, building destination: Destination,
-                                     writer: JournalWriter, report: ConsoleReport) throws -> Bool {
+                                     manifest: Manifest, writer: JournalWriter, report: ConsoleReport) throws -> Bool {
         let journal = writer.journal
         // The last run ended ok and nothing ran after it: a run killed after it may have installed
         // or removed files of another version, each verified on its own, which are no version's set.
         guard case .plainFolder = store.current(), journal.lastRun?.succeeded == true, journal.recordsSinceLastRun == 0,
               try store.generations().isEmpty,
               try destination.walk(skippingTopLevel: "").files.isEmpty else { return false }
-        let tree = try plain.walk(skippingTopLevel: Destination.stateFolderName)
-        var vouched: [(VerifiedRecord, String)] = []
-        // The records a moved change time would undo (``ChangeTimeTrust``), journaled again below.
-        var untrusted: [Int] = []
-        for file in tree.files {
-            guard let path = String(validating: file.path, as: UTF8.self), let record = journal.records(for: path)?.verified,
-                  record.matches(file.status) else { return false }
-            if !ChangeTimeTrust.current.trustsMovedChangeTime(file.status) { untrusted.append(vouched.count) }
-            vouched.append((record, path))
+        // One walk of the plain folder that links every file into building/ (``LinkFarm``), each
+        // file vouched for by the journal: the manifest's entries by the no-op path, another
+        // version's files by their decoded record.
+        struct Part: Sendable {
+            var whole = true
+            var files = 0
+            /// Records a moved change time would undo (``ChangeTimeTrust``), journaled again below.
+            var untrusted: [(VerifiedRecord, String)] = []
         }
-        guard !vouched.isEmpty else { return false }
+        let entries = manifest.entries
+        let listed = PathIndex(listing: entries)
         let building = try Destination.building(store)
-        for (_, path) in vouched {
-            let (from, name) = try plain.openParent(of: path, create: false)
-            defer { from.close() }
-            let (to, _) = try building.openParent(of: path, create: true)
-            defer { to.close() }
-            guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
-                // A file that cannot be linked (another file system, too many links): the set is
-                // not kept whole, so it is not kept; the run converts as before.
-                try GenerationStore.removeTree(GenerationStore.buildingName, in: store.store)
-                return false
+        let parts = try LinkFarm(set: plain, building: building).walk({ Part() }) { file, linker, part in
+            guard part.whole else { return }
+            guard let path = String(validating: file.path, as: UTF8.self) else { part.whole = false; return }
+            let trusted = ChangeTimeTrust.current.trustsMovedChangeTime(file.status)
+            var record: VerifiedRecord?
+            if let index = file.path.withUnsafeBufferPointer({ listed.entryIndex($0) }),
+               journal.isVerified(entries[index], status: file.status), trusted {
+                record = nil
+            } else {
+                guard let found = journal.records(for: path)?.verified, found.matches(file.status) else { part.whole = false; return }
+                record = found
             }
+            switch try linker.link(file) {
+            case .linked, .present: part.files += 1
+            case .refused: part.whole = false; return
+            }
+            if let record, !trusted { part.untrusted.append((record, path)) }
+        }
+        // A file the journal does not vouch for, or one that cannot be linked (another file
+        // system, too many links): the set is not kept whole, so it is not kept; the run converts
+        // as before.
+        guard parts.allSatisfy(\.whole), parts.contains(where: { $0.files > 0 }) else {
+            // Emptied, not removed: the run goes on building in this folder.
+            for name in try building.root.entryNames() {
+                try FolderWalker.removeTree(name, in: building.root, threads: WorkerPool.coreCount)
+            }
+            return false
         }
         try building.syncAll()
         let n = try store.sealBuilding()
@@ -179,7 +195,7 @@ final class RunPlace {
         // The links made and the old folder's removed moved every file's change time, which the
         // journal allows but for files group or others may write.
         guard let kept = try Destination.openExisting(store.identity) else { return true }
-        for (record, path) in untrusted.lazy.map({ vouched[$0] }) {
+        for (record, path) in parts.lazy.flatMap(\.untrusted) {
             guard let now = try? kept.status(of: path), now.inode == record.inode, now.device == record.device, now.mtime == record.mtime else { continue }
             try writer.append(.verified(VerifiedRecord(identity: record.identity, status: now, adopted: record.adopted)), durable: false)
         }
