@@ -80,6 +80,9 @@ struct ManifestGroup: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Write the chunk indexes to CDIR/PATH, outside DIR (implies --chunks); serve CDIR at --base-url + .mirror-chunks/, where clients ask for them.", valueName: "CDIR"))
         var chunksDir: String?
 
+        @Option(name: .long, help: ArgumentHelp("With --chunks: the chunk index format, 2 (compact, smaller chunks) or 1 (text, for clients before version 2 indexes). (default: 2)", valueName: "N"))
+        var chunksFormat = 2
+
         @Flag(name: .long, help: "List each file's modification time (mtime), which sync sets on every copy.")
         var mtime = false
 
@@ -95,6 +98,7 @@ struct ManifestGroup: ParsableCommand {
         func validate() throws {
             guard ParseOrder.checksMeaning else { return }
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
+            if ChunkIndex.Format(rawValue: chunksFormat) == nil { throw ValidationError("--chunks-format must be 1 or 2") }
         }
 
         func run() throws {
@@ -107,7 +111,8 @@ struct ManifestGroup: ParsableCommand {
             }
             let options = ManifestWriter.Options(mtime: mtime || preserve, mode: mode || preserve,
                                                  chunksAbove: chunks || chunksDir != nil ? chunksAbove.bytes : nil,
-                                                 chunksFolder: chunksDir)
+                                                 chunksFolder: chunksDir,
+                                                 chunksFormat: ChunkIndex.Format(rawValue: chunksFormat) ?? .binary)
             do {
                 let result = try ManifestWriter.create(directory: directory, baseURL: baseURL, excluding: excluded,
                                                        threads: jobs ?? WorkerPool.coreCount, options: options)
