@@ -42,7 +42,9 @@ struct ManifestGroup: ParsableCommand {
                 --chunks-dir CDIR the indexes go to CDIR/PATH instead, outside the tree (for a \
                 tree also copied with rsync); the manifest still names .mirror-chunks/PATH, so \
                 serve CDIR at --base-url + .mirror-chunks/ (nginx: location \
-                /lab/.mirror-chunks/ { alias CDIR/; }).
+                /lab/.mirror-chunks/ { alias CDIR/; }). Indexes are version 2 (compact, chunks of \
+                about 20 KB); --chunks-format 1 writes the text index of 64 KiB chunks that clients \
+                before version 2 read (docs/manifest.md, "Chunk indexes").
 
                 Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
                 a file in it cannot be read (nothing is written then).
