@@ -82,7 +82,7 @@ struct ManifestGroup: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Write the chunk indexes to CDIR/PATH, outside DIR (implies --chunks); serve CDIR at --base-url + .mirror-chunks/, where clients ask for them.", valueName: "CDIR"))
         var chunksDir: String?
 
-        @Option(name: .long, help: ArgumentHelp("With --chunks: the chunk index format, 2 (compact, smaller chunks) or 1 (text, for clients before version 2 indexes). (default: 2)", valueName: "N"))
+        @Option(name: .long, help: ArgumentHelp("With --chunks: the chunk index format, 2 (compact, smaller chunks) or 1 (text, for clients before version 2 indexes).", valueName: "N"))
         var chunksFormat = 2
 
         @Flag(name: .long, help: "List each file's modification time (mtime), which sync sets on every copy.")
