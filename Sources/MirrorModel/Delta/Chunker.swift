@@ -19,8 +19,8 @@ public struct Chunker: Sendable {
         public var average: Int
         public var max: Int
         /// FastCDC's normalization level: a cut needs `level` more zero bits before `average` and
-        /// `level` fewer after it. Level 2 makes sizes cluster around the average but lines cuts
-        /// up again only chunks after a change; level 1 re-synchronises faster (bench/delta).
+        /// `level` fewer after it. Level 2 makes sizes cluster around the average but meets the old
+        /// cuts again only several chunks after a change; level 1 within one or two (bench/delta).
         public var level: Int
 
         public init(min: Int, average: Int, max: Int, level: Int) {
@@ -30,9 +30,9 @@ public struct Chunker: Sendable {
             self.level = level
         }
 
-        /// 4 KiB / 16 KiB / 64 KiB, level 1: a 64 KiB edit costs about one chunk more than itself,
-        /// and with the compact index (8 to 11 bytes a chunk) the index is about 0.05 % of the
-        /// file. Chosen by measurement (docs/manifest.md, "Choosing the chunking").
+        /// 4 KiB / 16 KiB / 64 KiB, level 1: a 64 KiB edit costs about a chunk and a half (30 KB)
+        /// more than itself, and with the compact index (10 to 13 bytes a chunk) the index is about
+        /// 0.05 % of the file. Chosen by measurement (docs/manifest.md, "Choosing the chunking").
         public static let standard = Parameters(min: 4 << 10, average: 16 << 10, max: 64 << 10, level: 1)
 
         /// The chunking of a version-1 (text) index: 16 KiB / 64 KiB / 256 KiB, level 2. What
