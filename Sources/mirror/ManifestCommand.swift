@@ -42,7 +42,9 @@ struct ManifestGroup: ParsableCommand {
                 --chunks-dir CDIR the indexes go to CDIR/PATH instead, outside the tree (for a \
                 tree also copied with rsync); the manifest still names .mirror-chunks/PATH, so \
                 serve CDIR at --base-url + .mirror-chunks/ (nginx: location \
-                /lab/.mirror-chunks/ { alias CDIR/; }).
+                /lab/.mirror-chunks/ { alias CDIR/; }). Indexes are version 2 (compact, chunks of \
+                about 20 KB); --chunks-format 1 writes the text index of 64 KiB chunks that clients \
+                before version 2 read (docs/manifest.md, "Chunk indexes").
 
                 Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
                 a file in it cannot be read (nothing is written then).
@@ -80,6 +82,9 @@ struct ManifestGroup: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Write the chunk indexes to CDIR/PATH, outside DIR (implies --chunks); serve CDIR at --base-url + .mirror-chunks/, where clients ask for them.", valueName: "CDIR"))
         var chunksDir: String?
 
+        @Option(name: .long, help: ArgumentHelp("With --chunks: the chunk index format, 2 (compact, smaller chunks) or 1 (text, for clients before version 2 indexes).", valueName: "N"))
+        var chunksFormat = 2
+
         @Flag(name: .long, help: "List each file's modification time (mtime), which sync sets on every copy.")
         var mtime = false
 
@@ -95,6 +100,7 @@ struct ManifestGroup: ParsableCommand {
         func validate() throws {
             guard ParseOrder.checksMeaning else { return }
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
+            if ChunkIndex.Format(rawValue: chunksFormat) == nil { throw ValidationError("--chunks-format must be 1 or 2") }
         }
 
         func run() throws {
@@ -107,7 +113,8 @@ struct ManifestGroup: ParsableCommand {
             }
             let options = ManifestWriter.Options(mtime: mtime || preserve, mode: mode || preserve,
                                                  chunksAbove: chunks || chunksDir != nil ? chunksAbove.bytes : nil,
-                                                 chunksFolder: chunksDir)
+                                                 chunksFolder: chunksDir,
+                                                 chunksFormat: ChunkIndex.Format(rawValue: chunksFormat) ?? .binary)
             do {
                 let result = try ManifestWriter.create(directory: directory, baseURL: baseURL, excluding: excluded,
                                                        threads: jobs ?? WorkerPool.coreCount, options: options)

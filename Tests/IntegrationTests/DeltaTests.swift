@@ -167,9 +167,9 @@ import MirrorTestSupport
             if damage == "missing" {
                 try FileManager.default.removeItem(atPath: index)
             } else {
-                var text = try String(contentsOfFile: index, encoding: .utf8)
-                text = text.replacingOccurrences(of: "size ", with: "size  ")
-                try text.write(toFile: index, atomically: true, encoding: .utf8)
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: index))
+                bytes.append(0)
+                try bytes.write(to: URL(fileURLWithPath: index))
             }
             let run = try fx.sync()
             #expect(run.exitCode == 0, "\(damage): \(run)")

@@ -84,10 +84,12 @@ struct DeltaPreparation {
             let index = try fetchIndex(reference, entry)
             indexBytes = reference.size
             // Only the index's chunks are remembered: memory follows the index, not the old copy.
+            // Each old chunk is compared by as many bytes of its digest as the index keeps.
             let wanted = Set(index.chunks.map(\.digest))
             var found: [ChunkDigest: Int64] = [:]
             try Chunker(index.parameters).chunks(of: old.file, size: old.size, stop: stop) { chunk in
-                if wanted.contains(chunk.digest) && found[chunk.digest] == nil { found[chunk.digest] = chunk.offset }
+                let key = index.key(chunk.digest)
+                if wanted.contains(key) && found[key] == nil { found[key] = chunk.offset }
             }
             let plan = DeltaPlan(index: index, found: found)
             guard plan.isWorthIt(size: entry.size, indexBytes: reference.size) else { return .whole(.notWorthIt, indexBytes: indexBytes) }

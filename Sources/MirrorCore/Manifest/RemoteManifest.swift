@@ -34,8 +34,10 @@ import Glibc
 ///   bytes as stored before they are gunzipped or parsed. Any other copy is discarded (a warning,
 ///   then a full fetch), never used and never fatal. A manifest from the copy never gives
 ///   `file:` rights (``Result/isReadNow``).
-/// - The detached signature `<URL>.sig` is fetched after each new manifest and kept beside the
-///   copy (a 404 means the manifest is unsigned); checking it is the caller's business.
+/// - Under `--trust`, the detached signature `<URL>.sig` is fetched after each new manifest and
+///   kept beside the copy (a 404 means the manifest is unsigned); checking it is the caller's
+///   business. Without `--trust` it is not asked for, and the copy keeps none: a later run with
+///   `--trust` finds the copy unsigned, discards it and fetches both.
 ///
 /// Every URL in a message or on disk has its user-info masked (``redactedURL(_:)``).
 public enum RemoteManifest {
@@ -183,7 +185,9 @@ public enum RemoteManifest {
             let copy = verified(saved)
             return try fallBack(copy, url: url, reason: "the server answered \(response.status)" + noCopy, warnings: warnings)
         }
-        var signature = fetchSignature(url, settings: settings)
+        // Only under --trust: a run that checks no signature has no use for one, and asking
+        // anyway leaves a 404 in the origin's log for every unsigned manifest, every run.
+        var signature = verify == nil ? nil : fetchSignature(url, settings: settings)
         if let verify {
             do {
                 try verify(response.body, signature)

@@ -50,7 +50,7 @@ extension PartialFile {
         var chunkStart: Int64 = 0
         var left = index.chunks.first.map { Int64($0.length) } ?? 0
         func finish(at end: Int64) {
-            if ChunkDigest(hasher.finalize().bytes) != index.chunks[chunk].digest {
+            if index.key(ChunkDigest(hasher.finalize().bytes)) != index.chunks[chunk].digest {
                 if let last = wrong.last, last.upperBound == chunkStart {
                     wrong[wrong.count - 1] = last.lowerBound ..< end
                 } else {

@@ -3,33 +3,42 @@
 /// names it with its size and SHA-256, so a signed manifest covers it; the client reads it to find
 /// which chunks of the new version it already holds.
 ///
-/// The format is text, one record a line, so that it can be read and diffed:
-///
-///     mirror-chunks 1
-///     chunking gear min=16384 avg=65536 max=262144
-///     size 268435456
-///     sha256 <64 hex digits: the whole file>
-///     <length> <64 hex digits: the chunk's SHA-256>
-///     ...
-///
-/// The chunk lines add up to `size`; offsets are implied by the order.
+/// Two formats, told apart by their first line: version 2 (``binary``, what publishers write
+/// now: a short text header, then 8 to 35 bytes a chunk) and version 1 (``text``, one line of
+/// about 71 bytes a chunk, what earlier publishers wrote). A client reads both
+/// (``parse(_:)``), since publishers and clients upgrade at different times.
 public struct ChunkIndex: Equatable, Sendable {
     public var parameters: Chunker.Parameters
     public var size: Int64
     /// The whole file's SHA-256: binds the index to one version of the file.
     public var fileDigest: ChunkDigest
+    /// How many bytes of each chunk's SHA-256 the index keeps: 32 in version 1; in version 2 as
+    /// many as ``digestBytes(forChunks:)`` says. Every digest in ``chunks`` is truncated to it.
+    public var digestBytes: Int
     public var chunks: [Chunk]
 
     public struct Chunk: Equatable, Sendable {
         public var length: Int
         public var digest: ChunkDigest
+
+        public init(length: Int, digest: ChunkDigest) {
+            self.length = length
+            self.digest = digest
+        }
     }
 
-    public init(parameters: Chunker.Parameters, size: Int64, fileDigest: ChunkDigest, chunks: [Chunk]) {
+    /// The index's formats (the number on its first line, `mirror-chunks N`).
+    public enum Format: Int, Sendable, CaseIterable {
+        case text = 1
+        case binary = 2
+    }
+
+    public init(parameters: Chunker.Parameters, size: Int64, fileDigest: ChunkDigest, digestBytes: Int = 32, chunks: [Chunk]) {
         self.parameters = parameters
         self.size = size
         self.fileDigest = fileDigest
-        self.chunks = chunks
+        self.digestBytes = digestBytes
+        self.chunks = digestBytes >= 32 ? chunks : chunks.map { Chunk(length: $0.length, digest: $0.digest.truncated(to: digestBytes)) }
     }
 
     /// Why an index was not used: the run falls back to a whole download and says this.
@@ -39,72 +48,59 @@ public struct ChunkIndex: Equatable, Sendable {
         public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
     }
 
-    /// The text of the index.
-    public var text: String {
-        var out = "mirror-chunks 1\nchunking gear min=\(parameters.min) avg=\(parameters.average) max=\(parameters.max)\n"
-        out += "size \(size)\nsha256 \(fileDigest)\n"
-        out.reserveCapacity(out.utf8.count + chunks.count * 72)
-        for chunk in chunks { out += "\(chunk.length) \(chunk.digest)\n" }
-        return out
+    /// The digest of a chunk read from a file, as this index compares it: its first
+    /// ``digestBytes`` bytes.
+    public func key(_ digest: ChunkDigest) -> ChunkDigest { digest.truncated(to: digestBytes) }
+
+    /// How many bytes of each chunk's SHA-256 a version-2 index of `count` chunks keeps: at least
+    /// 8, and enough that `2·log2(count) + 32` bits fit. Two different chunks of an old and a new
+    /// version then share a kept digest with a chance of at most `count² / 2^(8·bytes)` ≤ 2^-32
+    /// (8 bytes up to 2^16 chunks, 11 for 2^26); even then nothing wrong is installed, since the
+    /// whole file is checked against its full SHA-256 and a mismatch is fetched again.
+    public static func digestBytes(forChunks count: Int) -> Int {
+        var log = 0
+        while log < 62 && (1 << log) < count { log += 1 }
+        return min(32, max(8, (2 * log + 32 + 7) / 8))
     }
 
-    /// Reads an index, checking every line: the header, parameters this client chunks with,
-    /// chunk lengths within them, and lengths that add up to `size`. The bytes were already
-    /// checked against the manifest's digest, so a failure here means a publisher's bug, not an
-    /// attack; it still only costs a whole download.
+    /// The bytes of the index in `format`. Version 1 can say only a level-2 chunking and full
+    /// digests (``Chunker/Parameters/version1``).
+    public func encoded(_ format: Format) -> [UInt8] {
+        switch format {
+        case .text: return Array(text.utf8)
+        case .binary: return binary
+        }
+    }
+
+    /// Reads an index of either format, checking every field: the header, parameters this client
+    /// chunks with, chunk lengths within them, and lengths that add up to `size`. The bytes were
+    /// already checked against the manifest's digest, so a failure here means a publisher's bug
+    /// (or a format newer than this client), not an attack; it still only costs a whole download.
     public static func parse(_ bytes: [UInt8]) throws -> ChunkIndex {
-        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        func text(_ i: Int) -> String { String(decoding: lines[i], as: UTF8.self) }
-        func fail(_ i: Int, _ reason: String) -> Unusable { Unusable(line: i + 1, reason: reason) }
-        guard lines.count >= 4 else { throw Unusable(line: 0, reason: "too short to be a chunk index") }
-        guard text(0) == "mirror-chunks 1" else { throw fail(0, "not a chunk index of version 1") }
-        let header = text(1).split(separator: " ").map(String.init)
-        guard header.count == 5, header[0] == "chunking", header[1] == "gear",
-              let min = value(header[2], "min"), let avg = value(header[3], "avg"), let max = value(header[4], "max") else {
-            throw fail(1, "expected \"chunking gear min=N avg=N max=N\"")
+        let first = bytes.prefix { $0 != UInt8(ascii: "\n") }
+        switch String(decoding: first, as: UTF8.self) {
+        case "mirror-chunks 1": return try parseText(bytes)
+        case "mirror-chunks 2": return try parseBinary(bytes)
+        default: throw Unusable(line: 1, reason: "not a chunk index of version 1 or 2")
         }
-        let parameters = Chunker.Parameters(min: min, average: avg, max: max)
-        guard parameters.isUsable else { throw fail(1, "chunking parameters this mirror cannot use") }
-        let sizeLine = text(2).split(separator: " ")
-        guard sizeLine.count == 2, sizeLine[0] == "size", let size = Int64(sizeLine[1]), size >= 0 else {
-            throw fail(2, "expected \"size N\"")
-        }
-        let digestLine = text(3).split(separator: " ")
-        guard digestLine.count == 2, digestLine[0] == "sha256", let fileDigest = ChunkDigest(hex: String(digestLine[1])) else {
-            throw fail(3, "expected \"sha256\" and 64 hex digits")
-        }
-        // No more chunks than the minimum length allows: a bound on the memory an index can take.
-        guard Int64(lines.count - 4) <= size / Int64(parameters.min) + 1 else { throw fail(4, "more chunks than \(size) bytes can hold") }
-        var chunks: [Chunk] = []
-        chunks.reserveCapacity(lines.count - 4)
-        var total: Int64 = 0
-        for i in 4 ..< lines.count {
-            let fields = lines[i].split(separator: UInt8(ascii: " "))
-            guard fields.count == 2, let length = Int(String(decoding: fields[0], as: UTF8.self)),
-                  length > 0, length <= parameters.max,
-                  let digest = ChunkDigest(hex: String(decoding: fields[1], as: UTF8.self)) else {
-                throw fail(i, "expected a chunk length (1 to \(parameters.max)) and its sha256")
-            }
-            total += Int64(length)
-            guard total <= size else { throw fail(i, "the chunks add up to more than size \(size)") }
-            guard length >= parameters.min || total == size else { throw fail(i, "a chunk shorter than min=\(parameters.min) before the last") }
-            chunks.append(Chunk(length: length, digest: digest))
-        }
-        guard total == size else { throw Unusable(line: 0, reason: "the chunks add up to \(total) bytes, not size \(size)") }
-        return ChunkIndex(parameters: parameters, size: size, fileDigest: fileDigest, chunks: chunks)
     }
 
-    /// The most bytes an index of a `size`-byte file can take: the header, and a line of at most
-    /// 80 bytes for each chunk of at least 4 KiB (``Chunker/Parameters/isUsable``). The manifest
-    /// rules refuse a `chunks` entry that claims more, so a manifest cannot make a client buffer
-    /// an index out of proportion to its file.
+    /// The most bytes an index of a `size`-byte file can take: the header, and at most 80 bytes
+    /// for each chunk of at least 4 KiB (``Chunker/Parameters/isUsable``), in either format. The
+    /// manifest rules refuse a `chunks` entry that claims more, so a manifest cannot make a client
+    /// buffer an index out of proportion to its file.
     public static func largestText(forFileOf size: Int64) -> Int64 {
         256 + 80 * (size / 4096 + 1)
     }
 
-    private static func value(_ field: String, _ name: String) -> Int? {
-        guard field.hasPrefix(name + "=") else { return nil }
-        return Int(field.dropFirst(name.count + 1))
+    /// The values of the `name=N` fields of a header line, in order; nil when one is missing.
+    static func values(_ fields: ArraySlice<String>, _ names: [String]) -> [Int]? {
+        guard fields.count == names.count else { return nil }
+        var out: [Int] = []
+        for (field, name) in zip(fields, names) {
+            guard field.hasPrefix(name + "="), let value = Int(field.dropFirst(name.count + 1)) else { return nil }
+            out.append(value)
+        }
+        return out
     }
 }

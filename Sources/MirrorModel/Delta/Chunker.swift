@@ -18,17 +18,46 @@ public struct Chunker: Sendable {
         public var min: Int
         public var average: Int
         public var max: Int
+        /// FastCDC's normalization level: a cut needs `level` more zero bits before `average` and
+        /// `level` fewer after it. Level 2 makes sizes cluster around the average but meets the old
+        /// cuts again only several chunks after a change; level 1 within one or two (bench/delta).
+        public var level: Int
 
-        /// 16 KiB / 64 KiB / 256 KiB: a 4 KiB edit costs one or two chunks (about 64–128 KiB), and
-        /// the index of a 1 GiB file has about 16,000 lines (about 1.2 MB, 0.1 % of the file).
-        public static let standard = Parameters(min: 16 << 10, average: 64 << 10, max: 256 << 10)
+        public init(min: Int, average: Int, max: Int, level: Int) {
+            self.min = min
+            self.average = average
+            self.max = max
+            self.level = level
+        }
+
+        /// 4 KiB / 16 KiB / 64 KiB, level 1: a 64 KiB edit costs about a chunk and a half (30 KB)
+        /// more than itself, and with the compact index (10 to 13 bytes a chunk) the index is about
+        /// 0.05 % of the file. Chosen by measurement (docs/manifest.md, "Choosing the chunking").
+        public static let standard = Parameters(min: 4 << 10, average: 16 << 10, max: 64 << 10, level: 1)
+
+        /// The chunking of a version-1 (text) index: 16 KiB / 64 KiB / 256 KiB, level 2. What
+        /// `manifest create --chunks-format 1` writes, for clients that read only version 1.
+        public static let version1 = Parameters(min: 16 << 10, average: 64 << 10, max: 256 << 10, level: 2)
+
+        /// The parameters a publisher chunks a `size`-byte file with: ``standard``, with the
+        /// average doubled (min and max with it) for each doubling of the file past 16 GiB, up to
+        /// 256 KiB, so that a file has at most about a million chunks: the client's map of them,
+        /// and the index, stay tens of megabytes for a terabyte.
+        public static func forFile(ofSize size: Int64) -> Parameters {
+            var p = standard
+            while p.average < 256 << 10 && size / Int64(p.average) > 1 << 20 {
+                p = Parameters(min: p.min * 2, average: p.average * 2, max: p.max * 2, level: p.level)
+            }
+            return p
+        }
 
         /// Whether the values are ones this chunker can use: an average that is a power of two,
         /// min < average < max, a minimum of at least 4 KiB (which bounds the chunks, and so the
-        /// memory, an index can ask for) and a maximum of at most 1 MiB (one read buffer is 8 of them).
+        /// memory, an index can ask for), a maximum of at most 1 MiB (one read buffer is 8 of them)
+        /// and a normalization level of 0 to 3.
         public var isUsable: Bool {
             min >= 4096 && min < average && average < max && max <= 1 << 20
-                && average & (average - 1) == 0
+                && average & (average - 1) == 0 && (0 ... 3).contains(level)
         }
     }
 
@@ -46,10 +75,11 @@ public struct Chunker: Sendable {
     public init(_ parameters: Parameters = .standard) {
         self.parameters = parameters
         // The top bits of the gear hash depend on the last 64 bytes; a cut needs `bits` of them to
-        // be zero: two more before the average size (fewer early cuts), two fewer after it.
+        // be zero: `level` more before the average size (fewer early cuts), `level` fewer after it.
         let bits = UInt64(parameters.average.trailingZeroBitCount)
-        maskSmall = Chunker.topBits(bits + 2)
-        maskLarge = Chunker.topBits(bits > 2 ? bits - 2 : 1)
+        let level = UInt64(Swift.max(0, Swift.min(3, parameters.level)))
+        maskSmall = Chunker.topBits(bits + level)
+        maskLarge = Chunker.topBits(bits > level ? bits - level : 1)
     }
 
     static func topBits(_ n: UInt64) -> UInt64 { n >= 64 ? ~0 : ~(~UInt64(0) >> n) }
@@ -122,40 +152,5 @@ public struct Chunker: Sendable {
             try each(Chunk(offset: fileOffset + Int64(start), length: length, digest: ChunkDigest(hasher.finalize().bytes)))
             start += length
         }
-    }
-}
-
-/// A chunk's SHA-256 held inline (four words), so a map of thousands of them makes no array per chunk.
-public struct ChunkDigest: Hashable, Sendable, CustomStringConvertible {
-    let words: (UInt64, UInt64, UInt64, UInt64)
-
-    public init(_ bytes: [UInt8]) {
-        precondition(bytes.count == 32, "a SHA-256 has 32 bytes")
-        func word(_ i: Int) -> UInt64 { (0 ..< 8).reduce(0) { $0 << 8 | UInt64(bytes[i * 8 + $1]) } }
-        words = (word(0), word(1), word(2), word(3))
-    }
-
-    /// 64 hex digits, either case; nil otherwise.
-    public init?(hex: String) {
-        guard let digest = Digest(hex: hex, byteCount: 32) else { return nil }
-        self.init(digest.bytes)
-    }
-
-    public var description: String {
-        [words.0, words.1, words.2, words.3].map { word in
-            let s = String(word, radix: 16)
-            return String(repeating: "0", count: 16 - s.count) + s
-        }.joined()
-    }
-
-    public static func == (a: ChunkDigest, b: ChunkDigest) -> Bool { a.words == b.words }
-    /// All four words: an index's digests are checked only against the manifest, so a publisher's
-    /// bug (or a hostile one) could make many share their first half, and a map keyed by half the
-    /// digest would then degrade to a list (the fuzz corpus's 100,000-chunk index did that).
-    public func hash(into hasher: inout Swift.Hasher) {
-        hasher.combine(words.0)
-        hasher.combine(words.1)
-        hasher.combine(words.2)
-        hasher.combine(words.3)
     }
 }

@@ -19,12 +19,17 @@ extension ManifestWriter {
         /// `DIR/.mirror-chunks/`; the manifest still names `.mirror-chunks/PATH`, which the
         /// publisher serves from this folder (docs/cli.md, "mirror manifest create").
         public var chunksFolder: String?
+        /// `--chunks-format`: the index format (docs/manifest.md, "Chunk indexes"); version 1 for a
+        /// fleet whose clients read only that one.
+        public var chunksFormat: ChunkIndex.Format
 
-        public init(mtime: Bool = false, mode: Bool = false, chunksAbove: Int64? = nil, chunksFolder: String? = nil) {
+        public init(mtime: Bool = false, mode: Bool = false, chunksAbove: Int64? = nil, chunksFolder: String? = nil,
+                    chunksFormat: ChunkIndex.Format = .binary) {
             self.mtime = mtime
             self.mode = mode
             self.chunksAbove = chunksAbove
             self.chunksFolder = chunksFolder
+            self.chunksFormat = chunksFormat
         }
     }
 

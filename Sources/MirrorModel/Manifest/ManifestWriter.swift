@@ -104,7 +104,7 @@ public enum ManifestWriter {
         WorkerPool.run(count: snapshot.count, threads: threads) { index in
             let file = snapshot[index]
             let result = Swift.Result<Hashed, Error> {
-                if let above = chunksAbove, file.size >= above { return try ChunkIndexWriter.hashAndIndex(file.path, in: root) }
+                if let above = chunksAbove, file.size >= above { return try ChunkIndexWriter.hashAndIndex(file.path, in: root, format: options.chunksFormat) }
                 return try hash(file.path, in: root)
             }
             results.withLock { $0[index] = result }
@@ -118,7 +118,8 @@ public enum ManifestWriter {
                 files[index].sha256 = hashed.digest
                 attributes(of: &files[index], status: hashed.status, options: options, notes: &notes)
                 if let chunkIndex = hashed.index {
-                    files[index].chunks = try ChunkIndexWriter.write(chunkIndex, for: files[index].path, in: root, folder: chunksFolder)
+                    files[index].chunks = try ChunkIndexWriter.write(chunkIndex, for: files[index].path, in: root, folder: chunksFolder,
+                                                                   format: options.chunksFormat)
                 }
             case .failure(let error):
                 throw ManifestWriterError("\(error)")

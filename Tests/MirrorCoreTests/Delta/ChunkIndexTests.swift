@@ -8,8 +8,9 @@ struct ChunkIndexTests {
     static let a = ChunkDigest(Hasher.digest(.sha256, of: [1]).bytes)
     static let b = ChunkDigest(Hasher.digest(.sha256, of: [2]).bytes)
 
+    /// A version-1 index (level-2 chunking, whole digests) of chunks of these lengths.
     static func index(_ lengths: [Int]) -> ChunkIndex {
-        ChunkIndex(parameters: .standard, size: Int64(lengths.reduce(0, +)), fileDigest: a,
+        ChunkIndex(parameters: .version1, size: Int64(lengths.reduce(0, +)), fileDigest: a,
                    chunks: lengths.enumerated().map { ChunkIndex.Chunk(length: $1, digest: $0 % 2 == 0 ? a : b) })
     }
 
@@ -22,7 +23,7 @@ struct ChunkIndexTests {
     }
 
     @Test(arguments: [
-        ("mirror-chunks 2", 1, "version 1"),
+        ("mirror-chunks 3", 1, "version 1 or 2"),
         ("chunking gear min=16384 avg=65000 max=262144", 2, "cannot use"),
         ("chunking rabin min=16384 avg=65536 max=262144", 2, "chunking gear"),
         ("size -1", 3, "size N"),

@@ -19,7 +19,8 @@ import Testing
         let reference: ChunkIndexReference
         var fetches = 0
 
-        init(old: [UInt8], new: [UInt8]) throws {
+        /// `digestBytes`: how much of each chunk's digest the index keeps (32: a version-1 index).
+        init(old: [UInt8], new: [UInt8], digestBytes: Int = 32) throws {
             dir = try ManifestTempDir()
             oldPath = dir.path + "/old"
             try dir.write(old, to: oldPath)
@@ -30,7 +31,8 @@ import Testing
             var chunks: [ChunkIndex.Chunk] = []
             try Chunker(.standard).chunks(of: file, size: Int64(new.count)) { chunks.append(.init(length: $0.length, digest: $0.digest)) }
             let digest = Hasher.digest(.sha256, of: new)
-            index = ChunkIndex(parameters: .standard, size: Int64(new.count), fileDigest: ChunkDigest(digest.bytes), chunks: chunks)
+            index = ChunkIndex(parameters: .standard, size: Int64(new.count), fileDigest: ChunkDigest(digest.bytes),
+                               digestBytes: digestBytes, chunks: chunks)
             reference = ChunkIndexReference(path: ".mirror-chunks/a.img", size: 4000, sha256: Hasher.digest(.sha256, of: [1]))
             entry = ManifestEntry(path: "a.img", url: .relative("a.img"), size: Int64(new.count), digests: [.sha256: digest],
                                   chunks: reference)
@@ -127,5 +129,21 @@ import Testing
             return
         }
         #expect(indexBytes == 4000 && c.fetches == 1)
+    }
+
+    /// A version-2 index keeps 8 bytes of each digest: the old copy's chunks are compared by as
+    /// many, and found.
+    @Test func anIndexOfShortDigestsFindsTheOldChunks() throws {
+        let old = Self.bytes(1 << 20, seed: 8)
+        var new = old
+        new.replaceSubrange(300_000 ..< 304_096, with: Self.bytes(4096, seed: 41))
+        let c = try Case(old: old, new: new, digestBytes: 8)
+        guard case .delta(let layout) = c.preparation().prepare(c.entry, startsFromZero: true, url: Self.url) else {
+            Issue.record("no delta")
+            return
+        }
+        defer { layout.old.file.close() }
+        #expect(layout.plan.localBytes > 900_000, "\(layout.plan.localBytes)")
+        #expect(layout.plan.remoteBytes >= 4096 && layout.plan.remoteBytes < 1 << 17, "\(layout.plan.remoteBytes)")
     }
 }
