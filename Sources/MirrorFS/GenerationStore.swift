@@ -95,6 +95,9 @@ public final class GenerationStore: Sendable {
         for entry in try store.entryNames() {
             let name = String(decoding: entry, as: UTF8.self)
             guard GenerationStore.number(name) != nil || name == GenerationStore.buildingName else { continue }
+            var st = stat()
+            // An adoption's leftover symlink (``removeAdoptionLeftover()``): no folder to check.
+            if entry.withCString({ fstatat(store.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0, FileStatus(st).isSymlink { continue }
             let folder = try openFolder(name)
             defer { folder.close() }
             try StateOwnership.require(folder, folder.displayPath)
@@ -146,7 +149,14 @@ public final class GenerationStore: Sendable {
 
     /// The complete generations, oldest first.
     public func generations() throws -> [Int] {
-        try store.entryNames().compactMap { GenerationStore.number(String(decoding: $0, as: UTF8.self)) }.sorted()
+        try store.entryNames().compactMap { entry -> Int? in
+            guard let n = GenerationStore.number(String(decoding: entry, as: UTF8.self)) else { return nil }
+            // A generation is a folder: a symlink of that name is an adoption's leftover
+            // (``removeAdoptionLeftover()``), never a generation.
+            var st = stat()
+            guard entry.withCString({ fstatat(store.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0, FileStatus(st).isDirectory else { return nil }
+            return n
+        }.sorted()
     }
 
     /// The generation's folder, opened without following a link.
@@ -237,9 +247,49 @@ public final class GenerationStore: Sendable {
         return removed
     }
 
+    /// Makes the plain folder DEST is generation 1, in one step and without a link or a copy: a
+    /// symlink `STORE/g1` whose target is `STORE/g1` relative to DEST's folder is made in the
+    /// store, then exchanged with DEST (`renameat2(RENAME_EXCHANGE)`): DEST is now that symlink,
+    /// and the folder it names is the folder DEST was, with every file as it was (same inodes,
+    /// same change times). A reader sees the same files before and after. Only for a DEST whose
+    /// every file the journal vouches for, and with no generation yet (docs/cli.md, "Atomic
+    /// destinations").
+    package func adoptPlainFolder() throws -> Int {
+        try removeAdoptionLeftover()
+        let generation = "g1"
+        if symlinkat(storeName + "/" + generation, store.fd, generation) != 0 {
+            throw SystemError("create", store.displayPath + "/" + generation)
+        }
+        try store.sync()
+        CrashPoint.hit("adopt-before-exchange")
+        guard case .plainFolder = current(), mirror_rename_exchange(store.fd, generation, parent.fd, name) == 0 else {
+            let code = errno
+            _ = unlinkat(store.fd, generation, 0)
+            throw SystemError("switch", destPath + " to generation 1", code: code)
+        }
+        try parent.sync()
+        try store.sync()
+        return 1
+    }
+
+    /// A generation's name in the store that is a symlink, not a folder: what an adoption
+    /// (``adoptPlainFolder()``) that a crash stopped before its exchange left. Removed, so that it
+    /// is never taken for a generation.
+    package func removeAdoptionLeftover() throws {
+        for entry in try store.entryNames() where GenerationStore.number(String(decoding: entry, as: UTF8.self)) != nil {
+            var st = stat()
+            guard entry.withCString({ fstatat(store.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0, FileStatus(st).isSymlink else { continue }
+            if entry.withCString({ unlinkat(store.fd, $0, 0) }) != 0 && errno != ENOENT {
+                throw SystemError("remove", store.displayPath + "/" + String(decoding: entry, as: UTF8.self))
+            }
+            try store.sync()
+        }
+    }
+
     /// Removes what a killed run left of generations it was pruning and of a switch.
     package func sweepLeftovers() throws {
         try removeLeftoverSwitch()
+        try removeAdoptionLeftover()
         for entry in try store.entryNames() where entry.starts(with: Array(GenerationStore.prunedPrefix.utf8)) {
             try GenerationStore.removeTree(entry, in: store)
         }

@@ -80,6 +80,35 @@ import Glibc
         #expect(kept == ["g1"], "a set with a file mirror never verified was kept: \(kept)")
     }
 
+    /// The plain folder becomes generation 1 by one exchange of names: no file is linked or
+    /// moved (same inodes, one link each), and a run killed after the store's `g1` symlink is
+    /// made but before the exchange leaves DEST plain and whole; the next run removes the
+    /// symlink, adopts the folder and publishes.
+    @Test func theAdoptedFolderIsGenerationOneAndAKillBeforeTheExchangeIsHarmless() throws {
+        let d = try SharedDestination(limitRate: "64m")
+        for v in 0..<2 { try d.version("v\(v)", Self.files(UInt64(v + 1))) }
+        #expect(try d.sync("v0").exitCode == 0)
+        let before = AtomicTests.inode(d.dest + "/set/f0.bin")
+
+        let killed = try d.startSync("v1", ["--atomic"], environment: ["MIRROR_STOP_AT": "adopt-before-exchange"])
+        try Wait.until("the run stopped before its exchange") { SharedDestination.isStopped(killed.pid) }
+        killed.signal(SIGKILL)
+        _ = try killed.wait(timeout: 60)
+        var st = stat()
+        #expect(lstat(d.store + "/g1", &st) == 0 && st.st_mode & S_IFMT == S_IFLNK, "the symlink made before the exchange")
+        #expect(lstat(d.dest, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR, "DEST is still the plain folder")
+        #expect(try d.versionHeld(by: d.dest) == "v0")
+
+        let converted = try d.sync("v1", ["--atomic"])
+        #expect(converted.exitCode == 0, "\(converted.stdout) \(converted.stderr)")
+        #expect(lstat(d.store + "/g1", &st) == 0 && st.st_mode & S_IFMT == S_IFDIR, "g1 is the folder DEST was")
+        #expect(AtomicTests.inode(d.store + "/g1/set/f0.bin")?.ino == before?.ino, "the same file, not a copy")
+        #expect(try d.versionHeld(by: d.store + "/g1") == "v0")
+        #expect(try d.versionHeld(by: d.dest) == "v1")
+        #expect(try d.run(["rollback", "--dest", d.dest], timeout: 60).exitCode == 0)
+        #expect(try d.versionHeld(by: d.dest) == "v0")
+    }
+
     /// A folder beside DEST named as an old version's switch (`.NAME.mirror-switch`), with a file
     /// in it, is never removed: mirror creates and removes nothing in DEST's parent but DEST and
     /// its store, through a conversion, new versions and a rollback.

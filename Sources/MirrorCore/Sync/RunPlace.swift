@@ -135,9 +135,9 @@ final class RunPlace {
     }
 
     /// The first atomic run on a plain DEST keeps the set DEST showed as a generation of its own
-    /// (g1), so that `rollback` can go back to it: every file of the plain folder is hard-linked
-    /// into `building/`, which is sealed and switched to like any generation; the run then builds
-    /// the manifest's set as the next one. Only a set worth going back to is kept: the last run
+    /// (g1), so that `rollback` can go back to it: the plain folder itself becomes generation 1
+    /// (``GenerationStore/adoptPlainFolder()``: one exchange of names, no link made, no file's
+    /// status moved); the run then builds the manifest's set as the next one. Only a set worth going back to is kept: the last run
     /// ended `ok` and the journal vouches for every file in the folder (nothing of the user's,
     /// nothing half-updated). A conversion that a kill interrupted (files in `building/` already)
     /// goes on as it was. True when DEST now shows the kept set.
@@ -146,59 +146,35 @@ final class RunPlace {
         let journal = writer.journal
         // The last run ended ok and nothing ran after it: a run killed after it may have installed
         // or removed files of another version, each verified on its own, which are no version's set.
+        try store.removeAdoptionLeftover()
         guard case .plainFolder = store.current(), journal.lastRun?.succeeded == true, journal.recordsSinceLastRun == 0,
               try store.generations().isEmpty,
               try destination.walk(skippingTopLevel: "").files.isEmpty else { return false }
-        // One walk of the plain folder that links every file into building/ (``LinkFarm``), each
-        // file vouched for by the journal: the manifest's entries by the no-op path, another
+        // One walk of the plain folder (a top-level folder per thread, ``LinkFarm``) that checks
+        // the journal vouches for every file: the manifest's entries by the no-op path, another
         // version's files by their decoded record.
         struct Part: Sendable {
             var whole = true
             var files = 0
-            /// Records a moved change time would undo (``ChangeTimeTrust``), journaled again below.
-            var untrusted: [(VerifiedRecord, String)] = []
         }
         let entries = manifest.entries
         let listed = PathIndex(listing: entries)
-        let building = try Destination.building(store)
-        let parts = try LinkFarm(set: plain, building: building).walk({ Part() }) { file, linker, part in
+        let parts = try LinkFarm(set: plain, building: destination).walk({ Part() }) { file, _, part in
             guard part.whole else { return }
-            guard let path = String(validating: file.path, as: UTF8.self) else { part.whole = false; return }
-            let trusted = ChangeTimeTrust.current.trustsMovedChangeTime(file.status)
-            var record: VerifiedRecord?
             if let index = file.path.withUnsafeBufferPointer({ listed.entryIndex($0) }),
-               journal.isVerified(entries[index], status: file.status), trusted {
-                record = nil
-            } else {
-                guard let found = journal.records(for: path)?.verified, found.matches(file.status) else { part.whole = false; return }
-                record = found
+               journal.isVerified(entries[index], status: file.status) {
+                part.files += 1
+                return
             }
-            switch try linker.link(file) {
-            case .linked, .present: part.files += 1
-            case .refused: part.whole = false; return
-            }
-            if let record, !trusted { part.untrusted.append((record, path)) }
+            guard let path = String(validating: file.path, as: UTF8.self), let record = journal.records(for: path)?.verified,
+                  record.matches(file.status) else { part.whole = false; return }
+            part.files += 1
         }
-        // A file the journal does not vouch for, or one that cannot be linked (another file
-        // system, too many links): the set is not kept whole, so it is not kept; the run converts
-        // as before.
-        guard parts.allSatisfy(\.whole), parts.contains(where: { $0.files > 0 }) else {
-            // Emptied, not removed: the run goes on building in this folder.
-            for name in try building.root.entryNames() {
-                try FolderWalker.removeTree(name, in: building.root, threads: WorkerPool.coreCount)
-            }
-            return false
-        }
-        try building.syncAll()
-        let n = try store.sealBuilding()
-        try store.switchTo(n)
-        // The links made and the old folder's removed moved every file's change time, which the
-        // journal allows but for files group or others may write.
-        guard let kept = try Destination.openExisting(store.identity) else { return true }
-        for (record, path) in parts.lazy.flatMap(\.untrusted) {
-            guard let now = try? kept.status(of: path), now.inode == record.inode, now.device == record.device, now.mtime == record.mtime else { continue }
-            try writer.append(.verified(VerifiedRecord(identity: record.identity, status: now, adopted: record.adopted)), durable: false)
-        }
+        // A file the journal does not vouch for: the set is no version's, so it is not kept; the
+        // run converts as before, in one generation.
+        guard parts.allSatisfy(\.whole), parts.contains(where: { $0.files > 0 }) else { return false }
+        // The folder itself becomes generation 1: no link, no copy, no file's status moves.
+        let n = try store.adoptPlainFolder()
         report.notice("\(store.destPath): the set it held is kept as generation \(n), for `mirror rollback`")
         return true
     }
