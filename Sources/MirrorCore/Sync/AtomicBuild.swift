@@ -83,27 +83,31 @@ struct AtomicBuild {
         let entries = manifest.entries
         let listed = PathIndex(listing: entries)
         let reconciler = Reconciler(planner: Planner(destination: current, journal: journal, partialFolder: partialFolder), journal: journal)
-        var found = 0
-        let walker = try FolderWalker(current.root, skippingTopLevel: Array(Destination.stateFolderName.utf8))
-        while let event = try walker.next() {
-            guard case .entry(let name, let status) = event else { continue }
-            let path = walker.path(of: name)
-            guard let index = path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
-                if keepsExcluded(path) { continue }
-                return false
+        struct Part: Sendable {
+            var complete = true
+            var found = 0
+        }
+        let journal = journal, filter = filter, deleteExcluded = deleteExcluded
+        let keepsExcluded: @Sendable ([UInt8]) -> Bool = { path in filter.map { !deleteExcluded && !$0.selects(path) } ?? false }
+        // A top-level folder per thread (``LinkFarm``; nothing is linked).
+        let parts = try LinkFarm(set: current, building: building).walk({ Part() }) { file, _, part in
+            guard part.complete else { return }
+            guard let index = file.path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
+                if !keepsExcluded(file.path) { part.complete = false }
+                return
             }
             let entry = entries[index]
             // The no-op path on the walk's own `stat`; a record it cannot read in place is
             // asked of the planner, as a run would.
-            if FoundFilePolicy.current.keeps(status, for: entry) && journal.isVerified(entry, status: status) {
-                found += 1
+            if FoundFilePolicy.current.keeps(file.status, for: entry) && journal.isVerified(entry, status: file.status) {
+                part.found += 1
             } else if case .upToDate = reconciler.action(for: entry) {
-                found += 1
+                part.found += 1
             } else {
-                return false
+                part.complete = false
             }
         }
-        return found == entries.count
+        return parts.allSatisfy(\.complete) && parts.reduce(0, { $0 + $1.found }) == entries.count
     }
 
     /// Whether the file at `path` stays in the next set although the manifest (as filtered)
