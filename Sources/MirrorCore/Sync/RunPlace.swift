@@ -163,7 +163,7 @@ final class RunPlace {
             defer { from.close() }
             let (to, _) = try building.openParent(of: path, create: true)
             defer { to.close() }
-            guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
+            guard DiskChange.linkat(from.fd, name, to.fd, name, 0) == 0 else {
                 // A file that cannot be linked (another file system, too many links): the set is
                 // not kept whole, so it is not kept; the run converts as before.
                 try GenerationStore.removeTree(GenerationStore.buildingName, in: store.store)

@@ -44,7 +44,7 @@ extension PartialFile {
         if unnamed && !resuming {
             let fd = openUnnamed(in: folder)
             if fd >= 0 {
-                if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
+                if ProcessUmask.narrows(0o600) { _ = DiskChange.fchmod(fd, 0o600) }
                 return (FileDescriptor(fd: fd, displayPath: displayPath), false, true)
             }
             // No O_TMPFILE here (EOPNOTSUPP; EISDIR or EINVAL before Linux 3.11): a named file.
@@ -56,7 +56,7 @@ extension PartialFile {
         // there (EEXIST), then create again. Each try is O_EXCL, so the file is always new.
         var fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         if fd < 0 && errno == EEXIST {
-            if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
+            if DiskChange.unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
                 throw SystemError("remove the old partial file", displayPath)
             }
             fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
@@ -64,7 +64,7 @@ extension PartialFile {
         if fd < 0 { throw SystemError("create partial file", displayPath) }
         let file = FileDescriptor(fd: fd, displayPath: displayPath)
         // The umask may have narrowed 0600 (to 0400, say); the mode is what resuming checks.
-        if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
+        if ProcessUmask.narrows(0o600) { _ = DiskChange.fchmod(fd, 0o600) }
         return (file, false, false)
     }
 
@@ -78,17 +78,17 @@ extension PartialFile {
         let fd = openUnnamed(in: folder)
         guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
-        if mirror_link_open_file(fd, folder.fd, linkProbeName) != 0 {
-            guard errno == EEXIST, unlinkat(folder.fd, linkProbeName, 0) == 0,
-                  mirror_link_open_file(fd, folder.fd, linkProbeName) == 0 else { return false }
+        if DiskChange.linkOpenFile(fd, folder.fd, linkProbeName) != 0 {
+            guard errno == EEXIST, DiskChange.unlinkat(folder.fd, linkProbeName, 0) == 0,
+                  DiskChange.linkOpenFile(fd, folder.fd, linkProbeName) == 0 else { return false }
         }
-        return unlinkat(folder.fd, linkProbeName, 0) == 0
+        return DiskChange.unlinkat(folder.fd, linkProbeName, 0) == 0
     }
 
     /// A new file with no name in `folder` (``tmpfileFlag``), as a download and the probe make
     /// one; -1 with `errno` when it cannot be made.
     static func openUnnamed(in folder: FileDescriptor) -> Int32 {
-        openat(folder.fd, ".", tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
+        DiskChange.openat(folder.fd, ".", tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
     }
 
     /// `O_TMPFILE` (Linux 3.11), which Swift's Glibc does not import (it is declared only with
