@@ -15,8 +15,10 @@ extension PartialFile {
     ///   over thousands of small files.
     /// - A resumed download reopens the existing file with `O_NOFOLLOW` (a symlink fails with
     ///   `ELOOP`) and keeps it only when it is a regular file with one name, owned by this process's
-    ///   effective uid, mode 0600: a file anyone else could have written, or linked elsewhere, is
-    ///   replaced by a new one (the download starts from zero), never written in place or trusted.
+    ///   effective uid, mode 0600 (or a mode without group or other write, set back to 0600: a
+    ///   file sealed for an install that a crash cut short); a file anyone else could have written,
+    ///   or linked elsewhere, is replaced by a new one (the download starts from zero), never
+    ///   written in place or trusted.
     ///
     /// - A new download with `unnamed` is a file with no name in the partial folder (`O_TMPFILE`,
     ///   mode 0600, ``PartialNaming``): nothing anyone else could open, swap or link. Where the
@@ -32,6 +34,13 @@ extension PartialFile {
                 let file = FileDescriptor(fd: fd, displayPath: displayPath)
                 let st = try file.stat()
                 if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions == 0o600 {
+                    return (file, true, false)
+                }
+                // Sealed for install (the Installer's `fchmod` to the manifest's mode) by a run
+                // that stopped, or lost power, before the rename: still this user's own file that
+                // nobody else may write, so it is set back to 0600 and resumed, not fetched again.
+                if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions & 0o022 == 0,
+                   DiskChange.fchmod(fd, 0o600) == 0 {
                     return (file, true, false)
                 }
                 file.close()
