@@ -49,6 +49,24 @@ final class CrashWorld {
         versions.append(version)
     }
 
+    /// Serves `files` (path to bytes) as the manifest's new version, the manifest written by
+    /// `mirror manifest create` with `publisher` options (chunk indexes).
+    func publishCreated(_ files: [String: [UInt8]], publisher: [String]) throws {
+        var version: [String: String] = [:]
+        for (path, bytes) in files {
+            let full = fx.www + "/" + path
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: full))
+            let sha = TestData.sha256(of: bytes)
+            version[path] = sha
+            sizes[sha] = Int64(bytes.count)
+            bytesCache[sha] = bytes
+        }
+        let created = try Mirror.run(["manifest", "create", fx.www, "--base-url", fx.server.baseURL, "-o", fx.manifestPath] + publisher, timeout: 120)
+        guard created.exitCode == 0 else { throw CrashTraceError("manifest create exited \(created.exitCode): \(created.stderr)") }
+        versions.append(version)
+    }
+
     /// Keeps a version's bytes readable after the server moves on (for the partial-record checks).
     func bytes(of sha: String) -> [UInt8]? {
         if let cached = bytesCache[sha] { return cached }

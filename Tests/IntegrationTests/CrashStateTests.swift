@@ -37,4 +37,5 @@ import MirrorTestSupport
     @Test func rollback() throws { try Self.explore(CrashScenarios.rollback) }
     @Test func journalCompaction() throws { try Self.explore(CrashScenarios.compaction) }
     @Test func conversionToAtomic() throws { try Self.explore(CrashScenarios.conversion) }
+    @Test func chunkDelta() throws { try Self.explore(CrashScenarios.chunkDelta) }
 }
