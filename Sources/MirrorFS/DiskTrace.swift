@@ -54,10 +54,10 @@ package final class DiskTrace: @unchecked Sendable {
             var st = stat()
             guard fstat(result, &st) == 0 else { return result }
             if flags & tmpfile == tmpfile {
-                emit(.open, ["ino": "\(st.st_ino)", "mode": "\(st.st_mode & 0o7777)", "tmpfile": "1"])
+                emit(.open, [("ino", text(st.st_ino)), ("mode", text(st.st_mode & 0o7777)), ("tmpfile", text(1))])
             } else {
-                emit(.open, ["path": path(of: result), "ino": "\(st.st_ino)", "mode": "\(st.st_mode & 0o7777)",
-                             "trunc": flags & O_TRUNC != 0 ? "1" : "0"])
+                emit(.open, [("path", path(of: result)), ("ino", text(st.st_ino)), ("mode", text(st.st_mode & 0o7777)),
+                             ("trunc", text(flags & O_TRUNC != 0 ? 1 : 0))])
             }
             return result
         }
@@ -71,9 +71,9 @@ package final class DiskTrace: @unchecked Sendable {
             guard result == 0 else { return result }
             let code = errno
             defer { errno = code }
-            var fields = ["path": where_]
-            if kind == .mkdir { fields["mode"] = "\(mode & 0o7777)" }
-            if let target { fields["target"] = String(cString: target) }
+            var fields = [("path", where_)]
+            if kind == .mkdir { fields.append(("mode", text(mode & 0o7777))) }
+            if let target { fields.append(("target", bytes(target))) }
             emit(kind, fields)
             return result
         }
@@ -88,7 +88,7 @@ package final class DiskTrace: @unchecked Sendable {
             guard result == 0 else { return result }
             let code = errno
             defer { errno = code }
-            emit(kind, ["from": from, "to": to])
+            emit(kind, [("from", from), ("to", to)])
             return result
         }
     }
@@ -100,7 +100,7 @@ package final class DiskTrace: @unchecked Sendable {
             guard result == 0 else { return result }
             let code = errno
             defer { errno = code }
-            emit(.link, ["ino": inode(fd), "to": to])
+            emit(.link, [("ino", inode(fd)), ("to", to)])
             return result
         }
     }
@@ -111,10 +111,10 @@ package final class DiskTrace: @unchecked Sendable {
             guard result == 0 else { return result }
             let code = errno
             defer { errno = code }
-            var fields = ["ino": inode(fd)]
-            if kind == .syncfs { fields["path"] = path(of: fd) }
-            if let offset { fields["off"] = "\(offset)" }
-            if let length { fields[kind == .chmod ? "mode" : "len"] = "\(length)" }
+            var fields = [("ino", inode(fd))]
+            if kind == .syncfs { fields.append(("path", path(of: fd))) }
+            if let offset { fields.append(("off", text(offset))) }
+            if let length { fields.append((kind == .chmod ? "mode" : "len", text(length))) }
             emit(kind, fields)
             return result
         }
@@ -178,16 +178,16 @@ package final class DiskTrace: @unchecked Sendable {
     }
 
     private func emitWrite(_ fd: Int32, offset: Int64, _ bytes: UnsafeRawBufferPointer) {
-        emit(.write, ["ino": inode(fd), "off": "\(offset)", "len": "\(bytes.count)"], payload: bytes)
+        emit(.write, [("ino", inode(fd)), ("off", text(offset)), ("len", text(bytes.count))], payload: bytes)
     }
 
-    private func emit(_ kind: Kind, _ fields: [String: String], payload: UnsafeRawBufferPointer? = nil) {
+    private func emit(_ kind: Kind, _ fields: [(String, [UInt8])], payload: UnsafeRawBufferPointer? = nil) {
         var line = Array(kind.rawValue.utf8)
-        for key in fields.keys.sorted() {
+        for (key, value) in fields {
             line.append(UInt8(ascii: " "))
             line.append(contentsOf: key.utf8)
             line.append(UInt8(ascii: "="))
-            Self.encode(fields[key] ?? "", into: &line)
+            Self.encode(value, into: &line)
         }
         line.append(UInt8(ascii: "\n"))
         if let payload {
@@ -195,19 +195,20 @@ package final class DiskTrace: @unchecked Sendable {
             line.append(UInt8(ascii: "\n"))
         }
         line.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
             var done = 0
             while done < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+                let n = Glibc.write(fd, base + done, raw.count - done)
                 if n <= 0 && errno != EINTR { break }
                 if n > 0 { done += n }
             }
         }
     }
 
-    /// Percent-encoding as the journal's (docs/journal.md, "File format").
-    static func encode(_ value: String, into out: inout [UInt8]) {
+    /// Percent-encoding as the journal's (docs/journal.md, "File format"), of a value's bytes.
+    static func encode(_ value: [UInt8], into out: inout [UInt8]) {
         let hex = Array("0123456789ABCDEF".utf8)
-        for b in value.utf8 {
+        for b in value {
             if b < 0x21 || b == 0x7F || b == UInt8(ascii: "%") || b == UInt8(ascii: "=") {
                 out.append(UInt8(ascii: "%"))
                 out.append(hex[Int(b >> 4)])
@@ -220,27 +221,34 @@ package final class DiskTrace: @unchecked Sendable {
 
     // MARK: - Naming
 
-    private func inode(_ fd: Int32) -> String {
+    private func text<N: BinaryInteger>(_ n: N) -> [UInt8] { Array("\(n)".utf8) }
+
+    /// A C string's bytes, as they are (paths are bytes, not text).
+    private func bytes(_ string: UnsafePointer<CChar>) -> [UInt8] {
+        Array(UnsafeBufferPointer(start: string, count: strlen(string))).map { UInt8(bitPattern: $0) }
+    }
+
+    private func inode(_ fd: Int32) -> [UInt8] {
         var st = stat()
-        return fstat(fd, &st) == 0 ? "\(st.st_ino)" : "?"
+        return fstat(fd, &st) == 0 ? text(st.st_ino) : Array("?".utf8)
     }
 
-    /// What the kernel calls the open descriptor (`/proc/self/fd/N`); the current folder for `AT_FDCWD`.
-    private func path(of fd: Int32) -> String {
-        if fd == AT_FDCWD {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            return getcwd(&buffer, buffer.count) != nil ? String(cString: buffer) : "?"
-        }
+    /// What the kernel calls the open descriptor (`readlink` of `/proc/self/fd/N`); the current
+    /// folder for `AT_FDCWD`.
+    private func path(of fd: Int32) -> [UInt8] {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        if fd == AT_FDCWD {
+            return getcwd(&buffer, buffer.count) != nil ? bytes(buffer) : Array("?".utf8)
+        }
         let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
-        guard n > 0 else { return "?" }
+        guard n > 0 else { return Array("?".utf8) }
         buffer[n] = 0
-        return String(cString: buffer)
+        return bytes(buffer)
     }
 
-    private func path(_ dirfd: Int32, _ name: UnsafePointer<CChar>) -> String {
-        let name = String(cString: name)
-        if name.hasPrefix("/") { return name }
-        return path(of: dirfd) + "/" + name
+    private func path(_ dirfd: Int32, _ name: UnsafePointer<CChar>) -> [UInt8] {
+        let name = bytes(name)
+        if name.first == UInt8(ascii: "/") { return name }
+        return path(of: dirfd) + [UInt8(ascii: "/")] + name
     }
 }
