@@ -263,7 +263,7 @@ struct CrashModel {
                 apply(op, to: &tree)
                 continue
             }
-            guard op.kind == "write", let id = node[i], tree.nodes[id] != nil || nodeKnown(id) else { continue }
+            guard op.kind == "write", let id = node[i] else { continue }
             let offset = op.int("off") ?? 0
             var pieces: [(Int64, Int64)] = [(offset, Int64(op.payload.count))]
             if durableAt[i] >= cut {
@@ -298,8 +298,6 @@ struct CrashModel {
             + "unsynced writes: \(counts.kept) kept, \(counts.dropped) dropped, \(counts.torn) torn at 4 KiB"
         return State(tree: tree, written: written, description: description)
     }
-
-    private func nodeKnown(_ id: Int) -> Bool { id >= 0 }
 
     /// A node first met in a call after the snapshot: empty, with the mode its open gave it.
     private func ensure(_ id: Int, in tree: inout ModelTree) {
@@ -339,7 +337,7 @@ struct CrashModel {
     }
 
     /// The node whose inode was `ino` when op `seq` ran: the latest made with it before then.
-    func node(inode ino: UInt64, before seq: Int, in tree: ModelTree) -> Int? {
+    func node(inode ino: UInt64, before seq: Int) -> Int? {
         var best: (id: Int, born: Int)?
         for (id, n) in before.nodes where n.ino == ino { best = (id, -1) }
         for op in ops[0..<min(seq, ops.count)] where op.kind == "open" && op.ino == ino {

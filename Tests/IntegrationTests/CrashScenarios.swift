@@ -119,16 +119,16 @@ enum CrashScenarios {
         world.syncOptions = ["--atomic"]
     }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions })
 
-    /// A chunk delta: DEST holds v1 of a 4 MiB file published with chunk indexes; v2 changes
+    /// A chunk delta: DEST holds v1 of a 3 MiB file published with chunk indexes; v2 changes
     /// three 4 KiB blocks, and the recorded sync copies the unchanged chunks from v1 and fetches
     /// the rest.
     static let chunkDelta = CrashScenario(name: "chunkDelta", prepare: { world in
-        let v1 = TestData.bytes(count: 4 << 20, seed: 12)
+        let v1 = TestData.bytes(count: 3 << 20, seed: 12)
         let publisher = ["--chunks", "--chunks-above", "1M"]
         try world.publishCreated(["img/lab.img": v1, "notes.txt": TestData.bytes(count: 2000, seed: 13)], publisher: publisher)
         try expectExit(try world.sync(), [0], "the first sync")
         var v2 = v1
-        for (i, at) in [300_000, 1_900_000, 3_500_000].enumerated() {
+        for (i, at) in [300_000, 1_500_000, 2_900_000].enumerated() {
             v2.replaceSubrange(at..<(at + 4096), with: TestData.bytes(count: 4096, seed: 20 + UInt64(i)))
         }
         try world.publishCreated(["img/lab.img": v2, "notes.txt": TestData.bytes(count: 2000, seed: 13)], publisher: publisher)

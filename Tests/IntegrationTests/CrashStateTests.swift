@@ -11,7 +11,7 @@ import MirrorTestSupport
 /// CI runs ``defaultStates`` states per scenario. `MIRROR_CRASH_STATES=N` runs N per scenario,
 /// `MIRROR_CRASH_STATE_SEED=S` replays a seed, `MIRROR_CRASH_STATE_ONLY=I` only its state I.
 @Suite(.serialized) struct CrashStateTests {
-    static let defaultStates = 40
+    static let defaultStates = 30
 
     static func explore(_ scenario: CrashScenario) throws {
         let env = ProcessInfo.processInfo.environment
