@@ -22,6 +22,9 @@ struct CrashExplorer {
     var problems: [String] = []
     var traceLength = 0
 
+    /// Draws in a row that find no new state, after which the space counts as exhausted.
+    static let exhaustedAfter = 1500
+
     init(_ scenario: CrashScenario, seed: UInt64, states: Int, only: Int? = nil) {
         self.scenario = scenario
         self.seed = seed
@@ -61,8 +64,12 @@ struct CrashExplorer {
         }
         var index = 0
         var attempts = 0
-        while explored < states && attempts < states * 20 {
+        var sinceNew = 0
+        // A run that draws only states already seen has found all this trace has (a small one,
+        // or a run whose writes are synced before anything names them): it stops there.
+        while explored < states && attempts < states * 20 && sinceNew < Self.exhaustedAfter {
             attempts += 1
+            sinceNew += 1
             index += 1
             // Each state's choices come from its own generator, so that one state replays alone.
             var choice = SeededRandom(seed: seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
@@ -70,6 +77,7 @@ struct CrashExplorer {
             let state = Self.draw(model, &choice)
             let fingerprint = state.tree.fingerprint
             if !seen.insert(fingerprint).inserted { duplicates += 1; continue }
+            sinceNew = 0
             explored += 1
             statesByRegion[Self.region(state, model), default: 0] += 1
             let found = try check(state, model: model, world: world)
