@@ -21,7 +21,7 @@ package func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: 
         var generator = SystemRandomNumberGenerator()
         let suffix = String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 16)
         let candidate = ".\(name).tmp-" + String(repeating: "0", count: 16 - suffix.count) + suffix
-        let fd = retryingOnEINTR { openat(folder.fd, candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        let fd = retryingOnEINTR { DiskChange.openat(folder.fd, candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
         if fd >= 0 {
             created = (fd, candidate)
             break
@@ -34,14 +34,14 @@ package func replaceFileAtomically(folder: FileDescriptor, name: String, bytes: 
     }
     let file = FileDescriptor(fd: fd, displayPath: folder.displayPath + "/" + temporary)
     do {
-        if fchmod(fd, mode) != 0 { throw SystemError("chmod", file.displayPath) }
+        if DiskChange.fchmod(fd, mode) != 0 { throw SystemError("chmod", file.displayPath) }
         try bytes.withUnsafeBytes { try file.write($0, at: 0) }
         try file.sync()
         file.close()
-        if renameat(folder.fd, temporary, folder.fd, name) != 0 { throw SystemError("replace", display) }
+        if DiskChange.renameat(folder.fd, temporary, folder.fd, name) != 0 { throw SystemError("replace", display) }
     } catch {
         file.close()
-        unlinkat(folder.fd, temporary, 0)
+        DiskChange.unlinkat(folder.fd, temporary, 0)
         throw error
     }
     try folder.sync()

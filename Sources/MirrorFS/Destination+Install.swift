@@ -42,7 +42,7 @@ extension Destination {
                 }
             }
             let (moved, parent, final) = try intoInstallFolder(of: relative, opened, kept: &kept) {
-                mirror_rename_noreplace(partialFolder.fd, name, $0.fd, $1) == 0
+                DiskChange.renameNoReplace(partialFolder.fd, name, $0.fd, $1) == 0
             }
             if !moved {
                 // EEXIST: something has the name. EINVAL: the filesystem has no RENAME_NOREPLACE.
@@ -52,7 +52,7 @@ extension Destination {
                 if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && FileStatus(st).isDirectory {
                     throw SystemError("replace", display(relative) + " (a folder is in the way)", code: EISDIR)
                 }
-                if renameat(partialFolder.fd, name, parent.fd, final) != 0 {
+                if DiskChange.renameat(partialFolder.fd, name, parent.fd, final) != 0 {
                     throw SystemError("move into place", display(relative))
                 }
             }
@@ -72,7 +72,7 @@ extension Destination {
     public func install(unnamed file: FileDescriptor, name: String, partialFolder: FileDescriptor, to relative: String,
                         syncFolder: Bool = true) throws -> FileStatus {
         let linked: FileStatus? = try installFolder.withLock { kept in
-            let (linked, parent, _) = try intoInstallFolder(of: relative, kept: &kept) { mirror_link_open_file(file.fd, $0.fd, $1) == 0 }
+            let (linked, parent, _) = try intoInstallFolder(of: relative, kept: &kept) { DiskChange.linkOpenFile(file.fd, $0.fd, $1) == 0 }
             guard linked else { return nil }
             // The new name is this very inode: a link makes it or fails, and never replaces.
             // Its status is the open file's (`fstat`, after the link changed its ctime), so the
@@ -84,11 +84,11 @@ extension Destination {
             return status
         }
         if let linked { return linked }
-        var named = mirror_link_open_file(file.fd, partialFolder.fd, name) == 0
+        var named = DiskChange.linkOpenFile(file.fd, partialFolder.fd, name) == 0
         if !named && errno == EEXIST {
             // A file an earlier run left under this name; its journal record is gone already.
-            if unlinkat(partialFolder.fd, name, 0) != 0 && errno != ENOENT { throw SystemError("remove the old partial file of", display(relative)) }
-            named = mirror_link_open_file(file.fd, partialFolder.fd, name) == 0
+            if DiskChange.unlinkat(partialFolder.fd, name, 0) != 0 && errno != ENOENT { throw SystemError("remove the old partial file of", display(relative)) }
+            named = DiskChange.linkOpenFile(file.fd, partialFolder.fd, name) == 0
         }
         guard named else { throw SystemError("name the verified download of", display(relative)) }
         return try install(partial: name, from: partialFolder, to: relative, syncFolder: syncFolder, expected: file)
@@ -104,11 +104,11 @@ extension Destination {
         var st = stat()
         if fstatat(parent.fd, final, &st, AT_SYMLINK_NOFOLLOW) != 0 {
             let code = errno
-            if ours != nil { _ = unlinkat(parent.fd, final, 0) }
+            if ours != nil { _ = DiskChange.unlinkat(parent.fd, final, 0) }
             throw SystemError("inspect", display(relative), code: code)
         }
         if let ours, !FileStatus(st).sameFile(as: ours) {
-            let removed = unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
+            let removed = DiskChange.unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
             if syncFolder { try? parent.sync() }
             let what = FileStatus(st).isSymlink ? "a symbolic link" : "another file"
             throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download while it was moved into place; "

@@ -79,7 +79,7 @@ extension Destination {
             let now = FileStatus(st)
             guard !now.isDirectory, now.inode == expected.inode, now.device == expected.device, now.size == expected.size,
                   now.mtime == expected.mtime, now.ctime == expected.ctime else { return .changed }
-            if name.withCString({ unlinkat(folder, $0, 0) }) != 0 {
+            if name.withCString({ DiskChange.unlinkat(folder, $0, 0) }) != 0 {
                 if errno == ENOENT { return .gone }
                 throw SystemError("delete", destination.display(String(decoding: relative, as: UTF8.self)))
             }
@@ -90,7 +90,7 @@ extension Destination {
         /// folder with anything in it). True when removed.
         public func removeFolderIfEmpty(_ relative: [UInt8]) -> Bool {
             guard let (folder, name) = try? cursor.parent(of: relative) else { return false }
-            return name.withCString { unlinkat(folder, $0, AT_REMOVEDIR) } == 0
+            return name.withCString { DiskChange.unlinkat(folder, $0, AT_REMOVEDIR) } == 0
         }
     }
 
@@ -133,7 +133,7 @@ extension Destination {
             case .leave(let name):
                 whole.removeLast()
                 if kept.removeLast() { continue }
-                if name.withCString({ unlinkat(walker.folder, $0, AT_REMOVEDIR) }) == 0 { removed += 1 }
+                if name.withCString({ DiskChange.unlinkat(walker.folder, $0, AT_REMOVEDIR) }) == 0 { removed += 1 }
             }
         }
         return removed

@@ -101,7 +101,7 @@ public final class Destination: Sendable {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+            if DiskChange.mkdir(prefix, 0o755) != 0 && errno != EEXIST {
                 throw SystemError("create destination folder", prefix)
             }
             prefix += "/"
@@ -343,7 +343,7 @@ public final class Destination: Sendable {
             walked += walked.isEmpty ? component : "/" + component
             var fd = SafePath.open(component, beneath: current.fd, flags: O_RDONLY | O_DIRECTORY)
             if fd < 0 && errno == ENOENT && create {
-                if mkdirat(current.fd, component, 0o755) != 0 && errno != EEXIST {
+                if DiskChange.mkdirat(current.fd, component, 0o755) != 0 && errno != EEXIST {
                     throw SystemError("create folder", display(walked))
                 }
                 forgetMissingStatusFolder()

@@ -35,18 +35,18 @@ public final class FileDescriptor: @unchecked Sendable {
     /// `fsync(2)`: data and metadata on stable storage. For a directory this makes the entries
     /// created or renamed in it durable, which `rename(2)` alone does not.
     public func sync() throws {
-        if retryingOnEINTR({ fsync(fd) }) != 0 { throw SystemError("sync", displayPath) }
+        if retryingOnEINTR({ DiskChange.fsync(fd) }) != 0 { throw SystemError("sync", displayPath) }
     }
 
     /// `syncfs(2)`: everything written to the filesystem holding this descriptor, on stable storage,
     /// in one journal commit, where an `fsync` per file would pay one commit each.
     public func syncFilesystem() throws {
-        if retryingOnEINTR({ mirror_syncfs(fd) }) != 0 { throw SystemError("sync the filesystem of", displayPath) }
+        if retryingOnEINTR({ DiskChange.syncfs(fd) }) != 0 { throw SystemError("sync the filesystem of", displayPath) }
     }
 
     /// `fdatasync(2)`: the data (and the size) on stable storage, without the timestamps.
     public func syncData() throws {
-        if retryingOnEINTR({ fdatasync(fd) }) != 0 { throw SystemError("sync", displayPath) }
+        if retryingOnEINTR({ DiskChange.fdatasync(fd) }) != 0 { throw SystemError("sync", displayPath) }
     }
 
     public func stat() throws -> FileStatus {
@@ -61,7 +61,7 @@ public final class FileDescriptor: @unchecked Sendable {
         var remaining = buffer.count
         var position = offset
         while remaining > 0 {
-            let n = retryingOnEINTR { pwrite(fd, base, remaining, off_t(position)) }
+            let n = retryingOnEINTR { DiskChange.pwrite(fd, base, remaining, off_t(position)) }
             if n < 0 { throw SystemError("write", displayPath) }
             remaining -= n
             position += Int64(n)
@@ -76,7 +76,7 @@ public final class FileDescriptor: @unchecked Sendable {
             guard var base = raw.baseAddress else { return }
             var remaining = raw.count
             while remaining > 0 {
-                let n = retryingOnEINTR { Glibc.write(fd, base, remaining) }
+                let n = retryingOnEINTR { DiskChange.write(fd, base, remaining) }
                 if n < 0 { throw SystemError("write", displayPath) }
                 remaining -= n
                 base += n
@@ -89,7 +89,7 @@ public final class FileDescriptor: @unchecked Sendable {
     /// Best effort: a file system without it (EOPNOTSUPP), or a full disk, leaves no reserve; the
     /// result says which, for the caller to stop asking where it cannot work.
     public func reserve(from offset: Int64, length: Int64) -> ReserveResult {
-        if mirror_reserve(fd, offset, length) == 0 { return .reserved }
+        if DiskChange.reserve(fd, offset, length) == 0 { return .reserved }
         return errno == EOPNOTSUPP || errno == ENOSYS ? .unsupported : .failed
     }
 
@@ -128,7 +128,7 @@ public final class FileDescriptor: @unchecked Sendable {
     }
 
     public func truncate(to length: Int64) throws {
-        if retryingOnEINTR({ ftruncate(fd, off_t(length)) }) != 0 { throw SystemError("truncate", displayPath) }
+        if retryingOnEINTR({ DiskChange.ftruncate(fd, off_t(length)) }) != 0 { throw SystemError("truncate", displayPath) }
     }
 }
 

@@ -216,7 +216,7 @@ extension FolderWalker {
         if fd < 0 {
             if errno == ENOENT { return }
             if errno == ENOTDIR || errno == ELOOP {
-                if name.withCString({ unlinkat(folder.fd, $0, 0) }) != 0 && errno != ENOENT { throw SystemError("remove", display) }
+                if name.withCString({ DiskChange.unlinkat(folder.fd, $0, 0) }) != 0 && errno != ENOENT { throw SystemError("remove", display) }
                 return
             }
             throw SystemError("open folder", display)
@@ -232,11 +232,11 @@ extension FolderWalker {
             case .entry(let name, _): (entry, flags) = (name, 0)
             case .leave(let name): (entry, flags) = (name, AT_REMOVEDIR)
             }
-            if entry.withCString({ unlinkat(walker.folder, $0, flags) }) != 0 && errno != ENOENT {
+            if entry.withCString({ DiskChange.unlinkat(walker.folder, $0, flags) }) != 0 && errno != ENOENT {
                 throw SystemError("remove", walker.display(walker.path(of: entry)))
             }
         }
-        if name.withCString({ unlinkat(folder.fd, $0, AT_REMOVEDIR) }) != 0 && errno != ENOENT {
+        if name.withCString({ DiskChange.unlinkat(folder.fd, $0, AT_REMOVEDIR) }) != 0 && errno != ENOENT {
             throw SystemError("remove", display)
         }
     }

@@ -67,7 +67,7 @@ public final class GenerationStore: Sendable {
         }
         let parent = FileDescriptor(fd: parentFd, displayPath: folder)
         let storeName = identity.name + suffix
-        if create && mkdirat(parent.fd, storeName, 0o755) == 0 { try parent.sync() }
+        if create && DiskChange.mkdirat(parent.fd, storeName, 0o755) == 0 { try parent.sync() }
         let fd = openat(parent.fd, storeName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT && !create { return nil }
@@ -166,7 +166,7 @@ public final class GenerationStore: Sendable {
 
     /// The folder the next generation is built in, made when absent.
     func building() throws -> FileDescriptor {
-        if mkdirat(store.fd, GenerationStore.buildingName, 0o755) == 0 { try store.sync() }
+        if DiskChange.mkdirat(store.fd, GenerationStore.buildingName, 0o755) == 0 { try store.sync() }
         return try openFolder(GenerationStore.buildingName)
     }
 
@@ -181,7 +181,7 @@ public final class GenerationStore: Sendable {
     /// before DEST is switched to it.
     package func sealBuilding() throws -> Int {
         let next = (try generations().last ?? 0) + 1
-        if renameat(store.fd, GenerationStore.buildingName, store.fd, "g\(next)") != 0 {
+        if DiskChange.renameat(store.fd, GenerationStore.buildingName, store.fd, "g\(next)") != 0 {
             throw SystemError("publish", store.displayPath + "/g\(next)")
         }
         try store.sync()
@@ -196,22 +196,22 @@ public final class GenerationStore: Sendable {
     public func switchTo(_ n: Int) throws {
         try removeLeftoverSwitch()
         let link = GenerationStore.switchName
-        if symlinkat(storeName + "/g\(n)", store.fd, link) != 0 {
+        if DiskChange.symlinkat(storeName + "/g\(n)", store.fd, link) != 0 {
             throw SystemError("create", store.displayPath + "/" + link)
         }
         switch current() {
         case .plainFolder:
-            if mirror_rename_exchange(store.fd, link, parent.fd, name) != 0 {
+            if DiskChange.renameExchange(store.fd, link, parent.fd, name) != 0 {
                 throw SystemError("switch", destPath + " to generation \(n)")
             }
             try parent.sync()
             try store.sync()
             try removeLeftoverSwitch()
         case .other:
-            _ = unlinkat(store.fd, link, 0)
+            _ = DiskChange.unlinkat(store.fd, link, 0)
             throw SystemError("switch", destPath + " (it is neither a folder nor a generation's symlink; move it away)", code: EEXIST)
         case .none, .generation:
-            if renameat(store.fd, link, parent.fd, name) != 0 {
+            if DiskChange.renameat(store.fd, link, parent.fd, name) != 0 {
                 throw SystemError("switch", destPath + " to generation \(n)")
             }
         }
@@ -235,7 +235,7 @@ public final class GenerationStore: Sendable {
         var removed: [Int] = []
         for n in all where !kept.contains(n) {
             let hidden = GenerationStore.prunedPrefix + "g\(n)"
-            if renameat(store.fd, "g\(n)", store.fd, hidden) != 0 {
+            if DiskChange.renameat(store.fd, "g\(n)", store.fd, hidden) != 0 {
                 throw SystemError("remove", store.displayPath + "/g\(n)")
             }
             try store.sync()
@@ -257,14 +257,14 @@ public final class GenerationStore: Sendable {
     package func adoptPlainFolder() throws -> Int {
         try removeAdoptionLeftover()
         let generation = "g1"
-        if symlinkat(storeName + "/" + generation, store.fd, generation) != 0 {
+        if DiskChange.symlinkat(storeName + "/" + generation, store.fd, generation) != 0 {
             throw SystemError("create", store.displayPath + "/" + generation)
         }
         try store.sync()
         CrashPoint.hit("adopt-before-exchange")
-        guard case .plainFolder = current(), mirror_rename_exchange(store.fd, generation, parent.fd, name) == 0 else {
+        guard case .plainFolder = current(), DiskChange.renameExchange(store.fd, generation, parent.fd, name) == 0 else {
             let code = errno
-            _ = unlinkat(store.fd, generation, 0)
+            _ = DiskChange.unlinkat(store.fd, generation, 0)
             throw SystemError("switch", destPath + " to generation 1", code: code)
         }
         try parent.sync()
@@ -279,7 +279,7 @@ public final class GenerationStore: Sendable {
         for entry in try store.entryNames() where GenerationStore.number(String(decoding: entry, as: UTF8.self)) != nil {
             var st = stat()
             guard entry.withCString({ fstatat(store.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0, FileStatus(st).isSymlink else { continue }
-            if entry.withCString({ unlinkat(store.fd, $0, 0) }) != 0 && errno != ENOENT {
+            if entry.withCString({ DiskChange.unlinkat(store.fd, $0, 0) }) != 0 && errno != ENOENT {
                 throw SystemError("remove", store.displayPath + "/" + String(decoding: entry, as: UTF8.self))
             }
             try store.sync()

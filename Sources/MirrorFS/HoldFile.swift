@@ -58,7 +58,7 @@ package enum HoldFile {
     /// Removes the hold; true when there was one.
     @discardableResult
     package static func removeHold(in state: FileDescriptor) throws -> Bool {
-        if unlinkat(state.fd, holdName, 0) != 0 {
+        if DiskChange.unlinkat(state.fd, holdName, 0) != 0 {
             if errno == ENOENT { return false }
             throw SystemError("remove", state.displayPath + "/" + holdName)
         }
@@ -155,8 +155,8 @@ package enum HoldFile {
     private static func write(_ text: String, to name: String, in state: FileDescriptor) throws {
         let temporary = name + ".tmp"
         let display = state.displayPath + "/" + temporary
-        if unlinkat(state.fd, temporary, 0) != 0 && errno != ENOENT { throw SystemError("remove", display) }
-        let fd = openat(state.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if DiskChange.unlinkat(state.fd, temporary, 0) != 0 && errno != ENOENT { throw SystemError("remove", display) }
+        let fd = DiskChange.openat(state.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 { throw SystemError("create", display) }
         let file = FileDescriptor(fd: fd, displayPath: display)
         do {
@@ -165,12 +165,12 @@ package enum HoldFile {
             file.close()
         } catch {
             file.close()
-            _ = unlinkat(state.fd, temporary, 0)
+            _ = DiskChange.unlinkat(state.fd, temporary, 0)
             throw error
         }
-        if renameat(state.fd, temporary, state.fd, name) != 0 {
+        if DiskChange.renameat(state.fd, temporary, state.fd, name) != 0 {
             let error = SystemError("rename", display)
-            _ = unlinkat(state.fd, temporary, 0)
+            _ = DiskChange.unlinkat(state.fd, temporary, 0)
             throw error
         }
         try state.sync()

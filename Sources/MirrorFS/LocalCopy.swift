@@ -20,14 +20,14 @@ package enum LocalCopy {
     /// is made) holding the `size` bytes of `source`. A file of that name is removed first.
     package static func copy(_ source: FileDescriptor, size: Int64, to name: String, in folder: FileDescriptor,
                      displayPath: String) throws -> Method {
-        if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT { throw SystemError("remove the old partial file", displayPath) }
+        if DiskChange.unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT { throw SystemError("remove the old partial file", displayPath) }
         let fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         if fd < 0 { throw SystemError("create partial file", displayPath) }
         let target = FileDescriptor(fd: fd, displayPath: displayPath)
         defer { target.close() }
-        _ = fchmod(fd, 0o600)
+        _ = DiskChange.fchmod(fd, 0o600)
         do {
-            if ioctl(fd, ficlone, source.fd) == 0 {
+            if DiskChange.clone(fd, from: source.fd, request: ficlone) == 0 {
                 let st = try target.stat()
                 if st.size == size { return .clone }
                 try target.truncate(to: 0)
@@ -36,7 +36,7 @@ package enum LocalCopy {
             try readWriteCopy(from: source, to: target, size: size)
             return .readWrite
         } catch {
-            _ = unlinkat(folder.fd, name, 0)
+            _ = DiskChange.unlinkat(folder.fd, name, 0)
             throw error
         }
     }
@@ -47,7 +47,7 @@ package enum LocalCopy {
         var inOffset: Int64 = 0
         var outOffset: Int64 = 0
         while inOffset < size {
-            let n = mirror_copy_file_range(source.fd, &inOffset, target.fd, &outOffset, UInt(min(size - inOffset, 1 << 30)))
+            let n = DiskChange.copyFileRange(source.fd, &inOffset, target.fd, &outOffset, UInt(min(size - inOffset, 1 << 30)))
             if n < 0 {
                 if errno == EINTR { continue }
                 if inOffset == 0 && [EXDEV, ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) { return false }
@@ -72,7 +72,7 @@ package enum LocalCopy {
                 if stop() { throw StoppedEarly() }
                 nextCheck = inOffset + (64 << 20)
             }
-            let n = mirror_copy_file_range(source.fd, &inOffset, target.fd, &outOffset, UInt(min(end - inOffset, 64 << 20)))
+            let n = DiskChange.copyFileRange(source.fd, &inOffset, target.fd, &outOffset, UInt(min(end - inOffset, 64 << 20)))
             if n > 0 { continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && ![EXDEV, ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) { throw SystemError("copy into", target.displayPath) }

@@ -97,7 +97,7 @@ public enum SafePath {
     private static func openat2Beneath(_ folder: Int32, _ path: UnsafePointer<CChar>, flags: Int32, mode: mode_t) -> Int32? {
         var attempts = 0
         while true {
-            let fd = mirror_openat2_beneath(folder, path, flags, UInt32(mode))
+            let fd = DiskChange.opening(flags: flags) { mirror_openat2_beneath(folder, path, flags, UInt32(mode)) }
             if fd >= 0 { return fd }
             let code = errno
             if code == EAGAIN && attempts < 8 { attempts += 1; continue }
@@ -127,7 +127,7 @@ public enum SafePath {
             errno = EXDEV
             return -1
         }
-        return retryingOnEINTR { last.withCString { openat(current, $0, flags, mode) } }
+        return retryingOnEINTR { last.withCString { DiskChange.openat(current, $0, flags, mode) } }
     }
 
     /// The components of a path that stays beneath its folder, or nil for one that could leave it

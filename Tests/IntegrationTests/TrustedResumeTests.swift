@@ -184,14 +184,16 @@ import MirrorTestSupport
         #expect(resumed.bytes == record.bytes && resumed.rehashedBytes == record.bytes, "\(resumed)")
     }
 
-    /// A partial file chmod'ed (to 0644 and left so), or with a second name, is not this run's to
-    /// resume at all: a new file takes its name and the download starts from zero.
+    /// A partial file chmod'ed so that others may write it (0666), or with a second name, is not
+    /// this run's to resume at all: a new file takes its name and the download starts from zero.
+    /// (A mode that lets nobody else write, as the Installer's seal leaves a file a crash kept
+    /// from its rename, is set back to 0600 and resumed: PartialFileTests.aPartialSealedForInstallIsResumed.)
     @Test(arguments: ["chmod", "hardlink"])
     func aPartialFileChmodedOrLinkedIsNotResumed(change: String) throws {
         let (fx, sha, _) = try killAfterACheckpoint()
         let path = fx.destPath(partialName)
         if change == "chmod" {
-            #expect(chmod(path, 0o644) == 0)
+            #expect(chmod(path, 0o666) == 0)
         } else {
             #expect(link(path, fx.dir.path("second-name")) == 0)
         }

@@ -131,7 +131,7 @@ extension RemoteManifest {
             guard let folder = try dest.stateFolder(RemoteManifest.folderName, create: true) else {
                 throw SystemError("create", dest.display(".mirror/manifest"), code: ENOENT)
             }
-            _ = fchmod(folder.fd, 0o700)
+            _ = DiskChange.fchmod(folder.fd, 0o700)
             if let problem = Cache.ownershipProblem(folder, directory: true) {
                 return "\(folder.displayPath) \(problem); the manifest is not kept there"
             }
@@ -215,7 +215,7 @@ extension RemoteManifest {
         }
 
         static func remove(_ folder: FileDescriptor, _ name: String) throws {
-            if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
+            if DiskChange.unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
                 throw SystemError("remove", folder.displayPath + "/" + name)
             }
         }

@@ -126,7 +126,7 @@ struct GenerationSeed: Sendable {
         defer { from.close() }
         let (to, _) = try building.openParent(of: path, create: true)
         defer { to.close() }
-        guard linkat(from.fd, name, to.fd, name, 0) == 0 else {
+        guard DiskChange.linkat(from.fd, name, to.fd, name, 0) == 0 else {
             if errno == EMLINK || errno == EXDEV || errno == EPERM { return false }
             throw SystemError("link", building.display(path) + " into the next generation")
         }

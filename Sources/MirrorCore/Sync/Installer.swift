@@ -58,11 +58,11 @@ final class Installer {
     /// (`fsync` of the file, or ``InstallBatch``'s `syncfs`) before the rename makes it visible.
     private func seal(_ partial: PartialFile, mode: UInt32, mtime: FileTime?) throws {
         let file = partial.file
-        if fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", partial.displayPath) }
+        if DiskChange.fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", partial.displayPath) }
         if let mtime {
             var times = [timespec(tv_sec: 0, tv_nsec: Installer.utimeOmit),
                          timespec(tv_sec: Int(mtime.seconds), tv_nsec: Int(mtime.nanoseconds))]
-            if futimens(file.fd, &times) != 0 { throw SystemError("set modification time of", partial.displayPath) }
+            if DiskChange.futimens(file.fd, &times) != 0 { throw SystemError("set modification time of", partial.displayPath) }
         }
     }
 
@@ -179,7 +179,7 @@ final class Installer {
             guard FileHashing.matches(entry, digests), status == before else { return .differs }
             if case .fixMode(let mode) = decision {
                 // fchmod(2) on the descriptor hashed: the very inode, whatever is at the name now.
-                if fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", file.displayPath) }
+                if DiskChange.fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", file.displayPath) }
                 status = try file.stat()
             }
         } catch {

@@ -113,7 +113,7 @@ struct LinkFarm: Sendable {
         mutating func link(_ file: File) throws -> LinkResult {
             guard let relative = String(validating: file.path, as: UTF8.self) else { return .refused }
             let to = try folder(file.parent, for: relative)
-            guard file.name.withCString({ linkat(file.folder, $0, to, $0, 0) }) == 0 else {
+            guard file.name.withCString({ DiskChange.linkat(file.folder, $0, to, $0, 0) }) == 0 else {
                 if errno == EEXIST { return .present }
                 if errno == EMLINK || errno == EXDEV || errno == EPERM { return .refused }
                 throw SystemError("link", building.display(relative) + " into the next generation")

@@ -18,7 +18,7 @@ enum PartialSweep {
         guard !names.isEmpty else { return 0 }
         let kept = keeping()
         var removed = 0
-        for name in names where !kept.contains(name) && unlinkat(folder.fd, name, 0) == 0 { removed += 1 }
+        for name in names where !kept.contains(name) && DiskChange.unlinkat(folder.fd, name, 0) == 0 { removed += 1 }
         return removed
     }
 

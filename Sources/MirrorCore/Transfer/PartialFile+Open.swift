@@ -15,8 +15,10 @@ extension PartialFile {
     ///   over thousands of small files.
     /// - A resumed download reopens the existing file with `O_NOFOLLOW` (a symlink fails with
     ///   `ELOOP`) and keeps it only when it is a regular file with one name, owned by this process's
-    ///   effective uid, mode 0600: a file anyone else could have written, or linked elsewhere, is
-    ///   replaced by a new one (the download starts from zero), never written in place or trusted.
+    ///   effective uid, mode 0600 (or a mode without group or other write, set back to 0600: a
+    ///   file sealed for an install that a crash cut short); a file anyone else could have written,
+    ///   or linked elsewhere, is replaced by a new one (the download starts from zero), never
+    ///   written in place or trusted.
     ///
     /// - A new download with `unnamed` is a file with no name in the partial folder (`O_TMPFILE`,
     ///   mode 0600, ``PartialNaming``): nothing anyone else could open, swap or link. Where the
@@ -34,6 +36,13 @@ extension PartialFile {
                 if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions == 0o600 {
                     return (file, true, false)
                 }
+                // Sealed for install (the Installer's `fchmod` to the manifest's mode) by a run
+                // that stopped, or lost power, before the rename: still this user's own file that
+                // nobody else may write, so it is set back to 0600 and resumed, not fetched again.
+                if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions & 0o022 == 0,
+                   DiskChange.fchmod(fd, 0o600) == 0 {
+                    return (file, true, false)
+                }
                 file.close()
             } else if errno != ENOENT && errno != ELOOP {
                 throw SystemError("open partial file", displayPath)
@@ -44,7 +53,7 @@ extension PartialFile {
         if unnamed && !resuming {
             let fd = openUnnamed(in: folder)
             if fd >= 0 {
-                if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
+                if ProcessUmask.narrows(0o600) { _ = DiskChange.fchmod(fd, 0o600) }
                 return (FileDescriptor(fd: fd, displayPath: displayPath), false, true)
             }
             // No O_TMPFILE here (EOPNOTSUPP; EISDIR or EINVAL before Linux 3.11): a named file.
@@ -56,7 +65,7 @@ extension PartialFile {
         // there (EEXIST), then create again. Each try is O_EXCL, so the file is always new.
         var fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         if fd < 0 && errno == EEXIST {
-            if unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
+            if DiskChange.unlinkat(folder.fd, name, 0) != 0 && errno != ENOENT {
                 throw SystemError("remove the old partial file", displayPath)
             }
             fd = SafePath.open(name, beneath: folder.fd, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
@@ -64,7 +73,7 @@ extension PartialFile {
         if fd < 0 { throw SystemError("create partial file", displayPath) }
         let file = FileDescriptor(fd: fd, displayPath: displayPath)
         // The umask may have narrowed 0600 (to 0400, say); the mode is what resuming checks.
-        if ProcessUmask.narrows(0o600) { _ = fchmod(fd, 0o600) }
+        if ProcessUmask.narrows(0o600) { _ = DiskChange.fchmod(fd, 0o600) }
         return (file, false, false)
     }
 
@@ -78,17 +87,17 @@ extension PartialFile {
         let fd = openUnnamed(in: folder)
         guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
-        if mirror_link_open_file(fd, folder.fd, linkProbeName) != 0 {
-            guard errno == EEXIST, unlinkat(folder.fd, linkProbeName, 0) == 0,
-                  mirror_link_open_file(fd, folder.fd, linkProbeName) == 0 else { return false }
+        if DiskChange.linkOpenFile(fd, folder.fd, linkProbeName) != 0 {
+            guard errno == EEXIST, DiskChange.unlinkat(folder.fd, linkProbeName, 0) == 0,
+                  DiskChange.linkOpenFile(fd, folder.fd, linkProbeName) == 0 else { return false }
         }
-        return unlinkat(folder.fd, linkProbeName, 0) == 0
+        return DiskChange.unlinkat(folder.fd, linkProbeName, 0) == 0
     }
 
     /// A new file with no name in `folder` (``tmpfileFlag``), as a download and the probe make
     /// one; -1 with `errno` when it cannot be made.
     static func openUnnamed(in folder: FileDescriptor) -> Int32 {
-        openat(folder.fd, ".", tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
+        DiskChange.openat(folder.fd, ".", tmpfileFlag | O_RDWR | O_CLOEXEC, mode_t(0o600))
     }
 
     /// `O_TMPFILE` (Linux 3.11), which Swift's Glibc does not import (it is declared only with

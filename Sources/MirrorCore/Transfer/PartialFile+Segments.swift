@@ -44,7 +44,7 @@ extension PartialFile {
     /// Gives the file its whole size (`posix_fallocate`), so that writes at any offset land in
     /// blocks that exist and a full disk shows now rather than halfway.
     func preallocate() throws {
-        let result = posix_fallocate(file.fd, 0, off_t(identity.size))
+        let result = DiskChange.posixFallocate(file.fd, 0, off_t(identity.size))
         if result == ENOSPC || result == EDQUOT || result == EROFS || result == EIO {
             throw SystemError("preallocate", displayPath, code: result)
         }

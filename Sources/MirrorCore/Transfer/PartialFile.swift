@@ -283,7 +283,7 @@ public final class PartialFile {
 
     /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: start writing these bytes back, without waiting.
     func startWriteback(from: Int64, count: Int64) {
-        _ = mirror_start_writeback(file.fd, from, count)
+        _ = DiskChange.startWriteback(file.fd, from, count)
     }
 
     // MARK: Checkpoints and restarts
@@ -363,7 +363,7 @@ public final class PartialFile {
     /// Deletes the partial file (after a checksum mismatch; once renamed it is gone anyway). A
     /// file with no name goes when its descriptor closes.
     public func remove() {
-        if !isUnnamed { _ = unlinkat(folder.fd, name, 0) }
+        if !isUnnamed { _ = DiskChange.unlinkat(folder.fd, name, 0) }
         file.close()
     }
 

@@ -83,7 +83,7 @@ public final class DestinationLock {
             var held: [Held] = []
             for (place, parent, folder) in places {
                 let display = folder.displayPath + "/lock"
-                let fd = openat(folder.fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+                let fd = DiskChange.openat(folder.fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
                 if fd < 0 { throw SystemError("create lock file in", folder.displayPath) }
                 let file = FileDescriptor(fd: fd, displayPath: display)
                 // It is truncated and written below: it must not be a hard link to some other file.
@@ -130,13 +130,13 @@ public final class DestinationLock {
         guard let index = held.firstIndex(where: { $0.place == .plain }), !stateIsInStore else { return }
         let plain = held[index]
         let name = Destination.stateFolderName
-        if renameat(plain.parent.fd, name, store.fd, name) != 0 {
+        if DiskChange.renameat(plain.parent.fd, name, store.fd, name) != 0 {
             throw SystemError("move", plain.folder.displayPath + " into " + store.displayPath)
         }
         var st = stat()
         let moved = fstatat(store.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? FileStatus(st) : nil
         guard let moved, moved.sameFile(as: try plain.folder.stat()) else {
-            _ = renameat(store.fd, name, plain.parent.fd, name)
+            _ = DiskChange.renameat(store.fd, name, plain.parent.fd, name)
             throw SystemError("move", plain.folder.displayPath + " into " + store.displayPath
                 + " (it was replaced while mirror ran; check who writes in the destination)", code: EBUSY)
         }
@@ -208,7 +208,7 @@ public final class DestinationLock {
             _ = try dest.stateFolder(create: true)
         case .store:
             guard let store = try GenerationStore.open(identity, create: true) else { return false }
-            if mkdirat(store.store.fd, Destination.stateFolderName, 0o755) == 0 {
+            if DiskChange.mkdirat(store.store.fd, Destination.stateFolderName, 0o755) == 0 {
                 try store.store.sync()
             } else if errno != EEXIST {
                 throw SystemError("create folder", identity.storePath + "/" + Destination.stateFolderName)

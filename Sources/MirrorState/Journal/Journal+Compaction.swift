@@ -45,7 +45,7 @@ extension Journal {
         let tmpName = Journal.fileName + ".tmp"
         // A new file (O_EXCL after removing any leftover): a link planted at journal.tmp is
         // removed, never truncated or written through.
-        if unlinkat(folder.fd, tmpName, 0) != 0 && errno != ENOENT { throw SystemError("remove", displayPath + ".tmp") }
+        if DiskChange.unlinkat(folder.fd, tmpName, 0) != 0 && errno != ENOENT { throw SystemError("remove", displayPath + ".tmp") }
         let fd = SafePath.open(tmpName, beneath: folder.fd, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
         if fd < 0 { throw SystemError("write", displayPath + ".tmp") }
         let tmp = FileDescriptor(fd: fd, displayPath: displayPath + ".tmp")
@@ -53,7 +53,7 @@ extension Journal {
         defer {
             tmp.close()
             // A write that failed (a full disk) leaves no half journal behind; the old one stays.
-            if !renamed { _ = unlinkat(folder.fd, tmpName, 0) }
+            if !renamed { _ = DiskChange.unlinkat(folder.fd, tmpName, 0) }
         }
 
         let flushAt = 4 << 20
@@ -93,13 +93,13 @@ extension Journal {
         out = []
         try tmp.sync()
         CrashPoint.hit("compact-before-rename")
-        if renameat(folder.fd, tmpName, folder.fd, Journal.fileName) != 0 {
+        if DiskChange.renameat(folder.fd, tmpName, folder.fd, Journal.fileName) != 0 {
             throw SystemError("replace", displayPath)
         }
         renamed = true
         try folder.sync()
         CrashPoint.hit("compact-after-rename")
-        let newFd = openat(folder.fd, Journal.fileName, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+        let newFd = DiskChange.openat(folder.fd, Journal.fileName, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
         if newFd < 0 { throw SystemError("open journal", displayPath) }
         let handle = FileDescriptor(fd: newFd, displayPath: displayPath)
         file = handle

@@ -112,7 +112,7 @@ public final class Journal: @unchecked Sendable {
         self.folder = folder
         self.displayPath = displayPath
         let flags = readOnly ? O_RDONLY : (O_RDWR | O_CREAT | O_APPEND)
-        let fd = openat(folder.fd, Journal.fileName, flags | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let fd = DiskChange.openat(folder.fd, Journal.fileName, flags | O_NOFOLLOW | O_CLOEXEC, 0o644)
         if fd < 0 {
             if readOnly && errno == ENOENT { return }
             throw SystemError("open journal", displayPath)

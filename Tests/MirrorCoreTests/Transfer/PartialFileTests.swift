@@ -190,6 +190,25 @@ import Glibc
         #expect(journal.records(for: "big.bin")?.partial == nil, "the journal forgot the old file first")
     }
 
+    /// The Installer seals a verified file with the manifest's mode before the rename; a power
+    /// cut (or a kill) between the two leaves it in `partial/` with that mode. It is still this
+    /// user's own file that nobody else may write: set back to 0600 and resumed, not fetched again
+    /// (found by CrashStateTests.resumedSegmentedLargeFile).
+    @Test func aPartialSealedForInstallIsResumed() throws {
+        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
+        first.sourceURL = "http://127.0.0.1/big.bin"
+        try append(first, 0..<(8 << 20))
+        let record = try #require(journal.records(for: "big.bin")?.partial)
+        #expect(fchmod(first.file.fd, 0o644) == 0)
+        first.close()
+        let again = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
+                                    resumeFrom: record.bytes, saved: record)
+        #expect(again.length == record.bytes)
+        #expect(try again.file.stat().permissions == 0o600)
+        #expect(again.resumedFromSavedState, "the same inode: its saved hash state is restored")
+        #expect(journal.records(for: "big.bin")?.partial != nil, "the journal kept its record")
+    }
+
     @Test func aResumeFromElsewhereReadsThePrefixAgain() throws {
         let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
