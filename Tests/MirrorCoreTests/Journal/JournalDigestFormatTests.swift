@@ -83,6 +83,8 @@ import Glibc
         #expect(!matches([.sha512: d512]))
         var moved = Self.status
         moved.ctime = FileTime(seconds: 7, nanoseconds: 9)
+        // Another user's file: a moved change time is not allowed (``ChangeTimeTrust``).
+        moved.owner = UInt32(geteuid()) &+ 1
         #expect(!matches([.sha256: d256, .sha512: d512], status: moved))
     }
 
