@@ -87,8 +87,7 @@ struct AtomicBuild {
             var complete = true
             var found = 0
         }
-        let journal = journal, filter = filter, deleteExcluded = deleteExcluded
-        let keepsExcluded: @Sendable ([UInt8]) -> Bool = { path in filter.map { !deleteExcluded && !$0.selects(path) } ?? false }
+        let journal = journal, keepsExcluded = excludedKept
         // A top-level folder per thread (``LinkFarm``; nothing is linked).
         let parts = try LinkFarm(set: current, building: building).walk({ Part() }) { file, _, part in
             guard part.complete else { return }
@@ -112,9 +111,15 @@ struct AtomicBuild {
 
     /// Whether the file at `path` stays in the next set although the manifest (as filtered)
     /// does not list it: the filter leaves it out and `--delete-excluded` was not given.
-    func keepsExcluded(_ path: [UInt8]) -> Bool {
-        guard let filter, !deleteExcluded else { return false }
-        return !filter.selects(path)
+    func keepsExcluded(_ path: [UInt8]) -> Bool { excludedKept(path) }
+
+    /// ``keepsExcluded(_:)`` as a value the parallel walks (``LinkFarm``) can take.
+    var excludedKept: @Sendable ([UInt8]) -> Bool {
+        let filter = filter, deleteExcluded = deleteExcluded
+        return { path in
+            guard let filter, !deleteExcluded else { return false }
+            return !filter.selects(path)
+        }
     }
 
     /// Readies the building folder for this manifest: removes what an earlier, stopped run put
@@ -134,9 +139,8 @@ struct AtomicBuild {
         }
         // Every folder left empty; those the manifest's files need are made again when linked.
         _ = try? building.removeEmptyFolders(skippingTopLevel: "", keeping: { _ in false })
-        let filter = filter, deleteExcluded = deleteExcluded
         let seed = GenerationSeed(building: building, current: current, kept: kept, manifest: manifest, journal: journal,
-                                  keepsExcluded: { path in filter.map { !deleteExcluded && !$0.selects(path) } ?? false })
+                                  keepsExcluded: excludedKept)
         let outcome = try seed.run()
         seeded = outcome
         CrashPoint.hit("seed-after-links")
