@@ -1,15 +1,15 @@
 import MirrorKit
 import MirrorModel
 
-/// `sync --dry-run` starts planning while the manifest is still being read: a thread of its own
-/// takes the entries the reader has checked so far and marks those that are up to date, one bit
-/// each (docs/performance.md, "The dry run plans while the manifest is read").
+/// A sync starts planning while the manifest is still being read: a thread of its own takes the
+/// entries the reader has checked so far and marks those that are up to date, one bit each
+/// (docs/performance.md, "The dry run plans while the manifest is read").
 ///
 /// Why: at 10^6 entries reading the manifest keeps one core busy for about a second, and the plan
 /// (a `stat` and a journal lookup per entry, ``Planner/isUpToDate(_:)``) needs about 1.7 core
-/// seconds more. DEST's journal is read meanwhile (``ReadOnlyDestination``, ``Background``), so from the
-/// moment it is there the second core can plan the entries read so far instead of waiting for the
-/// last one. Nothing is printed before the whole manifest is valid: an entry marked here is only
+/// seconds more. DEST's journal is read meanwhile (`--dry-run`: ``ReadOnlyDestination``; a run:
+/// ``EarlyPlace``, under DEST's lock), so from the moment it is there the second core can plan the
+/// entries read so far instead of waiting for the last one. Nothing is printed before the whole manifest is valid: an entry marked here is only
 /// not planned again in its turn (``Reconciler/forEachAction(in:window:threads:known:_:)``).
 ///
 /// What it decides is the "up to date" of ``Planner/action(for:)`` and nothing else: a bit is
@@ -66,9 +66,20 @@ final class PlanLookAhead: @unchecked Sendable {
     private var decided = Decided()
 
     /// Starts the thread; it waits for `disk` (DEST and its journal, read meanwhile).
-    init(disk: Background<Result<ReadOnlyDestination, Error>>, batchSize: Int = 4096) {
+    convenience init(disk: Background<Result<ReadOnlyDestination, Error>>, batchSize: Int = 4096) {
+        self.init(batchSize: batchSize) {
+            guard case .success(let opened) = disk.value(), let destination = opened.destination, let journal = opened.journal else {
+                return nil
+            }
+            return Planner(destination: destination.sibling(), journal: journal, partialFolder: opened.partials)
+        }
+    }
+
+    /// Starts the thread; it asks `planner` (which waits for DEST's journal) for what it plans
+    /// with, and takes no entry when that is nil (nothing can be found up to date).
+    init(batchSize: Int = 4096, planner: @escaping @Sendable () -> Planner?) {
         self.batchSize = max(1, batchSize)
-        SystemThread.start(name: "mirror-plan", stackSize: 1 << 20) { [self] in run(disk) }
+        SystemThread.start(name: "mirror-plan", stackSize: 1 << 20) { [self] in run(planner) }
     }
 
     /// The reader's side: the manifest's entry at `index` has passed every rule so far.
@@ -113,7 +124,7 @@ final class PlanLookAhead: @unchecked Sendable {
         return decided
     }
 
-    private func run(_ disk: Background<Result<ReadOnlyDestination, Error>>) {
+    private func run(_ makePlanner: () -> Planner?) {
         defer {
             state.lock()
             finished = true
@@ -121,13 +132,12 @@ final class PlanLookAhead: @unchecked Sendable {
             state.broadcast()
             state.unlock()
         }
-        guard case .success(let opened) = disk.value(), let destination = opened.destination, let journal = opened.journal else {
+        guard let planner = makePlanner() else {
             state.lock()
             idle = true
             state.unlock()
             return
         }
-        let planner = Planner(destination: destination.sibling(), journal: journal, partialFolder: opened.partials)
         state.lock()
         planning = !stopping
         state.unlock()

@@ -55,8 +55,10 @@ struct AtomicBuild {
 
     /// Sweeps what a killed run left, checks the hold and whether the current set is already
     /// complete, and otherwise seeds the building folder.
+    /// `known`: the entries found up to date in the current set while the manifest was read
+    /// (``PlanLookAhead``).
     static func start(_ place: RunPlace, manifest: Manifest, options: SyncOptions, digest: @escaping () -> String?,
-                      report: ConsoleReport) throws -> Start? {
+                      report: ConsoleReport, known: PlanLookAhead.Decided? = nil) throws -> Start? {
         guard let store = place.generations else { return nil }
         var build = AtomicBuild(store: store, building: place.destination, current: place.current,
                                 kept: place.keptGenerations, partialFolder: place.partialFolder, manifest: manifest,
@@ -64,7 +66,7 @@ struct AtomicBuild {
                                 digest: digest, report: report)
         try store.sweepLeftovers()
         if let hold = try build.hold() { return .held(hold) }
-        if try build.currentIsComplete() {
+        if try build.currentIsComplete(known: known) {
             build.recordBuiltFromIfMissing()
             try GenerationStore.removeTree(GenerationStore.buildingName, in: store.store)
             return .complete
@@ -75,10 +77,35 @@ struct AtomicBuild {
 
     /// The current set, when it already is exactly the manifest's: every entry verified in the
     /// current generation and nothing else in it. Then nothing is built (an hourly no-op run
-    /// must not make a generation of links each time). One walk of the set, one `fstatat` per
-    /// file relative to its open folder, and nothing kept of it: as cheap as a plain no-op's
-    /// `stat` of each entry, in memory too.
-    func currentIsComplete() throws -> Bool {
+    /// must not make a generation of links each time).
+    ///
+    /// As a plain no-op decides, at its cost: each entry's `stat` in the current set against its
+    /// journal record (``Reconciler``, on a thread per core, and for the entries the look-ahead
+    /// decided while the manifest was read, not again), stopping at the first that is not up to
+    /// date; then a count of the set's files from its folders' listings (``FileCount``): as many
+    /// as the entries means nothing else is there. With a filter whose left-out files stay in the
+    /// set, or a set too deep to count, the set is walked instead (``walkedSetIsComplete()``).
+    func currentIsComplete(known: PlanLookAhead.Decided?) throws -> Bool {
+        guard case .generation = store.current(), let current = try Destination.openExisting(store.identity) else { return false }
+        if filter != nil && !deleteExcluded { return try walkedSetIsComplete() }
+        struct NotUpToDate: Error {}
+        let reconciler = Reconciler(planner: Planner(destination: current, journal: journal, partialFolder: partialFolder), journal: journal)
+        do {
+            try reconciler.forEachAction(in: manifest.entries, known: known) { _, action in
+                guard case .upToDate = action else { throw NotUpToDate() }
+            }
+        } catch is NotUpToDate {
+            return false
+        }
+        guard let count = try FileCount.nonFolders(under: current.root, skippingTopLevel: Array(Destination.stateFolderName.utf8)) else {
+            return try walkedSetIsComplete()
+        }
+        return count == manifest.entries.count
+    }
+
+    /// ``currentIsComplete(known:)`` by one walk of the set, one `fstatat` per file relative to
+    /// its open folder, and nothing kept of it: for a set a filter left files in.
+    private func walkedSetIsComplete() throws -> Bool {
         guard case .generation = store.current(), let current = try Destination.openExisting(store.identity) else { return false }
         let entries = manifest.entries
         let listed = PathIndex(listing: entries)

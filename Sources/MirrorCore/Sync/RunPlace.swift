@@ -65,10 +65,14 @@ final class RunPlace {
     /// A DEST whose store holds its state is atomic whatever the options say: a conversion that
     /// a kill interrupted is finished by the next run, plain or not, with its journal, partial
     /// downloads and `building/` (docs/cli.md, "Atomic destinations").
-    static func open(_ destPath: String, manifest: Manifest, options: SyncOptions, report: ConsoleReport) throws -> RunPlace {
-        let identity = try DestinationIdentity.resolve(destPath)
-        guard let lock = try DestinationLock.take(identity, creating: options.atomic ? .store : .plain,
-                                                  wait: options.waitForLock, shouldStop: { StopSignal.received != 0 }) else {
+    ///
+    /// `early`: the lock and the journal taken while the manifest was read (``EarlyPlace``), used
+    /// instead of taking and reading them again.
+    static func open(_ destPath: String, manifest: Manifest, options: SyncOptions, report: ConsoleReport,
+                     early: EarlyPlace? = nil) throws -> RunPlace {
+        let identity = try early?.identity ?? DestinationIdentity.resolve(destPath)
+        guard let lock = try early?.lock ?? DestinationLock.take(identity, creating: options.atomic ? .store : .plain,
+                                                                 wait: options.waitForLock, shouldStop: { StopSignal.received != 0 }) else {
             throw SystemError("create", identity.displayPath + "/" + Destination.stateFolderName, code: ENOENT)
         }
         do {
@@ -81,7 +85,9 @@ final class RunPlace {
             try StateOwnership.require(state, destination.displayState(Destination.stateFolderName))
             try StateOwnership.require(partials, destination.displayState(".mirror/partial"))
             let naming = PartialNaming(canLinkOpenFiles: PartialFile.canLinkUnnamedFiles(in: partials))
-            let writer = JournalWriter(try Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false))
+            let journal = try early?.journal(for: state)
+                ?? Journal(folder: state, displayPath: destination.displayState(".mirror/journal"), readOnly: false)
+            let writer = JournalWriter(journal)
             if writer.journal.needsCompaction(liveEntries: manifest.entries.count) { try compactJournal(writer, for: manifest) }
             if let store = generations, let plain = current,
                try keepPlainSet(plain, in: store, building: destination, manifest: manifest, writer: writer, report: report) {

@@ -40,6 +40,12 @@ public final class SyncRunner {
     var build: AtomicBuild?
     /// Where the manifest came from, its digest and its watch (``ManifestOrigin``), set by ``SyncSession``.
     public var origin = ManifestOrigin()
+    /// DEST's lock and journal, taken while the manifest was read (``EarlyPlace``), set by
+    /// ``SyncSession``; the run takes them over when it opens its place.
+    var early: EarlyPlace?
+    /// The entries found up to date in the set DEST shows while the manifest was read
+    /// (``PlanLookAhead``), by index.
+    var knownUpToDate: PlanLookAhead.Decided?
     /// What stopped the run short, if anything, and the result it ends with (``RunEnding``).
     var ending = RunEnding()
     let startTime: Double
@@ -70,10 +76,11 @@ public final class SyncRunner {
         summary.total = manifest.entries.count
         let lock: DestinationLock
         do {
-            let place = try RunPlace.open(destPath, manifest: manifest, options: options, report: report)
+            let place = try RunPlace.open(destPath, manifest: manifest, options: options, report: report, early: early?.handOver())
             self.place = place
             lock = place.lock
-            switch try AtomicBuild.start(place, manifest: manifest, options: options, digest: origin.digest, report: report) {
+            switch try AtomicBuild.start(place, manifest: manifest, options: options, digest: origin.digest, report: report,
+                                         known: knownUpToDate) {
             case nil:
                 break
             case .held(let hold):
@@ -106,7 +113,9 @@ public final class SyncRunner {
         }
         scheduler.planned = planned
         var index = 0
-        reconciler.forEachAction(in: manifest.entries) { entry, action in
+        // What the look-ahead found is of the set DEST shows: a plan for DEST itself, not for an
+        // atomic run's building folder.
+        reconciler.forEachAction(in: manifest.entries, known: build == nil ? knownUpToDate : nil) { entry, action in
             switch action {
             case .upToDate: summary.upToDate += 1
             case .check: checks.append(entry)

@@ -80,11 +80,15 @@ public enum SyncSession {
             let dryRunDisk = options.dryRun ? options.destination.map { dest in
                 Background { Result { try ReadOnlyDestination.open(dest) } }
             } : nil
-            // ...and plans against it while the entries of a local manifest are read
-            // (PlanLookAhead; a signed or fetched one is checked whole first).
+            // A run takes DEST's lock and reads its journal meanwhile (EarlyPlace), for a local
+            // manifest: a signed or fetched one is checked whole before DEST is touched.
+            let readsAhead = trusted == nil && !RemoteManifest.isURL(manifest)
+            let early = readsAhead && !options.dryRun ? options.destination.flatMap { EarlyPlace.open($0, atomic: options.atomic) } : nil
+            defer { early?.abandon() }
+            // Both plan against what they read while the entries are read (PlanLookAhead).
             // (Not with a filter: the look-ahead marks entries by their place in the whole manifest.)
-            let lookAhead = trusted == nil && !RemoteManifest.isURL(manifest) && options.filter == nil
-                ? dryRunDisk.map { PlanLookAhead(disk: $0) } : nil
+            let lookAhead = readsAhead && options.filter == nil
+                ? dryRunDisk.map { PlanLookAhead(disk: $0) } ?? early.map { PlanLookAhead(planner: $0.planner) } : nil
             defer { _ = lookAhead?.finish() }
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
@@ -108,6 +112,8 @@ public enum SyncSession {
                                       disk: ahead ? dryRunDisk : nil, lookAhead: ahead ? lookAhead : nil)
             } else {
                 let runner = SyncRunner(manifest: loaded, options: options, report: report)
+                runner.early = early
+                runner.knownUpToDate = lookAhead?.finish()
                 runner.origin.source = provenance?.source
                 // A local manifest is hashed only when an atomic run asks (a hold to check, a
                 // generation to record), once: most runs never need it.
