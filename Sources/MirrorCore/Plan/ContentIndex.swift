@@ -14,9 +14,10 @@ import Glibc
 ///   read beneath the folder without following a link, hashed when first asked for, within
 ///   ``SeedBudget``, and remembered for the run (``SeedFolders``).
 ///
-/// The journal is asked through its table of contents (``Journal/verifiedRecords(withContent:)``),
-/// made at the first question: a run that downloads nothing never makes it, and one that does
-/// decodes only the records with the content asked for.
+/// The journal is asked by size and digests (``Journal/verifiedRecords(size:digests:)``): a pass
+/// over its records for the first few questions, then its table of contents, made once: a run
+/// that downloads nothing or a few files never makes it, and one that does decodes only the
+/// records with the content asked for.
 /// A candidate is only a guess: what is copied is verified like a download.
 final class ContentIndex {
     struct Key: Hashable {
@@ -50,7 +51,7 @@ final class ContentIndex {
     /// would fetch first and whose file then comes before any seed).
     func source(for entry: ManifestEntry, seeds askSeeds: Bool = true) -> Source? {
         // Picked by a hash of size and digests, so compared exactly before anything is offered.
-        let known = journal?.verifiedRecords(withContent: ContentHash(size: entry.size, digests: entry.digests)) ?? []
+        let known = journal?.verifiedRecords(size: entry.size, digests: entry.digests) ?? []
         // The exact key (digests as the journal writes them) only when some file may hold the
         // content: most entries of a first sync have none, and it is two strings an entry.
         if !known.isEmpty || !installed.isEmpty {

@@ -41,6 +41,8 @@ public final class Journal: @unchecked Sendable {
     var verified = VerifiedIndex()
     /// ``verifiedRecords(withContent:)``'s table of `verified`, made at its first question.
     var contentTable: VerifiedIndex.ContentTable?
+    /// Content questions answered so far by a pass over the records (``verifiedRecords(size:digests:)``).
+    var contentScans = 0
     /// Keyed by the path's bytes, never by `String` (canonical equality would merge two names).
     var partials: [PathKey: PartialRecord] = [:]
     var failures: [PathKey: FailedRecord] = [:]
@@ -68,6 +70,26 @@ public final class Journal: @unchecked Sendable {
         if contentTable?.repacks != verified.repacks { contentTable = verified.contentTable() }
         return contentTable?.offsets(for: content).map { verified.record(at: $0) } ?? []
     }
+
+    /// The verified records of exactly this size and these digests (reuse by content,
+    /// `ContentIndex`). The first ``scansBeforeTable`` questions are answered by a pass over the
+    /// records (``VerifiedIndex/records(holding:digests:)``), the later ones by the content table
+    /// (``verifiedRecords(withContent:)``), made at the first of them: a run that fetches a file
+    /// or two of 10^6 (an atomic publish of one changed file) then never holds the table's 16 MB,
+    /// and one that fetches many pays a few passes of a few ms before it.
+    package func verifiedRecords(size: Int64, digests: DigestSet) -> [VerifiedRecord] {
+        lock.lock()
+        if contentScans < Journal.scansBeforeTable {
+            contentScans += 1
+            defer { lock.unlock() }
+            return verified.records(holding: size, digests: digests)
+        }
+        lock.unlock()
+        return verifiedRecords(withContent: ContentHash(size: size, digests: digests))
+    }
+
+    /// Questions ``verifiedRecords(size:digests:)`` answers by a pass over the records.
+    static let scansBeforeTable = 8
 
     /// The latest verified records whose packed form `keep` picks, decoded (only those: see
     /// ``VerifiedIndex/records(where:)``), in no particular order.

@@ -71,6 +71,27 @@ extension VerifiedIndex {
         return ContentTable(hashes: pairs.map(\.hash), offsets: pairs.map(\.offset), repacks: repacks)
     }
 
+    /// The latest records of exactly this size and these digests, found by one pass over the
+    /// arena in its order (a sequential read, a few ms at 10^6 records): for the first questions
+    /// of a run, before a ``ContentTable`` (16 bytes a record, 32 while it is sorted) is worth
+    /// making. A record a later one replaced is passed over: its path's slot points elsewhere.
+    func records(holding size: Int64, digests: DigestSet) -> [VerifiedRecord] {
+        var found: [Int] = []
+        arena.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var offset = 0
+            while offset < raw.count {
+                let at = base + offset
+                if at.loadUnaligned(as: Int64.self) == size, VerifiedIndex.holds(at, size: size, digests: digests),
+                   let slot = find(RecordView(base: at).path), VerifiedIndex.recordOffset(slots[slot]) == offset {
+                    found.append(offset)
+                }
+                offset += VerifiedIndex.recordLength(at)
+            }
+        }
+        return found.map { record(at: $0) }
+    }
+
     /// The latest records `keep` picks, decoded, in no particular order.
     func records(where keep: (RecordView) -> Bool) -> [VerifiedRecord] {
         var out: [VerifiedRecord] = []
