@@ -9,7 +9,7 @@ import Glibc
 ///
 /// Why: an atomic no-op has already found every manifest entry in the current set, each with
 /// the `stat` its journal record vouches for (``Destination/status(of:)``); what is left to know
-/// is that the set holds nothing else, which a count says: a tenth of a `stat` walk's time.
+/// is that the set holds nothing else, which a count says without a `stat` per file.
 /// Each top-level folder is counted on a thread of its own (``WorkerPool``).
 ///
 /// A folder deeper than ``maxDepth`` below the root is not counted: the count is then nil and the

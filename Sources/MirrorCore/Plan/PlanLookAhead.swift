@@ -9,8 +9,9 @@ import MirrorModel
 /// (a `stat` and a journal lookup per entry, ``Planner/isUpToDate(_:)``) needs about 1.7 core
 /// seconds more. DEST's journal is read meanwhile (`--dry-run`: ``ReadOnlyDestination``; a run:
 /// ``EarlyPlace``, under DEST's lock), so from the moment it is there the second core can plan the
-/// entries read so far instead of waiting for the last one. Nothing is printed before the whole manifest is valid: an entry marked here is only
-/// not planned again in its turn (``Reconciler/forEachAction(in:window:threads:known:_:)``).
+/// entries read so far instead of waiting for the last one. Nothing is printed before the whole
+/// manifest is valid: an entry marked here is only not planned again in its turn
+/// (``Reconciler/forEachAction(in:window:threads:known:_:)``).
 ///
 /// What it decides is the "up to date" of ``Planner/action(for:)`` and nothing else: a bit is
 /// set only when the file's `stat` is the one the journal verified, which is what the plan would
