@@ -9,12 +9,6 @@ import MirrorTestSupport
 /// ``FileCount``: what an atomic no-op counts to know that the set holds nothing but the
 /// manifest's files.
 @Suite struct FileCountTests {
-    static func root(_ path: String) throws -> FileDescriptor {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        try #require(fd >= 0)
-        return FileDescriptor(fd: fd, displayPath: path)
-    }
-
     /// Files, symlinks (never followed) and a FIFO count, at the top and at any depth; folders,
     /// empty or not, do not; the top-level name skipped is not looked into.
     @Test func countsEverythingButFolders() throws {
@@ -30,7 +24,7 @@ import MirrorTestSupport
         #expect(symlink("/nonexistent", top + "/e/dangling") == 0)
         #expect(mkfifo(top + "/a/fifo", 0o600) == 0)
 
-        let root = try Self.root(top)
+        let root = try KeptManifestCopyTests.folder(top)
         defer { root.close() }
         #expect(try FileCount.nonFolders(under: root, skippingTopLevel: Array(".mirror".utf8)) == 8)
         #expect(try FileCount.nonFolders(under: root, skippingTopLevel: nil) == 10)
@@ -45,7 +39,7 @@ import MirrorTestSupport
         let deep = (0 ... FileCount.maxDepth).map { _ in "d" }.joined(separator: "/")
         try FileManager.default.createDirectory(atPath: top + "/" + deep, withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: top + "/" + deep + "/f"))
-        let root = try Self.root(top)
+        let root = try KeptManifestCopyTests.folder(top)
         defer { root.close() }
         #expect(try FileCount.nonFolders(under: root, skippingTopLevel: nil) == nil)
 
@@ -53,7 +47,7 @@ import MirrorTestSupport
         let other = dir.path("other")
         try FileManager.default.createDirectory(atPath: other + "/" + shallow, withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: other + "/" + shallow + "/f"))
-        let otherRoot = try Self.root(other)
+        let otherRoot = try KeptManifestCopyTests.folder(other)
         defer { otherRoot.close() }
         #expect(try FileCount.nonFolders(under: otherRoot, skippingTopLevel: nil) == 1)
     }
