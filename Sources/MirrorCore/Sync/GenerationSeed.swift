@@ -43,8 +43,9 @@ struct GenerationSeed: Sendable {
     /// What one part of the walk (a top-level folder, or the files at the top) found.
     private struct Part: Sendable {
         var outcome = Outcome()
-        /// Entries linked, or already in the building folder.
-        var done: [Int] = []
+        /// Entries linked, or already in the building folder: 32 bits each (a manifest has fewer
+        /// than 2^32 entries), 4 MB at 10^6 rather than 8, held until the walk ends.
+        var done: [UInt32] = []
         /// Entries whose current file the journal does not vouch for: linked later, if at all.
         var deferred: [Int] = []
     }
@@ -69,7 +70,7 @@ struct GenerationSeed: Sendable {
             outcome.currentFiles += part.outcome.currentFiles
             outcome.untrusted += part.outcome.untrusted
             outcome.linked += part.outcome.linked
-            for index in part.done { done[index] = true }
+            for index in part.done { done[Int(index)] = true }
             unverified.formUnion(part.deferred)
         }
         // What the current set lacks or holds unverified: a kept generation's verified copy, else
@@ -110,10 +111,10 @@ struct GenerationSeed: Sendable {
         }
         switch try linker.link(file) {
         case .linked:
-            part.done.append(index)
+            part.done.append(UInt32(truncatingIfNeeded: index))
             part.outcome.linked += 1
             if !ChangeTimeTrust.current.trustsMovedChangeTime(file.status) { part.outcome.untrusted.append((entry, file.status)) }
-        case .present: part.done.append(index)
+        case .present: part.done.append(UInt32(truncatingIfNeeded: index))
         case .refused: break
         }
     }
