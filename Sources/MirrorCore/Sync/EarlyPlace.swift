@@ -82,12 +82,17 @@ final class EarlyPlace {
         return try result.get()
     }
 
+    /// Waits until the journal read has ended: before the lock is given back, whoever gives it.
+    func waitForRead() {
+        _ = read.value()
+    }
+
     /// The run never came to open its place (an invalid manifest, a stop): the journal read ends,
     /// then the lock is given back. Does nothing once the run took it over.
     func abandon() {
         guard !handedOver else { return }
         handedOver = true
-        _ = read.value()
+        waitForRead()
         lock.release()
     }
 }

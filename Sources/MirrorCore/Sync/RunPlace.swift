@@ -98,6 +98,9 @@ final class RunPlace {
                             generations: generations, current: current,
                             keptGenerations: generations.map { keptSets(of: $0) } ?? [], seeds: options.seeds)
         } catch {
+            // A journal read begun while the manifest was read ends before the lock goes: it may
+            // cut a torn tail, which only the lock's holder may do.
+            early?.waitForRead()
             lock.release()
             throw error
         }
