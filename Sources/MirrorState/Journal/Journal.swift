@@ -76,7 +76,7 @@ public final class Journal: @unchecked Sendable {
     /// records (``VerifiedIndex/records(holding:digests:)``), the later ones by the content table
     /// (``verifiedRecords(withContent:)``), made at the first of them: a run that fetches a file
     /// or two of 10^6 (an atomic publish of one changed file) then never holds the table's 16 MB,
-    /// and one that fetches many pays a few passes of a few ms before it.
+    /// and one that fetches many pays a few passes before it.
     package func verifiedRecords(size: Int64, digests: DigestSet) -> [VerifiedRecord] {
         lock.lock()
         if contentScans < Journal.scansBeforeTable {

@@ -72,7 +72,7 @@ extension VerifiedIndex {
     }
 
     /// The latest records of exactly this size and these digests, found by one pass over the
-    /// arena in its order (a sequential read, a few ms at 10^6 records): for the first questions
+    /// arena in its order (a sequential read, the size compared first): for the first questions
     /// of a run, before a ``ContentTable`` (16 bytes a record, 32 while it is sorted) is worth
     /// making. A record a later one replaced is passed over: its path's slot points elsewhere.
     func records(holding size: Int64, digests: DigestSet) -> [VerifiedRecord] {
