@@ -79,17 +79,7 @@ package enum FileCount {
     /// `fstatat(AT_SYMLINK_NOFOLLOW)` when that is `DT_UNKNOWN`. Takes `fd` over and closes it.
     private static func listing(_ fd: Int32, displayPath: String,
                                 _ body: (Int32, [UInt8], () throws -> Bool) throws -> Void) throws {
-        guard let dir = fdopendir(fd) else {
-            let code = errno
-            close(fd)
-            throw SystemError("read folder", displayPath, code: code)
-        }
-        defer { closedir(dir) }
-        rewinddir(dir)
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
-            if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
-            let type = entry.pointee.d_type
+        try FileDescriptor.forEachEntry(takingOver: fd, displayPath: displayPath) { name, type in
             try body(fd, name) {
                 if type != UInt8(DT_UNKNOWN) { return type == UInt8(DT_DIR) }
                 var st = stat()

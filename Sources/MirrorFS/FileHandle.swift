@@ -143,22 +143,28 @@ extension FileDescriptor {
     static func entryNames(ofFolder folder: Int32, displayPath: String) throws -> [[UInt8]] {
         let fd = dup(folder)
         if fd < 0 { throw SystemError("read folder", displayPath) }
+        var out: [[UInt8]] = []
+        try forEachEntry(takingOver: fd, displayPath: displayPath) { name, _ in out.append(name) }
+        return out
+    }
+
+    /// Calls `body` with each name of the folder `fd` (not `.` or `..`) and its `d_type`, from
+    /// the start (`fdopendir`, `rewinddir`, `readdir`). Takes `fd` over: `closedir` closes it.
+    static func forEachEntry(takingOver fd: Int32, displayPath: String, _ body: ([UInt8], UInt8) throws -> Void) throws {
         guard let dir = fdopendir(fd) else {
             let code = errno
             Glibc.close(fd)
             throw SystemError("read folder", displayPath, code: code)
         }
         defer { closedir(dir) }
-        // The duplicate shares the folder's read position with this descriptor: a second listing
-        // would start where the first ended (and find nothing) without a rewind.
+        // A duplicate shares the folder's read position with the descriptor it copies: a second
+        // listing would start where the first ended (and find nothing) without a rewind.
         rewinddir(dir)
-        var out: [[UInt8]] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
             if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
-            out.append(name)
+            try body(name, entry.pointee.d_type)
         }
-        return out
     }
 }
 
