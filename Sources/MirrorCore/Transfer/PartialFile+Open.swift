@@ -33,14 +33,12 @@ extension PartialFile {
             if fd >= 0 {
                 let file = FileDescriptor(fd: fd, displayPath: displayPath)
                 let st = try file.stat()
-                if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions == 0o600 {
-                    return (file, true, false)
-                }
-                // Sealed for install (the Installer's `fchmod` to the manifest's mode) by a run
-                // that stopped, or lost power, before the rename: still this user's own file that
-                // nobody else may write, so it is set back to 0600 and resumed, not fetched again.
+                // A mode other than 0600 without group or other write: sealed for install (the
+                // Installer's `fchmod` to the manifest's mode) by a run that stopped, or lost
+                // power, before the rename; still this user's own file that nobody else may
+                // write, so it is set back to 0600 and resumed, not fetched again.
                 if st.isRegularFile, st.links == 1, st.owner == geteuid(), st.permissions & 0o022 == 0,
-                   DiskChange.fchmod(fd, 0o600) == 0 {
+                   st.permissions == 0o600 || DiskChange.fchmod(fd, 0o600) == 0 {
                     return (file, true, false)
                 }
                 file.close()
