@@ -67,15 +67,12 @@ package final class DiskTrace: @unchecked Sendable {
                        target: UnsafePointer<CChar>? = nil, _ body: () -> Int32) -> Int32 {
         lock.withLock {
             let where_ = path(dirfd, name)
-            let result = body()
-            guard result == 0 else { return result }
-            let code = errno
-            defer { errno = code }
-            var fields = [("path", where_)]
-            if kind == .mkdir { fields.append(("mode", text(mode & 0o7777))) }
-            if let target { fields.append(("target", bytes(target))) }
-            emit(kind, fields)
-            return result
+            return recording(body) {
+                var fields = [("path", where_)]
+                if kind == .mkdir { fields.append(("mode", text(mode & 0o7777))) }
+                if let target { fields.append(("target", bytes(target))) }
+                emit(kind, fields)
+            }
         }
     }
 
@@ -84,39 +81,26 @@ package final class DiskTrace: @unchecked Sendable {
         lock.withLock {
             let from = path(olddirfd, oldpath)
             let to = path(newdirfd, newpath)
-            let result = body()
-            guard result == 0 else { return result }
-            let code = errno
-            defer { errno = code }
-            emit(kind, [("from", from), ("to", to)])
-            return result
+            return recording(body) { emit(kind, [("from", from), ("to", to)]) }
         }
     }
 
     package func linkOpen(_ fd: Int32, _ newdirfd: Int32, _ newpath: UnsafePointer<CChar>, _ body: () -> Int32) -> Int32 {
         lock.withLock {
             let to = path(newdirfd, newpath)
-            let result = body()
-            guard result == 0 else { return result }
-            let code = errno
-            defer { errno = code }
-            emit(.link, [("ino", inode(fd)), ("to", to)])
-            return result
+            return recording(body) { emit(.link, [("ino", inode(fd)), ("to", to)]) }
         }
     }
 
     package func onFile(_ kind: Kind, _ fd: Int32, offset: Int64? = nil, length: Int64? = nil, _ body: () -> Int32) -> Int32 {
         lock.withLock {
-            let result = body()
-            guard result == 0 else { return result }
-            let code = errno
-            defer { errno = code }
-            var fields = [("ino", inode(fd))]
-            if kind == .syncfs { fields.append(("path", path(of: fd))) }
-            if let offset { fields.append(("off", text(offset))) }
-            if let length { fields.append((kind == .chmod ? "mode" : "len", text(length))) }
-            emit(kind, fields)
-            return result
+            recording(body) {
+                var fields = [("ino", inode(fd))]
+                if kind == .syncfs { fields.append(("path", path(of: fd))) }
+                if let offset { fields.append(("off", text(offset))) }
+                if let length { fields.append((kind == .chmod ? "mode" : "len", text(length))) }
+                emit(kind, fields)
+            }
         }
     }
 
@@ -159,14 +143,22 @@ package final class DiskTrace: @unchecked Sendable {
 
     package func clone(_ fd: Int32, _ body: () -> Int32) -> Int32 {
         lock.withLock {
-            let result = body()
-            guard result == 0 else { return result }
-            let code = errno
-            defer { errno = code }
-            var st = stat()
-            if fstat(fd, &st) == 0 { emitReadBack(fd, from: 0, count: Int(st.st_size)) }
-            return result
+            recording(body) {
+                var st = stat()
+                if fstat(fd, &st) == 0 { emitReadBack(fd, from: 0, count: Int(st.st_size)) }
+            }
         }
+    }
+
+    /// Makes the call (under the caller's hold of ``lock``) and, when it returned 0, records it
+    /// with `record`, `errno` left as the call set it: the trace holds what took effect, in order.
+    private func recording(_ body: () -> Int32, _ record: () -> Void) -> Int32 {
+        let result = body()
+        guard result == 0 else { return result }
+        let code = errno
+        defer { errno = code }
+        record()
+        return result
     }
 
     // MARK: - Writing records
