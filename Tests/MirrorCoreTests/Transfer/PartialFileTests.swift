@@ -175,17 +175,24 @@ import Glibc
         #expect(digests[.sha512]?.hex == Self.identity.digests[.sha512])
     }
 
-    /// A partial file that is not this process's own, mode 0600, is never resumed: a new file
-    /// takes its name.
-    @Test func aPartialWithAnotherModeIsReplacedNotResumed() throws {
+    /// 8 MiB of a download, journaled, its file's mode then set to `mode` and the file closed, as
+    /// a run that stopped leaves it; then opened again to resume from its record.
+    func reopened(afterChmod mode: mode_t) throws -> (PartialFile, PartialRecord) {
         let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
         first.sourceURL = "http://127.0.0.1/big.bin"
         try append(first, 0..<(8 << 20))
         let record = try #require(journal.records(for: "big.bin")?.partial)
-        #expect(fchmod(first.file.fd, 0o666) == 0)
+        #expect(fchmod(first.file.fd, mode) == 0)
         first.close()
         let again = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
                                     resumeFrom: record.bytes, saved: record)
+        return (again, record)
+    }
+
+    /// A partial file that is not this process's own, mode 0600, is never resumed: a new file
+    /// takes its name.
+    @Test func aPartialWithAnotherModeIsReplacedNotResumed() throws {
+        let (again, _) = try reopened(afterChmod: 0o666)
         #expect(again.length == 0)
         #expect(journal.records(for: "big.bin")?.partial == nil, "the journal forgot the old file first")
     }
@@ -195,14 +202,7 @@ import Glibc
     /// user's own file that nobody else may write: set back to 0600 and resumed, not fetched again
     /// (found by CrashStateTests.resumedSegmentedLargeFile).
     @Test func aPartialSealedForInstallIsResumed() throws {
-        let first = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal))
-        first.sourceURL = "http://127.0.0.1/big.bin"
-        try append(first, 0..<(8 << 20))
-        let record = try #require(journal.records(for: "big.bin")?.partial)
-        #expect(fchmod(first.file.fd, 0o644) == 0)
-        first.close()
-        let again = try PartialFile(identity: Self.identity, folder: folder, folderDisplay: dir.path, journal: JournalWriter(journal),
-                                    resumeFrom: record.bytes, saved: record)
+        let (again, record) = try reopened(afterChmod: 0o644)
         #expect(again.length == record.bytes)
         #expect(try again.file.stat().permissions == 0o600)
         #expect(again.resumedFromSavedState, "the same inode: its saved hash state is restored")
