@@ -84,10 +84,10 @@ struct AtomicBuild {
     /// decided while the manifest was read, not again), stopping at the first that is not up to
     /// date; then a count of the set's files from its folders' listings (``FileCount``): as many
     /// as the entries means nothing else is there. With a filter whose left-out files stay in the
-    /// set, or a set too deep to count, the set is walked instead (``walkedSetIsComplete()``).
+    /// set, or a set too deep to count, the set is walked instead (``walkedSetIsComplete(_:)``).
     func currentIsComplete(known: PlanLookAhead.Decided?) throws -> Bool {
         guard case .generation = store.current(), let current = try Destination.openExisting(store.identity) else { return false }
-        if filter != nil && !deleteExcluded { return try walkedSetIsComplete() }
+        if filter != nil && !deleteExcluded { return try walkedSetIsComplete(current) }
         struct NotUpToDate: Error {}
         let reconciler = Reconciler(planner: Planner(destination: current, journal: journal, partialFolder: partialFolder), journal: journal)
         do {
@@ -98,15 +98,15 @@ struct AtomicBuild {
             return false
         }
         guard let count = try FileCount.nonFolders(under: current.root, skippingTopLevel: Array(Destination.stateFolderName.utf8)) else {
-            return try walkedSetIsComplete()
+            return try walkedSetIsComplete(current)
         }
         return count == manifest.entries.count
     }
 
-    /// ``currentIsComplete(known:)`` by one walk of the set, one `fstatat` per file relative to
-    /// its open folder, and nothing kept of it: for a set a filter left files in.
-    private func walkedSetIsComplete() throws -> Bool {
-        guard case .generation = store.current(), let current = try Destination.openExisting(store.identity) else { return false }
+    /// ``currentIsComplete(known:)`` by one walk of `current` (the generation DEST shows), one
+    /// `fstatat` per file relative to its open folder, and nothing kept of it: for a set a filter
+    /// left files in.
+    private func walkedSetIsComplete(_ current: Destination) throws -> Bool {
         let entries = manifest.entries
         let listed = PathIndex(listing: entries)
         let reconciler = Reconciler(planner: Planner(destination: current, journal: journal, partialFolder: partialFolder), journal: journal)
