@@ -146,10 +146,11 @@ final class RunPlace {
     /// The first atomic run on a plain DEST keeps the set DEST showed as a generation of its own
     /// (g1), so that `rollback` can go back to it: the plain folder itself becomes generation 1
     /// (``GenerationStore/adoptPlainFolder()``: one exchange of names, no link made, no file's
-    /// status moved); the run then builds the manifest's set as the next one. Only a set worth going back to is kept: the last run
-    /// ended `ok` and the journal vouches for every file in the folder (nothing of the user's,
-    /// nothing half-updated). A conversion that a kill interrupted (files in `building/` already)
-    /// goes on as it was. True when DEST now shows the kept set.
+    /// status moved); the run then builds the manifest's set as the next one. Only a set worth
+    /// going back to is kept: the last run ended `ok` and the journal vouches for every file in
+    /// the folder (nothing of the user's, nothing half-updated). A conversion that a kill
+    /// interrupted (files in `building/` already) goes on as it was. True when DEST now shows the
+    /// kept set.
     private static func keepPlainSet(_ plain: Destination, in store: GenerationStore, building destination: Destination,
                                      manifest: Manifest, writer: JournalWriter, report: ConsoleReport) throws -> Bool {
         let journal = writer.journal
