@@ -18,6 +18,13 @@ enum CrashScenarios {
         guard codes.contains(result.exitCode) else { throw CrashTraceError("\(what) exited \(result.exitCode): \(result.stderr)") }
     }
 
+    /// Publishes `version` and syncs it, which must exit 0 (`what` names the sync in a failure):
+    /// a version every scenario's world holds before the run it records.
+    static func publishAndSync(_ world: CrashWorld, _ version: [(path: String, size: Int64, seed: UInt64)], _ what: String) throws {
+        try world.publish(version)
+        try expectExit(try world.sync(), [0], what)
+    }
+
     /// A first sync of many small files: every file through the install batches' group commit.
     static let groupCommit = CrashScenario(name: "firstSyncOfManySmallFiles", prepare: { world in
         try world.publish(files(48, prefix: "small", seed: 1))
@@ -47,8 +54,7 @@ enum CrashScenarios {
     /// `--delete`: a version drops, changes and adds files; the files it drops are removed.
     static let deletion = CrashScenario(name: "deleteRun", prepare: { world in
         let v1 = files(30, prefix: "d", seed: 3)
-        try world.publish(v1)
-        try expectExit(try world.sync(), [0], "the first sync")
+        try publishAndSync(world, v1, "the first sync")
         var v2 = Array(v1.dropFirst(10))
         for i in 0..<5 { v2[i].seed += 500 }
         v2 += files(5, prefix: "new", seed: 4)
@@ -61,12 +67,10 @@ enum CrashScenarios {
         world.atomic = true
         world.syncOptions = ["--atomic", "--keep", "1"]
         let v1 = files(16, prefix: "a", seed: 5)
-        try world.publish(v1)
-        try expectExit(try world.sync(), [0], "the first atomic sync")
+        try publishAndSync(world, v1, "the first atomic sync")
         var v2 = v1
         for i in 0..<4 { v2[i].seed += 700 }
-        try world.publish(v2)
-        try expectExit(try world.sync(), [0], "the second atomic sync")
+        try publishAndSync(world, v2, "the second atomic sync")
         var v3 = Array(v2.dropFirst(2))
         for i in 4..<8 { v3[i].seed += 900 }
         v3 += files(3, prefix: "b", seed: 6)
@@ -79,20 +83,17 @@ enum CrashScenarios {
         world.atomic = true
         world.syncOptions = ["--atomic"]
         let v1 = files(12, prefix: "r", seed: 9)
-        try world.publish(v1)
-        try expectExit(try world.sync(), [0], "the first atomic sync")
+        try publishAndSync(world, v1, "the first atomic sync")
         var v2 = v1
         for i in 0..<5 { v2[i].seed += 300 }
-        try world.publish(v2)
-        try expectExit(try world.sync(), [0], "the second atomic sync")
+        try publishAndSync(world, v2, "the second atomic sync")
     }, recorded: { world in ["rollback", "--dest", world.dest] }, rollbackAfter: true)
 
     /// A journal past its bound is compacted at the start of a sync that then installs files.
     static let compaction = CrashScenario(name: "journalCompaction", prepare: { world in
         let v1 = files(10, prefix: "c", seed: 10)
-        try world.publish(v1)
-        try expectExit(try world.sync(), [0], "the first sync")
-        // Past 4 x entries + 256 lines: run records, as many runs would leave.
+        try publishAndSync(world, v1, "the first sync")
+        // Past 1.5 x entries + 256 lines (docs/journal.md, rule 5): run records, as many runs would leave.
         var lines = ""
         for i in 0..<320 {
             let body = "run start=\(1_795_000_000 + i) end=\(1_795_000_001 + i) result=ok downloaded=0 failed=0 bytes=0"
@@ -110,8 +111,7 @@ enum CrashScenarios {
     /// A plain DEST converted to an atomic one by its first `--atomic` sync (with a new version).
     static let conversion = CrashScenario(name: "conversionToAtomic", prepare: { world in
         let v1 = files(14, prefix: "p", seed: 11)
-        try world.publish(v1)
-        try expectExit(try world.sync(), [0], "the plain sync")
+        try publishAndSync(world, v1, "the plain sync")
         var v2 = v1
         for i in 0..<3 { v2[i].seed += 200 }
         try world.publish(v2)
