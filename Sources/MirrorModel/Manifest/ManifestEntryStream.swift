@@ -42,7 +42,7 @@ struct ManifestEntryStream {
         rules.tree = tree
         defer { rules.tree = YAMLTree() }
         do {
-            let (entry, relativeURL) = try rules.entryIgnoringBase(item)
+            let (entry, relativeURL) = try rules.entryIgnoringBase(item, after: output.entries)
             if let relativeURL, output.firstRelative == nil {
                 output.firstRelative = rules.missingBaseError(entry, at: relativeURL)
             }

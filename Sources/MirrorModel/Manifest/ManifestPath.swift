@@ -35,9 +35,6 @@ public struct ManifestPath: Hashable, Comparable, Sendable, CustomStringConverti
 
     public var byteCount: Int { Int(count) }
 
-    /// Where the bytes are, for ``PathIndex``, which keeps the blocks rather than the paths.
-    var place: (block: ByteBlock, offset: UInt32) { (shared.block, offset) }
-
     @inline(__always)
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try shared.block.withBytes(at: offset, count: count, body)

@@ -40,13 +40,14 @@ extension ManifestRules {
         var entries: [ManifestEntry] = []
         entries.reserveCapacity(count)
         for i in 0 ..< count {
-            entries.append(try entry(tree.item(files, i)))
+            entries.append(try entry(tree.item(files, i), after: entries))
         }
         return entries
     }
 
-    mutating func entry(_ node: YAMLTree.Ref) throws -> ManifestEntry {
-        let (entry, relativeURL) = try entryIgnoringBase(node)
+    /// Entry `earlier.count`, read from `node`.
+    mutating func entry(_ node: YAMLTree.Ref, after earlier: [ManifestEntry]) throws -> ManifestEntry {
+        let (entry, relativeURL) = try entryIgnoringBase(node, after: earlier)
         if let relativeURL, baseURL == nil { throw missingBaseError(entry, at: relativeURL) }
         return entry
     }
@@ -59,8 +60,8 @@ extension ManifestRules {
 
     /// An entry, checked by every rule but one: a relative url needs `base_url`, which a streamed
     /// reader (``ManifestEntryStream``) knows only at the end. The second value says where that
-    /// rule would apply.
-    mutating func entryIgnoringBase(_ node: YAMLTree.Ref) throws -> (ManifestEntry, RelativeURL?) {
+    /// rule would apply. `earlier`: the entries before it, whose paths its path must not clash with.
+    mutating func entryIgnoringBase(_ node: YAMLTree.Ref, after earlier: [ManifestEntry]) throws -> (ManifestEntry, RelativeURL?) {
         guard tree.kind(node) == .mapping else {
             throw error(node, "each entry of files must be a mapping with path, size and sha256, got \(tree.describe(node))")
         }
@@ -79,7 +80,7 @@ extension ManifestRules {
             switch EntryKey(tree.bytes(key)) {
             case .path:
                 let p = arena.path(try pathValue(value))
-                if let problem = paths.insert(p, line: value.line) { throw error(value, problem) }
+                if let problem = paths.insert(p, line: value.line, after: earlier) { throw error(value, problem) }
                 path = p
             case .url:
                 urlNode = value

@@ -8,157 +8,160 @@ import Darwin
 /// path is a folder of another's" with one hash lookup per new path and per new folder, so that
 /// 10^6 entries cost O(total path length).
 ///
-/// A small open-addressing table over the paths' own bytes rather than `[String: Int]`: keys are
-/// the bytes of paths and of their folders (prefixes), which would otherwise each need a String
-/// allocation, and Swift's String hashing normalises Unicode first. Hashing still goes through
-/// `Hasher` (SipHash, randomly seeded per process), so a crafted manifest cannot force collisions.
+/// A small open-addressing table whose keys name bytes the entries already hold, rather than
+/// `[String: Int]`: keys are paths and their folders (prefixes), which would otherwise each need a
+/// String allocation, and Swift's String hashing normalises Unicode first. Hashing still goes
+/// through `Hasher` (SipHash, randomly seeded per process), so a crafted manifest cannot force
+/// collisions.
+///
+/// A key is "the first `count` bytes of entry `entry`'s path": the whole path for a file, a prefix
+/// ending before a `/` for a folder (named after the first file listed under it, whose line the
+/// messages give). The slot itself holds the key, so the table is all the index keeps: 8 bytes a
+/// slot, 2^21 slots (16 MB) for 10^6 paths, where a table of slots pointing at 16-byte keys took
+/// twice that at the peak of a no-op's reading (docs/performance.md, "Paths in the arena").
+/// The entries are lent to each insertion while a manifest is read (the reader appends to them:
+/// holding them here would copy them), and kept by an index made ``init(listing:)``.
 package struct PathIndex: Sendable {
-    /// 16 bytes: 10^6 entries make 10^6 + (folders) keys. The hash is not kept (the slot holds
-    /// its high bits, and a rehash computes it again from the bytes). A key's bytes are the first
-    /// `count` bytes of an inserted path, where that path's bytes are (a folder: of the first file
-    /// listed under it), so the index copies no path and keeps no list of them, only the blocks
-    /// they are in (docs/performance.md, "Paths in the arena").
+    /// The first `count` bytes of entry `entry`'s path.
     private struct Key {
-        var block: UInt32       // in `blocks`
-        var offset: UInt32      // in that block
-        var count: UInt32
-        /// A file: its line (≥ 0). A folder: -1 - the key of the first file listed under it
-        /// (whose line the messages name).
-        var lineOrFirstFile: Int32
-
-        var isFile: Bool { lineOrFirstFile >= 0 }
-        var line: Int32 { lineOrFirstFile }
-        var firstFile: Int { Int(-1 - lineOrFirstFile) }
+        var entry: Int
+        var count: Int
     }
 
-    /// The blocks that hold the inserted paths, each once (a manifest's paths come from one
-    /// ``ByteArena``, block after block).
-    /// ``SharedBlock``s, so that a finished index is `Sendable`: asked from several threads
-    /// (an atomic run's seeding), it only reads.
-    private var blocks: [SharedBlock] = []
-    /// Where the path being inserted is: its block in `blocks` and its offset there.
-    private var current: (block: UInt32, offset: UInt32) = (0, 0)
-    private var keys: [Key] = []
-    /// 0 for an empty slot, else (high 32 bits of the key's hash) << 32 | (key index + 1): probing
-    /// compares hashes in the table itself and touches `keys` only on a probable match.
+    /// 0 for an empty slot, else, from the top: 20 bits of the key's hash, its `count` (16 bits;
+    /// `longCount` for a key as long as that or longer), and 1 + its entry (28 bits), or for a long
+    /// key 1 + its place in `longKeys`. Probing compares the hash bits and the count in the slot and
+    /// reads the entry's bytes only on a probable match.
     /// Power-of-two size, at most three quarters full: linear probing then needs about 2.5 slots
     /// for a key that is there and 8.5 for one that is not, all but the first in the same few
-    /// cache lines, and 10^6 paths take 2^21 slots (16 MB) instead of 2^22.
+    /// cache lines.
     private var slots: [UInt64] = Array(repeating: 0, count: 64)
+    private var keyCount = 0
+    /// Keys of `longCount` bytes or more (a path that long cannot be a file on Linux, whose
+    /// PATH_MAX is 4096, but the manifest's rules do not refuse it, so the index must hold it).
+    private var longKeys: [Key] = []
+    /// The entries whose paths an index made ``init(listing:)`` holds; empty while a manifest is read.
+    private let listing: [ManifestEntry]
+    /// The key of the folder of the path inserted last: a sorted manifest lists a folder's files
+    /// one after another, and they need no hash and no lookup for it (a folder stays one: a later
+    /// file at its path is found as a folder when it is inserted).
+    private var lastParent: Key?
+    /// The new folders of the path being inserted (their byte counts and hashes), kept between
+    /// insertions so that their room is allocated once.
+    private var newFolders: [(count: Int, hash: Int)] = []
+
+    private static let entryBits: UInt64 = 28
+    private static let refMask: UInt64 = (1 << entryBits) - 1
+    private static let longCount = 0xFFFF
+    /// Entries (and long keys) are counted in `entryBits` bits. A manifest is under 2 GiB
+    /// (``YAMLParser``) and an entry takes at least ~90 bytes of it, so ~24 million at most.
+    private static let maxEntries = Int(refMask) - 1
+
+    init() { listing = [] }
 
     /// Room for `count` paths and as many folders. The table is written in full when made
-    /// (resident at once), so `count` should not be a generous guess; the arrays are only reserved.
+    /// (resident at once), so `count` should not be a generous guess. Only before the first path:
+    /// the table grows by itself later.
     mutating func reserve(_ count: Int) {
-        keys.reserveCapacity(count * 2)
+        guard keyCount == 0 else { return }
         var size = slots.count
         while !PathIndex.fits(count, in: size) { size *= 2 }
-        if size > slots.count { rehash(size) }
+        if size > slots.count { slots = Array(repeating: 0, count: size) }
     }
 
     private static func fits(_ keys: Int, in slots: Int) -> Bool { keys * 4 <= slots * 3 }
 
-    /// Records `path`; returns a message when it repeats or clashes with an earlier path.
-    mutating func insert(_ path: String, line: Int) -> String? {
-        insert(ManifestPath(path), line: line)
-    }
-
-    /// Records `path` (kept, not copied); returns a message when it repeats or clashes with an
-    /// earlier path.
-    mutating func insert(_ path: ManifestPath, line: Int) -> String? {
-        path.withBytes { insert(bytes: $0, path: path, line: line) }
-    }
-
-    private mutating func insert(bytes: UnsafeBufferPointer<UInt8>, path: ManifestPath, line: Int) -> String? {
-        // Keys and paths are counted in 32 bits; each path adds itself and at most one key per folder.
-        guard keys.count < Int(Int32.max) - bytes.count - 1 else {
+    /// Records `path`, the path of entry `earlier.count`, listed on `line` after `earlier`;
+    /// returns a message when it repeats or clashes with an earlier path, and then records nothing.
+    mutating func insert(_ path: ManifestPath, line: Int, after earlier: [ManifestEntry]) -> String? {
+        guard earlier.count < PathIndex.maxEntries, longKeys.count < PathIndex.maxEntries else {
             return "too many paths and folders (line \(line)); split the manifest"
         }
-        let h = PathIndex.hash(bytes)
-        if let k = find(bytes, hash: h) {
-            let key = keys[k]
-            if key.isFile { return "duplicate path \(quoted(path.string)): first listed on line \(key.line)" }
-            let file = keys[key.firstFile]
-            return "path \(quoted(path.string)) (line \(line)) is a folder of \(quoted(text(file))) (line \(file.line)); a path cannot be both a file and a folder"
-        }
-        let place = path.place
-        if blocks.last?.block !== place.block { blocks.append(SharedBlock(place.block)) }
-        current = (UInt32(truncatingIfNeeded: blocks.count - 1), place.offset)
-        let fileKey = add(bytes, hash: h, lineOrFirstFile: Int32(clamping: max(0, line)))
-        // Folders from the longest prefix down. Once a prefix is already known, so are all shorter
-        // ones, and they were checked against the files when they were added.
-        var end = bytes.count
-        while let slash = bytes[..<end].lastIndex(of: UInt8(ascii: "/")) {
-            let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
-            let isParent = end == bytes.count
-            if isParent && isLastParent(folder) { break }
-            let hf = PathIndex.hash(folder)
-            if let k = find(folder, hash: hf) {
-                let key = keys[k]
-                if !key.isFile {
-                    if isParent { lastParent = k }
-                    break
-                }
-                return "path \(quoted(path.string)) (line \(line)) is inside \(quoted(text(key))), which is listed as a file on line \(key.line); a path cannot be both a file and a folder"
-            }
-            let k = add(folder, hash: hf, lineOrFirstFile: Int32(truncatingIfNeeded: -1 - fileKey))
-            if isParent { lastParent = k }
-            end = slash
-        }
-        return nil
+        let paths = Paths(entries: earlier, pending: path)
+        return path.withBytes { insert($0, entry: earlier.count, paths: paths) }
+            .map { clash in clash.message(path: path.string, line: line, paths: paths) }
     }
-
-    init() {}
 
     /// The paths of `entries` (a valid manifest's: no repeats, no path a folder of another) and
     /// their folders, pointing into the entries' own bytes: what deleting and the building of a
-    /// generation ask "is it listed?" of, for 16 bytes a key where a `Set` of `[UInt8]` took ~75.
+    /// generation ask "is it listed?" of, for 8 bytes a slot where a `Set` of `[UInt8]` took ~75.
     package init(listing entries: [ManifestEntry]) {
+        listing = entries
         reserve(entries.count)
-        for (i, entry) in entries.enumerated() { _ = insert(entry.pathBytes, line: i) }
+        let paths = Paths(entries: entries, pending: nil)
+        for (i, entry) in entries.enumerated() where i < PathIndex.maxEntries {
+            _ = entry.pathBytes.withBytes { insert($0, entry: i, paths: paths) }
+        }
     }
 
     /// Whether a listed entry has exactly this path.
     package func containsFile(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { entryIndex(bytes) != nil }
 
     /// For an index made ``init(listing:)``: the position in its entries of the entry with exactly
-    /// this path (for one made while a manifest is read, its line).
+    /// this path.
     package func entryIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        find(bytes, hash: PathIndex.hash(bytes)).flatMap { keys[$0].isFile ? Int(keys[$0].line) : nil }
+        let paths = Paths(entries: listing, pending: nil)
+        return find(bytes, hash: PathIndex.hash(bytes), paths: paths).flatMap { paths.isFile($0) ? $0.entry : nil }
     }
 
     /// Whether some listed entry lies in this folder (at any depth).
     func containsFolder(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        find(bytes, hash: PathIndex.hash(bytes)).map { !keys[$0].isFile } ?? false
+        let paths = Paths(entries: listing, pending: nil)
+        return find(bytes, hash: PathIndex.hash(bytes), paths: paths).map { !paths.isFile($0) } ?? false
     }
 
     package func containsFile(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { containsFile($0) } }
     package func containsFolder(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { containsFolder($0) } }
 
-    /// The key of the folder of the path inserted last, a folder by then: a sorted manifest lists
-    /// a folder's files one after another, and they need no hash and no lookup for it (a folder
-    /// stays one: a later file at its path is found as a folder when it is inserted).
-    private var lastParent = -1
+    /// Why a path was refused: the key it met.
+    private enum Clash {
+        case repeated(Key)
+        case underAFile(Key)
 
-    private func isLastParent(_ folder: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard lastParent >= 0 else { return false }
-        return matches(keys[lastParent], folder)
+        func message(path: String, line: Int, paths: Paths) -> String {
+            switch self {
+            case .repeated(let key) where paths.isFile(key):
+                return "duplicate path \(quoted(path)): first listed on line \(paths.line(key.entry))"
+            case .repeated(let key):
+                return "path \(quoted(path)) (line \(line)) is a folder of \(quoted(paths.text(key.entry))) (line \(paths.line(key.entry))); a path cannot be both a file and a folder"
+            case .underAFile(let key):
+                return "path \(quoted(path)) (line \(line)) is inside \(quoted(paths.text(key.entry))), which is listed as a file on line \(paths.line(key.entry)); a path cannot be both a file and a folder"
+            }
+        }
     }
 
-    /// Whether `key`'s bytes are `bytes`.
-    @inline(__always)
-    private func matches(_ key: Key, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard Int(key.count) == bytes.count else { return false }
-        guard let b = bytes.baseAddress, key.count > 0 else { return true }
-        return withBytes(key) { a in a.baseAddress.map { memcmp($0, b, bytes.count) == 0 } ?? false }
-    }
-
-    @inline(__always)
-    private func withBytes<R>(_ key: Key, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        blocks[Int(key.block)].block.withBytes(at: key.offset, count: key.count, body)
-    }
-
-    private func text(_ key: Key) -> String {
-        withBytes(key) { String(decoding: $0, as: UTF8.self) }
+    /// Checks `bytes`, the path of `entry`, against every key; only when it clashes with none are
+    /// it and its new folders added.
+    private mutating func insert(_ bytes: UnsafeBufferPointer<UInt8>, entry: Int, paths: Paths) -> Clash? {
+        let h = PathIndex.hash(bytes)
+        if let key = find(bytes, hash: h, paths: paths) { return .repeated(key) }
+        // Folders from the longest prefix down. Once a prefix is already known, so are all shorter
+        // ones, and they were checked against the files when they were added.
+        newFolders.removeAll(keepingCapacity: true)
+        var parent: Key?
+        var end = bytes.count
+        while let slash = bytes[..<end].lastIndex(of: UInt8(ascii: "/")) {
+            let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
+            let isParent = end == bytes.count
+            if isParent, let last = lastParent, paths.matches(last, folder) {
+                parent = last
+                break
+            }
+            let hf = PathIndex.hash(folder)
+            if let key = find(folder, hash: hf, paths: paths) {
+                if paths.isFile(key) { return .underAFile(key) }
+                if isParent { parent = key }
+                break
+            }
+            newFolders.append((slash, hf))
+            end = slash
+        }
+        add(Key(entry: entry, count: bytes.count), hash: h, paths: paths)
+        for folder in newFolders { add(Key(entry: entry, count: folder.count), hash: folder.hash, paths: paths) }
+        // The first new folder, if any, is the path's parent: the walk stops at the first known one.
+        if parent == nil, let first = newFolders.first { parent = Key(entry: entry, count: first.count) }
+        if let parent { lastParent = parent }
+        return nil
     }
 
     private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
@@ -167,45 +170,89 @@ package struct PathIndex: Sendable {
         return hasher.finalize()
     }
 
-    private func find(_ bytes: UnsafeBufferPointer<UInt8>, hash h: Int) -> Int? {
+    private static func tag(_ hash: Int) -> UInt64 { UInt64(UInt(bitPattern: hash) >> 44) }
+
+    /// The count a slot holds for a key of `count` bytes.
+    private static func slotCount(_ count: Int) -> UInt64 { UInt64(min(count, longCount)) }
+
+    private func key(in slot: UInt64) -> Key {
+        let ref = Int(slot & PathIndex.refMask) - 1
+        let count = Int((slot >> PathIndex.entryBits) & 0xFFFF)
+        return count == PathIndex.longCount ? longKeys[ref] : Key(entry: ref, count: count)
+    }
+
+    private func find(_ bytes: UnsafeBufferPointer<UInt8>, hash h: Int, paths: Paths) -> Key? {
         let mask = slots.count - 1
         var i = h & mask
-        let tag = PathIndex.tag(h)
+        let probe = PathIndex.tag(h) << 16 | PathIndex.slotCount(bytes.count)
         while true {
             let slot = slots[i]
             if slot == 0 { return nil }
-            if slot >> 32 == tag {
-                let k = Int(slot & 0xffff_ffff) - 1
-                if matches(keys[k], bytes) { return k }
+            if slot >> PathIndex.entryBits == probe {
+                let key = key(in: slot)
+                if paths.matches(key, bytes) { return key }
             }
             i = (i + 1) & mask
         }
     }
 
-    /// Adds a key known to be absent, for the first `bytes.count` bytes of the path being
-    /// inserted; returns its index.
-    private mutating func add(_ bytes: UnsafeBufferPointer<UInt8>, hash h: Int, lineOrFirstFile: Int32) -> Int {
-        if !PathIndex.fits(keys.count + 1, in: slots.count) { rehash(slots.count * 2) }
-        keys.append(Key(block: current.block, offset: current.offset, count: UInt32(truncatingIfNeeded: bytes.count),
-                        lineOrFirstFile: lineOrFirstFile))
-        place(keys.count - 1, hash: h)
-        return keys.count - 1
+    /// Adds a key known to be absent.
+    private mutating func add(_ key: Key, hash h: Int, paths: Paths) {
+        if !PathIndex.fits(keyCount + 1, in: slots.count) { rehash(slots.count * 2, paths: paths) }
+        let ref: Int
+        if key.count >= PathIndex.longCount {
+            longKeys.append(key)
+            ref = longKeys.count - 1
+        } else {
+            ref = key.entry
+        }
+        place(PathIndex.tag(h) << (16 + PathIndex.entryBits) | PathIndex.slotCount(key.count) << PathIndex.entryBits
+              | UInt64(ref + 1), hash: h)
+        keyCount += 1
     }
 
-    private mutating func place(_ k: Int, hash: Int) {
+    private mutating func place(_ slot: UInt64, hash: Int) {
         let mask = slots.count - 1
         var i = hash & mask
         while slots[i] != 0 { i = (i + 1) & mask }
-        slots[i] = PathIndex.tag(hash) << 32 | UInt64(k + 1)
+        slots[i] = slot
     }
 
-    private static func tag(_ hash: Int) -> UInt64 { UInt64(UInt(bitPattern: hash) >> 32) }
-
-    private mutating func rehash(_ size: Int) {
+    private mutating func rehash(_ size: Int, paths: Paths) {
+        let old = slots
         slots = Array(repeating: 0, count: size)
-        for k in keys.indices {
-            let h = withBytes(keys[k]) { PathIndex.hash($0) }
-            place(k, hash: h)
+        for slot in old where slot != 0 {
+            let h = paths.withBytes(key(in: slot)) { PathIndex.hash($0) }
+            place(slot, hash: h)
         }
+    }
+
+    /// Where keys' bytes are: the entries, and the path being inserted, whose entry is not yet
+    /// among them (entry `entries.count`).
+    private struct Paths {
+        let entries: [ManifestEntry]
+        let pending: ManifestPath?
+
+        private func path(_ entry: Int) -> ManifestPath? {
+            entry < entries.count ? entries[entry].pathBytes : pending
+        }
+
+        @inline(__always)
+        func withBytes<R>(_ key: Key, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+            guard let path = path(key.entry) else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+            return path.withBytes { body(UnsafeBufferPointer(rebasing: $0.prefix(key.count))) }
+        }
+
+        /// Whether `key`'s bytes are `bytes`.
+        @inline(__always)
+        func matches(_ key: Key, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard key.count == bytes.count else { return false }
+            guard let b = bytes.baseAddress, key.count > 0 else { return true }
+            return withBytes(key) { a in a.count == bytes.count && a.baseAddress.map { memcmp($0, b, bytes.count) == 0 } ?? false }
+        }
+
+        func isFile(_ key: Key) -> Bool { key.count == (path(key.entry)?.byteCount ?? key.count) }
+        func text(_ entry: Int) -> String { path(entry)?.string ?? "" }
+        func line(_ entry: Int) -> Int { entry < entries.count ? entries[entry].line : 0 }
     }
 }

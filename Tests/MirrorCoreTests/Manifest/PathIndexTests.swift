@@ -18,10 +18,23 @@ struct PathIndexTests {
         mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     }
 
+    /// A manifest's reading: the index and the entries it names, each appended once its path is accepted.
+    struct Reading {
+        var index = PathIndex()
+        var entries: [ManifestEntry] = []
+
+        mutating func insert(_ path: String, line: Int) -> String? {
+            let bytes = ManifestPath(path)
+            let refused = index.insert(bytes, line: line, after: entries)
+            if refused == nil { entries.append(ManifestEntry(pathBytes: bytes, url: nil, size: 0, digests: DigestSet(), line: line)) }
+            return refused
+        }
+    }
+
     @Test(arguments: [UInt64(1), 2, 3])
     func clashesAmongManyPathsAreFoundWithTheFirstLine(seed: UInt64) {
         var random = Random(state: seed &* 0x9E37_79B9_7F4A_7C15 | 1)
-        var index = PathIndex()
+        var index = Reading()
         var files: [(path: String, line: Int)] = []
         // 60,000 files in folders two and three deep; line numbers as a manifest would have them.
         for i in 0 ..< 60_000 {
@@ -33,8 +46,7 @@ struct PathIndexTests {
             #expect(index.insert(path, line: line) == nil, "seed \(seed): \(path) refused")
             files.append((path, line))
         }
-        // Each probe on a file of its own: a refused path may stay in the index (the reader
-        // stops at the first refusal), so a file probed twice would meet its own probes.
+        // Each probe on a file of its own, so that each file's clashes are first met here.
         var probed = Set<Int>()
         while probed.count < 200 {
             let pick = random.below(files.count)
@@ -54,5 +66,39 @@ struct PathIndexTests {
         }
         // A new path in a known folder is still accepted after all that.
         #expect(index.insert("d1/new-file", line: 1_000_000) == nil, "seed \(seed)")
+    }
+
+    /// A refused path leaves nothing behind: not its own key, whose entry is never appended (its
+    /// bytes would then be read from an entry that does not exist), and not its new folders.
+    @Test func aRefusedPathLeavesNoKey() {
+        var index = Reading()
+        #expect(index.insert("a/b", line: 4) == nil)
+        let inside = "path \"a/b/c/d\" (line 7) is inside \"a/b\", which is listed as a file on line 4; a path cannot be both a file and a folder"
+        #expect(index.insert("a/b/c/d", line: 7) == inside)
+        #expect(index.insert("a/b/c/d", line: 7) == inside)
+        #expect(index.insert("a/b/c", line: 7) == "path \"a/b/c\" (line 7) is inside \"a/b\", which is listed as a file on line 4; a path cannot be both a file and a folder")
+        #expect(index.insert("a/c", line: 8) == nil)
+        #expect(index.entries.count == 2)
+    }
+
+    /// Keys of 65,535 bytes and more, whose length a slot cannot hold, are told apart by their
+    /// own length: a long path, its long folder and a file under it.
+    @Test func longPathsAndFoldersAreKeysLikeAnyOther() {
+        let folder = String(repeating: "x", count: 70_000)
+        var index = Reading()
+        #expect(index.insert(folder + "/a", line: 4) == nil)
+        #expect(index.insert(folder + "/b", line: 5) == nil)
+        #expect(index.insert(folder + "/a", line: 6)?.hasPrefix("duplicate path") == true)
+        #expect(index.insert(folder, line: 7)?.contains("is a folder of") == true)
+        #expect(index.insert(folder + "/c/d", line: 8) == nil)
+        #expect(index.insert(folder + "/c", line: 9)?.contains("is a folder of") == true)
+        // Asked apart from the expectations, which would print the whole index when they fail.
+        let listing = PathIndex(listing: index.entries)
+        let folderIsAFolder = listing.containsFolder(Array((folder + "/c").utf8))
+        let fileIsAFile = listing.containsFile(Array((folder + "/c/d").utf8))
+        let folderIsAFile = listing.containsFile(Array((folder + "/c").utf8))
+        let b = Array((folder + "/b").utf8).withUnsafeBufferPointer { listing.entryIndex($0) }
+        #expect(folderIsAFolder && fileIsAFile && !folderIsAFile)
+        #expect(b == 1)
     }
 }
