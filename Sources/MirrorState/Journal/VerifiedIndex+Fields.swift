@@ -9,7 +9,7 @@ extension VerifiedIndex {
     /// Whether the packed record at `at` was written for exactly this size and these digests:
     /// the compare ``EntryIdentity`` makes (a digest kept as text equals no entry's), in place.
     static func holds(_ at: UnsafeRawPointer, size: Int64, digests: DigestSet) -> Bool {
-        guard at.loadUnaligned(as: Int64.self) == size else { return false }
+        guard at.loadUnaligned(fromByteOffset: Layout.size, as: Int64.self) == size else { return false }
         var same = true
         digestFields(at) { algorithm, field in
             switch field {
@@ -26,7 +26,7 @@ extension VerifiedIndex {
         return same
     }
 
-    /// One digest field of a packed record (the layout above).
+    /// One digest field of a packed record (``Layout``).
     enum DigestField {
         case absent
         /// The digest's bytes.
@@ -42,17 +42,15 @@ extension VerifiedIndex {
     @inline(__always)
     @discardableResult
     static func digestFields(_ at: UnsafeRawPointer, _ body: (DigestAlgorithm, DigestField) -> Bool) -> Int {
-        var i = fixedSize + Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-        var algorithmRaw = 0
-        while let algorithm = DigestAlgorithm(rawValue: algorithmRaw) {
-            let kind = at.load(fromByteOffset: i, as: UInt8.self)
-            i += 1
+        let flags = Layout.flags(at)
+        var i = Layout.pathStart(flags) + Layout.pathCount(at)
+        for algorithm in DigestAlgorithm.allCases {
             let field: DigestField
-            switch kind {
-            case 1:
+            switch Layout.kind(flags, algorithm) {
+            case Layout.raw:
                 field = .raw(UnsafeRawBufferPointer(start: at + i, count: algorithm.byteCount))
                 i += algorithm.byteCount
-            case 2:
+            case Layout.text:
                 let n = Int(at.loadUnaligned(fromByteOffset: i, as: UInt16.self))
                 field = .text(UnsafeRawBufferPointer(start: at + i + 2, count: n))
                 i += 2 + n
@@ -60,7 +58,6 @@ extension VerifiedIndex {
                 field = .absent
             }
             guard body(algorithm, field) else { break }
-            algorithmRaw += 1
         }
         return i
     }

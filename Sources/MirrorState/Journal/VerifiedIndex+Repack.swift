@@ -53,10 +53,10 @@ extension VerifiedIndex {
     /// 10^6 entries a dry run took 0.2 s longer over a journal in hash order (docs/performance.md,
     /// "A compacted journal keeps its order").
     func forEachLiveInArenaOrder(_ body: (Int) throws -> Void) rethrows {
-        // Records are at least `fixedSize` (53) bytes apart, so offset / 32 tells their starts
+        // Records are at least `Layout.headSize` (45) bytes apart, so offset / 32 tells their starts
         // apart: one bit for each 32 bytes of arena (400 KB for a 100 MB arena). A smaller
         // record layout would let two starts share a bit and keep a dead record: refuse to run.
-        precondition(VerifiedIndex.fixedSize >= 32, "records closer than 32 bytes share a bit of the live map")
+        precondition(Layout.headSize >= 32, "records closer than 32 bytes share a bit of the live map")
         var live = [UInt64](repeating: 0, count: arena.count >> 11 + 1)
         for offset in liveOffsets {
             live[offset >> 11] |= 1 << UInt64((offset >> 5) & 63)

@@ -12,12 +12,9 @@ extension VerifiedIndex {
         let base: UnsafeRawPointer
 
         /// The path's bytes, as the file system names it.
-        package var path: UnsafeBufferPointer<UInt8> {
-            let n = Int(base.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-            return UnsafeBufferPointer(start: (base + VerifiedIndex.fixedSize).assumingMemoryBound(to: UInt8.self), count: n)
-        }
+        package var path: UnsafeBufferPointer<UInt8> { Layout.path(base) }
 
-        var size: Int64 { base.loadUnaligned(as: Int64.self) }
+        var size: Int64 { base.loadUnaligned(fromByteOffset: Layout.size, as: Int64.self) }
 
         /// Whether the record was written for exactly this size and these digests.
         func holds(size: Int64, digests: DigestSet) -> Bool { VerifiedIndex.holds(base, size: size, digests: digests) }
@@ -82,7 +79,7 @@ extension VerifiedIndex {
             var offset = 0
             while offset < raw.count {
                 let at = base + offset
-                if at.loadUnaligned(as: Int64.self) == size, VerifiedIndex.holds(at, size: size, digests: digests),
+                if VerifiedIndex.holds(at, size: size, digests: digests),
                    let slot = find(RecordView(base: at).path), VerifiedIndex.recordOffset(slots[slot]) == offset {
                     found.append(offset)
                 }

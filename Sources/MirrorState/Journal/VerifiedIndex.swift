@@ -11,19 +11,9 @@ import Darwin
 ///
 /// Why: a destination of 10^6 files has 10^6 verified lines of ~200 bytes. Keeping those lines
 /// as read (and a `[UInt64: Int]` from path hash to line) held ~230 MB beside the manifest; a
-/// packed record is ~55 bytes plus its path and raw digests (~95 bytes for a short path and
-/// SHA-256), and the table 8 bytes per slot. Records are never Strings until asked for
+/// packed record is 45 bytes plus its path and raw digests (~86 bytes for a short path and
+/// SHA-256: ``Layout``), and the table 8 bytes per slot. Records are never Strings until asked for
 /// (``record(at:)``), so the lookup of the no-op path allocates nothing.
-///
-/// Record layout (native byte order; the arena lives only in memory):
-///
-///     0  size     Int64      8  inode   UInt64    16  device  UInt64
-///     24 mtime s  Int64     32  ctime s Int64     40  mtime ns UInt32   44  ctime ns UInt32
-///     48 flags    UInt8      (bit 0: adopted, `found=1`)
-///     49 path length UInt32, then the path's bytes (percent-decoded, as the file system names it)
-///     then per ``DigestAlgorithm``, in order: one byte, 0 absent, 1 raw (``DigestAlgorithm/byteCount``
-///     bytes follow), 2 text (UInt16 length and the bytes: a value that is not lowercase hex of the
-///     right length, kept as written so that it matches no entry, as the line would not)
 ///
 /// Keys are the path's bytes, compared with `memcmp`: never Strings, whose `==` would merge two
 /// spellings of one name (docs/journal.md: paths are bytes).
@@ -39,8 +29,8 @@ package struct VerifiedIndex {
     /// How many times the arena was repacked: offsets taken before a repack are void after it.
     var repacks = 0
     private(set) var count = 0
-
-    static let fixedSize = 53
+    /// The records' devices, each kept once (``Layout``).
+    var devices = DeviceTable()
     static let offsetMask: UInt64 = (1 << 40) - 1
 
     /// The arena offset a live slot points at (slots keep it plus 2, apart from 0 and 1).
@@ -80,14 +70,14 @@ package struct VerifiedIndex {
         // The record's length first (a digest kept as text, which is rare, is decoded here), then
         // the record written in one piece and appended with one copy: 10^6 lines are read so.
         var texts = PerAlgorithm<[UInt8]>()
-        var length = VerifiedIndex.fixedSize + path.count
-        var raw = 0
-        while let algorithm = DigestAlgorithm(rawValue: raw) {
-            raw += 1
-            length += 1
+        let deviceCode = devices.code(for: device)
+        var length = Layout.headLength(pathCount: path.count, deviceCode: deviceCode)
+        var kinds: UInt8 = 0
+        for algorithm in DigestAlgorithm.allCases {
             guard let value = digests[algorithm] else { continue }
             if VerifiedIndex.isLowercaseHex(value, algorithm) {
                 length += algorithm.byteCount
+                kinds |= Layout.raw << Layout.shift(algorithm)
                 continue
             }
             var text = Array(value)
@@ -98,32 +88,25 @@ package struct VerifiedIndex {
             text = Array(text.prefix(Int(UInt16.max)))
             length += 2 + text.count
             texts[algorithm] = text
+            kinds |= Layout.text << Layout.shift(algorithm)
         }
         withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out in
             guard let p = out.baseAddress else { return }
-            VerifiedIndex.writeHead(p, path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime,
-                                    adopted: adopted)
-            var i = VerifiedIndex.fixedSize + path.count
-            var raw = 0
-            while let algorithm = DigestAlgorithm(rawValue: raw) {
-                raw += 1
+            var i = Layout.writeHead(p, path: path, size: size, inode: inode, device: device, deviceCode: deviceCode,
+                                     mtime: mtime, ctime: ctime, adopted: adopted, kinds: kinds)
+            for algorithm in DigestAlgorithm.allCases {
                 if let text = texts[algorithm] {
-                    p.storeBytes(of: 2, toByteOffset: i, as: UInt8.self)
-                    p.storeBytes(of: UInt16(text.count), toByteOffset: i + 1, as: UInt16.self)
-                    text.withUnsafeBytes { (p + i + 3).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(p), byteCount: $0.count) }
-                    i += 3 + text.count
+                    p.storeBytes(of: UInt16(text.count), toByteOffset: i, as: UInt16.self)
+                    text.withUnsafeBytes { (p + i + 2).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(p), byteCount: $0.count) }
+                    i += 2 + text.count
                 } else if let hex = digests[algorithm], VerifiedIndex.isLowercaseHex(hex, algorithm) {
-                    p.storeBytes(of: 1, toByteOffset: i, as: UInt8.self)
                     if let h = hex.baseAddress {
                         for k in 0 ..< algorithm.byteCount {
                             let byte = VerifiedIndex.nibble(h[k &* 2]) << 4 | VerifiedIndex.nibble(h[k &* 2 &+ 1])
-                            p.storeBytes(of: byte, toByteOffset: i &+ 1 &+ k, as: UInt8.self)
+                            p.storeBytes(of: byte, toByteOffset: i &+ k, as: UInt8.self)
                         }
                     }
-                    i += 1 + algorithm.byteCount
-                } else {
-                    p.storeBytes(of: 0, toByteOffset: i, as: UInt8.self)
-                    i += 1
+                    i += algorithm.byteCount
                 }
             }
             let offset = arena.count
@@ -140,37 +123,29 @@ package struct VerifiedIndex {
     private mutating func insertUsual(path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64, device: UInt64,
                                       mtime: FileTime, ctime: FileTime, adopted: Bool,
                                       digests: PerAlgorithm<UnsafeBufferPointer<UInt8>>) -> Bool {
-        var length = VerifiedIndex.fixedSize + path.count
-        var raw = 0
-        while let algorithm = DigestAlgorithm(rawValue: raw) {
-            raw += 1
-            length += 1
+        let deviceCode = devices.code(for: device)
+        var length = Layout.headLength(pathCount: path.count, deviceCode: deviceCode)
+        var kinds: UInt8 = 0
+        for algorithm in DigestAlgorithm.allCases {
             if let value = digests[algorithm] {
                 guard value.count == 2 * algorithm.byteCount else { return false }
                 length += algorithm.byteCount
+                kinds |= Layout.raw << Layout.shift(algorithm)
             }
         }
         return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { out -> Bool in
             guard let p = out.baseAddress else { return false }
-            VerifiedIndex.writeHead(p, path: path, size: size, inode: inode, device: device, mtime: mtime, ctime: ctime,
-                                    adopted: adopted)
-            var i = VerifiedIndex.fixedSize + path.count
+            var i = Layout.writeHead(p, path: path, size: size, inode: inode, device: device, deviceCode: deviceCode,
+                                     mtime: mtime, ctime: ctime, adopted: adopted, kinds: kinds)
             var invalid: UInt8 = 0
-            var raw = 0
-            while let algorithm = DigestAlgorithm(rawValue: raw) {
-                raw += 1
-                guard let h = digests[algorithm]?.baseAddress else {
-                    p.storeBytes(of: 0, toByteOffset: i, as: UInt8.self)
-                    i += 1
-                    continue
-                }
-                p.storeBytes(of: 1, toByteOffset: i, as: UInt8.self)
+            for algorithm in DigestAlgorithm.allCases {
+                guard let h = digests[algorithm]?.baseAddress else { continue }
                 for k in 0 ..< algorithm.byteCount {
                     let high = VerifiedIndex.nibble(h[k &* 2]), low = VerifiedIndex.nibble(h[k &* 2 &+ 1])
                     invalid |= high | low
-                    p.storeBytes(of: high << 4 | low & 0x0f, toByteOffset: i &+ 1 &+ k, as: UInt8.self)
+                    p.storeBytes(of: high << 4 | low & 0x0f, toByteOffset: i &+ k, as: UInt8.self)
                 }
-                i += 1 + algorithm.byteCount
+                i += algorithm.byteCount
             }
             guard invalid & 0xf0 == 0 else { return false }
             let offset = arena.count
@@ -178,21 +153,6 @@ package struct VerifiedIndex {
             place(path: path, offset: offset)
             return true
         }
-    }
-
-    /// The fixed fields and the path, at the start of a record being written.
-    private static func writeHead(_ p: UnsafeMutableRawPointer, path: UnsafeBufferPointer<UInt8>, size: Int64, inode: UInt64,
-                                  device: UInt64, mtime: FileTime, ctime: FileTime, adopted: Bool) {
-        p.storeBytes(of: size, toByteOffset: 0, as: Int64.self)
-        p.storeBytes(of: inode, toByteOffset: 8, as: UInt64.self)
-        p.storeBytes(of: device, toByteOffset: 16, as: UInt64.self)
-        p.storeBytes(of: mtime.seconds, toByteOffset: 24, as: Int64.self)
-        p.storeBytes(of: ctime.seconds, toByteOffset: 32, as: Int64.self)
-        p.storeBytes(of: UInt32(truncatingIfNeeded: mtime.nanoseconds), toByteOffset: 40, as: UInt32.self)
-        p.storeBytes(of: UInt32(truncatingIfNeeded: ctime.nanoseconds), toByteOffset: 44, as: UInt32.self)
-        p.storeBytes(of: adopted ? 1 : 0, toByteOffset: 48, as: UInt8.self)
-        p.storeBytes(of: UInt32(truncatingIfNeeded: path.count), toByteOffset: 49, as: UInt32.self)
-        if let source = path.baseAddress { (p + fixedSize).copyMemory(from: source, byteCount: path.count) }
     }
 
     /// Whether `hex` is lowercase hex of the algorithm's length, as the journal writes digests
@@ -247,13 +207,10 @@ package struct VerifiedIndex {
         guard status.isRegularFile, status.size == size, let slot = find(path) else { return false }
         let offset = VerifiedIndex.recordOffset(slots[slot])
         return withRecord(at: offset) { at -> Bool in
-            guard at.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == status.inode,
-                  at.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == status.device,
-                  at.loadUnaligned(fromByteOffset: 24, as: Int64.self) == status.mtime.seconds,
-                  Int64(at.loadUnaligned(fromByteOffset: 40, as: UInt32.self)) == status.mtime.nanoseconds,
-                  movedChangeTime
-                    || (at.loadUnaligned(fromByteOffset: 32, as: Int64.self) == status.ctime.seconds
-                        && Int64(at.loadUnaligned(fromByteOffset: 44, as: UInt32.self)) == status.ctime.nanoseconds)
+            guard at.loadUnaligned(fromByteOffset: Layout.inode, as: UInt64.self) == status.inode,
+                  Layout.device(at, in: devices) == status.device,
+                  Layout.mtime(at) == status.mtime,
+                  movedChangeTime || Layout.ctime(at) == status.ctime
             else { return false }
             return VerifiedIndex.holds(at, size: size, digests: digests)
         }
@@ -276,8 +233,7 @@ package struct VerifiedIndex {
 
     func record(at offset: Int) -> VerifiedRecord {
         withRecord(at: offset) { at -> VerifiedRecord in
-            let pathCount = Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self))
-            let path = String(decoding: UnsafeRawBufferPointer(start: at + VerifiedIndex.fixedSize, count: pathCount), as: UTF8.self)
+            let path = String(decoding: Layout.path(at), as: UTF8.self)
             var digests = PerAlgorithm<String>()
             VerifiedIndex.digestFields(at) { algorithm, field in
                 switch field {
@@ -287,14 +243,11 @@ package struct VerifiedIndex {
                 }
                 return true
             }
-            let identity = EntryIdentity(path: path, size: at.loadUnaligned(as: Int64.self), digests: digests)
-            return VerifiedRecord(identity: identity, inode: at.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                                  device: at.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
-                                  mtime: FileTime(seconds: at.loadUnaligned(fromByteOffset: 24, as: Int64.self),
-                                                  nanoseconds: Int64(at.loadUnaligned(fromByteOffset: 40, as: UInt32.self))),
-                                  ctime: FileTime(seconds: at.loadUnaligned(fromByteOffset: 32, as: Int64.self),
-                                                  nanoseconds: Int64(at.loadUnaligned(fromByteOffset: 44, as: UInt32.self))),
-                                  adopted: at.load(fromByteOffset: 48, as: UInt8.self) & 1 != 0)
+            let identity = EntryIdentity(path: path, size: at.loadUnaligned(fromByteOffset: Layout.size, as: Int64.self),
+                                         digests: digests)
+            return VerifiedRecord(identity: identity, inode: at.loadUnaligned(fromByteOffset: Layout.inode, as: UInt64.self),
+                                  device: Layout.device(at, in: devices), mtime: Layout.mtime(at), ctime: Layout.ctime(at),
+                                  adopted: Layout.flags(at) & Layout.adopted != 0)
         }
     }
 
@@ -312,9 +265,10 @@ package struct VerifiedIndex {
 
     private func pathEquals(_ path: UnsafeBufferPointer<UInt8>, at offset: Int) -> Bool {
         withRecord(at: offset) { at -> Bool in
-            guard Int(at.loadUnaligned(fromByteOffset: 49, as: UInt32.self)) == path.count else { return false }
-            guard let base = path.baseAddress, path.count > 0 else { return true }
-            return memcmp(at + VerifiedIndex.fixedSize, base, path.count) == 0
+            let held = Layout.path(at)
+            guard held.count == path.count else { return false }
+            guard let base = path.baseAddress, let start = held.baseAddress, path.count > 0 else { return true }
+            return memcmp(start, base, path.count) == 0
         }
     }
 
