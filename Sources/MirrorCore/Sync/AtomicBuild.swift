@@ -115,8 +115,8 @@ struct AtomicBuild {
             var found = 0
         }
         let journal = journal, keepsExcluded = excludedKept
-        // A top-level folder per thread (``LinkFarm``; nothing is linked).
-        let parts = try LinkFarm(set: current, building: building).walk({ Part() }) { file, _, part in
+        // A top-level folder per thread (``SetWalk``).
+        let parts = try SetWalk(set: current).walk({ Part() }) { file, part in
             guard part.complete else { return }
             guard let index = file.path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
                 if !keepsExcluded(file.path) { part.complete = false }
@@ -140,7 +140,7 @@ struct AtomicBuild {
     /// does not list it: the filter leaves it out and `--delete-excluded` was not given.
     func keepsExcluded(_ path: [UInt8]) -> Bool { excludedKept(path) }
 
-    /// ``keepsExcluded(_:)`` as a value the parallel walks (``LinkFarm``) can take.
+    /// ``keepsExcluded(_:)`` as a value the parallel walks (``SetWalk``) can take.
     var excludedKept: @Sendable ([UInt8]) -> Bool {
         let filter = filter, deleteExcluded = deleteExcluded
         return { path in

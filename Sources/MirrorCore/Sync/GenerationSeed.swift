@@ -93,7 +93,7 @@ struct GenerationSeed: Sendable {
     }
 
     /// One file of the current set: linked when the next set keeps it, else counted as dropped.
-    private func visit(_ file: LinkFarm.File, listed: PathIndex, linker: inout LinkFarm.Linker, into part: inout Part) throws {
+    private func visit(_ file: SetWalk.File, listed: PathIndex, linker: inout LinkFarm.Linker, into part: inout Part) throws {
         part.outcome.currentFiles += 1
         guard let index = file.path.withUnsafeBufferPointer({ listed.entryIndex($0) }) else {
             if keepsExcluded(file.path) {

@@ -160,7 +160,7 @@ final class RunPlace {
         guard case .plainFolder = store.current(), journal.lastRun?.succeeded == true, journal.recordsSinceLastRun == 0,
               try store.generations().isEmpty,
               try destination.walk(skippingTopLevel: "").files.isEmpty else { return false }
-        // One walk of the plain folder (a top-level folder per thread, ``LinkFarm``) that checks
+        // One walk of the plain folder (a top-level folder per thread, ``SetWalk``) that checks
         // the journal vouches for every file: the manifest's entries by the no-op path, another
         // version's files by their decoded record.
         struct Part: Sendable {
@@ -169,7 +169,7 @@ final class RunPlace {
         }
         let entries = manifest.entries
         let listed = PathIndex(listing: entries)
-        let parts = try LinkFarm(set: plain, building: destination).walk({ Part() }) { file, _, part in
+        let parts = try SetWalk(set: plain).walk({ Part() }) { file, part in
             guard part.whole else { return }
             if let index = file.path.withUnsafeBufferPointer({ listed.entryIndex($0) }),
                journal.isVerified(entries[index], status: file.status) {
