@@ -107,8 +107,8 @@ final class RunPlace {
     }
 
     /// Compacts the journal for `manifest` (docs/journal.md, "Compaction"), asking for the
-    /// manifest's paths through its compact path table (``PathIndex/init(listing:)``, 16 bytes a
-    /// key), not sets of identities and paths (about 300 MB at 10^6 entries).
+    /// manifest's paths through its compact path table (``PathIndex/init(listing:)``, 8 bytes a
+    /// slot), not sets of identities and paths (about 300 MB at 10^6 entries).
     static func compactJournal(_ writer: JournalWriter, for manifest: Manifest) throws {
         let entries = manifest.entries
         let listing = PathIndex(listing: entries)

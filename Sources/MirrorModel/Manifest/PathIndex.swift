@@ -59,7 +59,7 @@ package struct PathIndex: Sendable {
 
     init() { listing = [] }
 
-    /// Room for `count` paths and as many folders. The table is written in full when made
+    /// Room for `count` keys, paths and folders together. The table is written in full when made
     /// (resident at once), so `count` should not be a generous guess. Only before the first path:
     /// the table grows by itself later.
     mutating func reserve(_ count: Int) {

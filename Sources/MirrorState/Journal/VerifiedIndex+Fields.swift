@@ -3,7 +3,7 @@ import MirrorModel
 import Glibc
 #endif
 
-/// Reading a packed record's digest fields (the layout in ``VerifiedIndex``): one walker, and
+/// Reading a packed record's digest fields (the layout in ``VerifiedIndex/Layout``): one walker, and
 /// what is asked of a record through it, in place.
 extension VerifiedIndex {
     /// Whether the packed record at `at` was written for exactly this size and these digests:
@@ -62,7 +62,7 @@ extension VerifiedIndex {
         return i
     }
 
-    /// The length of the packed record at `at` (the layout in ``VerifiedIndex``).
+    /// The length of the packed record at `at` (the layout in ``VerifiedIndex/Layout``).
     static func recordLength(_ at: UnsafeRawPointer) -> Int {
         digestFields(at) { _, _ in true }
     }

@@ -37,7 +37,7 @@ extension VerifiedIndex {
         static let absent: UInt8 = 0, raw: UInt8 = 1, text: UInt8 = 2
 
         /// Bits 1-2 and 3-4 hold the two algorithms' fields; a third algorithm would need a wider
-        /// flags field (`VerifiedIndexTests` checks that there are two).
+        /// flags field (`VerifiedLayoutTests` checks that there are two).
         @inline(__always)
         static func shift(_ algorithm: DigestAlgorithm) -> UInt8 { UInt8(1 + 2 * algorithm.rawValue) }
 
