@@ -143,6 +143,18 @@ extension Destination {
     package func syncAll() throws { try root.syncFilesystem() }
 }
 
+extension UnsafeBufferPointer where Element == UInt8 {
+    /// The bytes as a NUL-terminated C string, on the stack when short (a path's bytes hold no NUL).
+    package func withCString<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        try withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { buffer in
+            for i in 0 ..< count { buffer[i] = CChar(bitPattern: self[i]) }
+            buffer[count] = 0
+            // Never nil: the allocation holds at least the terminating NUL.
+            return try body(UnsafePointer(buffer.baseAddress!))
+        }
+    }
+}
+
 extension Array where Element == UInt8 {
     /// The bytes as a NUL-terminated C string (a name from `readdir` holds no NUL).
     package func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {

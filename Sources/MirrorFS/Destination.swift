@@ -133,22 +133,31 @@ public final class Destination: Sendable {
     /// so a symlink planted at one of its folders is not followed even for a look (it throws, and
     /// the planner blocks that entry); a lone name needs only `fstatat(AT_SYMLINK_NOFOLLOW)`.
     public func status(of relative: String) throws -> FileStatus? {
+        var path = relative
+        return try path.withUTF8 { try status(ofBytes: $0) }
+    }
+
+    /// ``status(of:)`` of a path given as its bytes (a manifest entry's ``ManifestPath``): the no-op
+    /// path makes no `String` for the path, its folder or its name, which for a path of more than
+    /// 15 bytes was a heap allocation each (docs/performance.md, "The no-op's `stat` on bytes").
+    package func status(ofBytes relative: UnsafeBufferPointer<UInt8>) throws -> FileStatus? {
         var st = stat()
-        guard let slash = relative.utf8.lastIndex(of: UInt8(ascii: "/")) else {
-            if fstatat(root.fd, relative, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-                let code = errno
-                if code == ENOENT { return nil }
-                if code == ENOTDIR { throw notAFolder(on: relative) }
-                throw SystemError("inspect", display(relative), code: code)
-            }
+        func failed(_ code: Int32) throws -> FileStatus? {
+            if code == ENOENT { return nil }
+            let text = String(decoding: relative, as: UTF8.self)
+            if code == ENOTDIR { throw notAFolder(on: text) }
+            throw SystemError("inspect", display(text), code: code)
+        }
+        guard let slash = relative.lastIndex(of: UInt8(ascii: "/")) else {
+            guard relative.withCString({ fstatat(root.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return try failed(errno) }
             return FileStatus(st)
         }
         // The folder is opened through SafePath (no symlink followed on the way), once for all the
         // entries in it that come one after another (a sorted manifest lists a folder's files
         // together); the file is then one fstatat(AT_SYMLINK_NOFOLLOW) relative to it. On the no-op
         // path this is one system call per entry instead of three (openat2, fstat, close).
-        let folder = String(relative[..<slash])
-        let name = String(relative[relative.index(after: slash)...])
+        let folder = UnsafeBufferPointer(rebasing: relative[..<slash])
+        let name = UnsafeBufferPointer(rebasing: relative[(slash + 1)...])
         // Held until the fstatat is done: `mirror verify` asks from several threads, and another
         // thread's next folder would close this descriptor (and its number be reused) under us.
         return try statusCache.withLock { cache in
@@ -158,14 +167,9 @@ public final class Destination: Sendable {
                 if missing { return nil }
                 // Not a folder we can enter: a file, or a symlink in the way; the whole path,
                 // opened the careful way, tells which.
-                return try uncachedStatus(of: relative)
+                return try uncachedStatus(of: String(decoding: relative, as: UTF8.self))
             }
-            if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-                let code = errno
-                if code == ENOENT { return nil }
-                if code == ENOTDIR { throw notAFolder(on: relative) }
-                throw SystemError("inspect", display(relative), code: code)
-            }
+            guard name.withCString({ fstatat(fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return try failed(errno) }
             return FileStatus(st)
         }
     }
@@ -244,12 +248,12 @@ public final class Destination: Sendable {
     /// for the next files of a batch (they are mostly in the same folder).
     let installFolder = Locked<InstallFolder?>(nil)
 
-    /// The folder ``status(of:)`` looked in last (its descriptor, or nil when it does not exist).
-    /// A named type, not a tuple: a tuple's type is looked up at run time on each use of the
-    /// generic ``Locked`` (a metadata cache lookup per entry, measured as 20 % of a no-op run's
-    /// CPU), a nominal type's once.
+    /// The folder ``status(of:)`` looked in last (its path's bytes, and its descriptor or nil when
+    /// it does not exist). A named type, not a tuple: a tuple's type is looked up at run time on
+    /// each use of the generic ``Locked`` (a metadata cache lookup per entry, measured as 20 % of
+    /// a no-op run's CPU), a nominal type's once.
     struct StatusFolder: Sendable {
-        var path: String
+        var path: [UInt8]
         var fd: Int32?
     }
 
@@ -266,27 +270,28 @@ public final class Destination: Sendable {
     /// A descriptor for `folder` (beneath DEST, opened without following symlinks), or nil when it
     /// does not exist (`missing` set: `ENOENT`) or is not a folder. Throws when a symlink is in the
     /// way. `cache` is ``statusCache``'s, whose lock the caller holds while it uses the descriptor.
-    private func statusFolder(_ folder: String, for relative: String, missing: inout Bool,
+    private func statusFolder(_ folder: UnsafeBufferPointer<UInt8>, for relative: UnsafeBufferPointer<UInt8>, missing: inout Bool,
                               cache statusCache: inout StatusFolder?) throws -> Int32? {
-        // Bytes, not `String ==`: the NFC and NFD spellings of a folder are two folders here.
-        if let cached = statusCache, cached.path.utf8.elementsEqual(folder.utf8) {
+        // Bytes, never `String ==`: the NFC and NFD spellings of a folder are two folders here.
+        if let cached = statusCache, cached.path.elementsEqual(folder) {
             missing = cached.fd == nil
             return cached.fd
         }
-        let fd = SafePath.open(folder, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
+        let bytes = Array(folder)
+        let fd = SafePath.open(bytes: bytes, beneath: root.fd, flags: mirror_O_PATH | O_DIRECTORY)
         if fd < 0 {
             let code = errno
             // ENOTDIR: a file, or a symlink (O_NOFOLLOW with O_DIRECTORY says so for both).
             missing = code == ENOENT
-            if missing { cacheStatusFolder(folder, nil, in: &statusCache) }
+            if missing { cacheStatusFolder(bytes, nil, in: &statusCache) }
             if code == ENOENT || code == ENOTDIR { return nil }
-            throw openFailure("inspect", relative, code: code)
+            throw openFailure("inspect", String(decoding: relative, as: UTF8.self), code: code)
         }
-        cacheStatusFolder(folder, fd, in: &statusCache)
+        cacheStatusFolder(bytes, fd, in: &statusCache)
         return fd
     }
 
-    private func cacheStatusFolder(_ folder: String, _ fd: Int32?, in statusCache: inout StatusFolder?) {
+    private func cacheStatusFolder(_ folder: [UInt8], _ fd: Int32?, in statusCache: inout StatusFolder?) {
         if let old = statusCache?.fd { close(old) }
         statusCache = StatusFolder(path: folder, fd: fd)
     }

@@ -41,7 +41,9 @@ public struct Planner: Sendable {
     /// The no-op path of ``action(for:)`` alone: the file's `stat` is the one the journal verified.
     /// true means ``action(for:)`` would say ``PlannedAction/upToDate``; false decides nothing.
     func isUpToDate(_ entry: ManifestEntry) -> Bool {
-        guard let journal, let status = try? destination?.status(of: entry.path) else { return false }
+        guard let journal, let destination, let status = try? entry.pathBytes.withBytes({ try destination.status(ofBytes: $0) }) else {
+            return false
+        }
         return FoundFilePolicy.current.keeps(status, for: entry) && journal.isVerified(entry, status: status)
     }
 
@@ -51,7 +53,7 @@ public struct Planner: Sendable {
         // as if its path were free, and the old file goes when the new one is installed (``Installer``).
         var turns = false
         do {
-            status = try destination?.status(of: entry.path)
+            status = try destination.flatMap { destination in try entry.pathBytes.withBytes { try destination.status(ofBytes: $0) } }
         } catch let error as SystemError where error.code == ENOTDIR {
             // One of its folders is a file.
             guard mayReplaceWhatIsInTheWay(of: entry.path) else { throw error }
