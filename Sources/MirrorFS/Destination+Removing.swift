@@ -158,9 +158,6 @@ extension UnsafeBufferPointer where Element == UInt8 {
 extension Array where Element == UInt8 {
     /// The bytes as a NUL-terminated C string (a name from `readdir` holds no NUL).
     package func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
-        var terminated = map { CChar(bitPattern: $0) }
-        terminated.append(0)
-        // Never nil: the array holds at least the terminating NUL.
-        return terminated.withUnsafeBufferPointer { body($0.baseAddress!) }
+        withUnsafeBufferPointer { $0.withCString(body) }
     }
 }

@@ -159,6 +159,6 @@ final class FolderCursor {
 extension ArraySlice where Element == UInt8 {
     /// The bytes as a NUL-terminated C string (a name from `readdir` holds no NUL).
     func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
-        Array(self).withCString(body)
+        withUnsafeBufferPointer { $0.withCString(body) }
     }
 }
