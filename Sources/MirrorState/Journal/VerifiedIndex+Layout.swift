@@ -1,7 +1,8 @@
 import MirrorFS
 import MirrorModel
 
-/// Where a packed record's fields lie: the one place that knows the layout's offsets.
+/// Where a packed record's fields lie: the one place that knows the layout's offsets, and the one
+/// walker of its digest fields (``digestFields(_:_:)``).
 ///
 /// Record layout (native byte order; the arena lives only in memory):
 ///
@@ -120,6 +121,47 @@ extension VerifiedIndex {
             if let source = path.baseAddress { (p + i).copyMemory(from: source, byteCount: path.count) }
             return i + path.count
         }
+    }
+
+    /// One digest field of a packed record (``Layout``).
+    enum DigestField {
+        case absent
+        /// The digest's bytes.
+        case raw(UnsafeRawBufferPointer)
+        /// A value kept as written (not lowercase hex of the right length).
+        case text(UnsafeRawBufferPointer)
+    }
+
+    /// Walks the digest fields of the packed record at `at`, in ``DigestAlgorithm`` order, while
+    /// `body` returns true; returns the offset past the last field walked (the record's length
+    /// when the walk ran to the end). The one reader of the fields' layout: the compare, the
+    /// decoding, the content hash and the length of a record all go through it.
+    @inline(__always)
+    @discardableResult
+    static func digestFields(_ at: UnsafeRawPointer, _ body: (DigestAlgorithm, DigestField) -> Bool) -> Int {
+        let flags = Layout.flags(at)
+        var i = Layout.pathStart(flags) + Layout.pathCount(at)
+        for algorithm in DigestAlgorithm.allCases {
+            let field: DigestField
+            switch Layout.kind(flags, algorithm) {
+            case Layout.raw:
+                field = .raw(UnsafeRawBufferPointer(start: at + i, count: algorithm.byteCount))
+                i += algorithm.byteCount
+            case Layout.text:
+                let n = Int(at.loadUnaligned(fromByteOffset: i, as: UInt16.self))
+                field = .text(UnsafeRawBufferPointer(start: at + i + 2, count: n))
+                i += 2 + n
+            default:
+                field = .absent
+            }
+            guard body(algorithm, field) else { break }
+        }
+        return i
+    }
+
+    /// The length of the packed record at `at` (the layout in ``VerifiedIndex/Layout``).
+    static func recordLength(_ at: UnsafeRawPointer) -> Int {
+        digestFields(at) { _, _ in true }
     }
 
     /// The devices of the records, each once: a record keeps a 16-bit code rather than the 8 bytes

@@ -1,4 +1,7 @@
 import MirrorModel
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Choosing verified records by what the packed record holds, before any is decoded: a journal
 /// of 10^6 files decoded whole (a `String` per path and digest, a dictionary of them) held
@@ -7,6 +10,26 @@ import MirrorModel
 /// (reuse by content, `ContentIndex`, through a ``ContentTable``). Each answer is a handful of
 /// records (docs/performance.md, "Questions to the whole journal").
 extension VerifiedIndex {
+    /// Whether the packed record at `at` was written for exactly this size and these digests:
+    /// the compare ``EntryIdentity`` makes (a digest kept as text equals no entry's), in place.
+    static func holds(_ at: UnsafeRawPointer, size: Int64, digests: DigestSet) -> Bool {
+        guard at.loadUnaligned(fromByteOffset: Layout.size, as: Int64.self) == size else { return false }
+        var same = true
+        digestFields(at) { algorithm, field in
+            switch field {
+            case .absent: same = digests[algorithm] == nil
+            case .raw(let value):
+                same = digests[algorithm]?.withUnsafeBytes { bytes in
+                    guard let a = value.baseAddress, let b = bytes.baseAddress, bytes.count == value.count else { return false }
+                    return memcmp(a, b, value.count) == 0
+                } ?? false
+            case .text: same = false  // not lowercase hex of the right length: no entry's digest
+            }
+            return same
+        }
+        return same
+    }
+
     /// A packed record as it lies in the arena, valid only inside the call it is passed to.
     package struct RecordView {
         let base: UnsafeRawPointer
