@@ -51,13 +51,24 @@ public struct FoundFilePolicy: Sendable, Equatable {
         public var wanted: UInt32
         /// The inode's names (`st_nlink`).
         public var links: UInt64
+        /// The file's modification time (`st_mtim`), and the entry's `mtime` when it gives one:
+        /// a file whose time is not the manifest's is set to it, as `rsync -t` sets the times of
+        /// unchanged files (docs/manifest.md, `mtime`).
+        public var modified: FileTime?
+        public var wantedModified: FileTime?
 
-        public init(owner: UInt32, permissions: UInt32, wanted: UInt32, links: UInt64 = 1) {
+        public init(owner: UInt32, permissions: UInt32, wanted: UInt32, links: UInt64 = 1,
+                    modified: FileTime? = nil, wantedModified: FileTime? = nil) {
             self.owner = owner
             self.permissions = permissions & 0o7777
             self.wanted = wanted & 0o7777
             self.links = links
+            self.modified = modified
+            self.wantedModified = wantedModified
         }
+
+        /// The file has the entry's modification time, or the entry gives none.
+        var hasWantedTime: Bool { wantedModified == nil || modified == wantedModified }
     }
 
     /// Why a found file is copied rather than kept.
@@ -66,14 +77,16 @@ public struct FoundFilePolicy: Sendable, Equatable {
         case otherOwner(UInt32)
         /// Group or others may write it (these permission bits), which the entry's mode does not give.
         case writableByOthers(UInt32)
-        /// Its mode is not the entry's and the inode has this many names: a `fchmod` would change them all.
+        /// Its mode or modification time is not the entry's and the inode has this many names: a
+        /// `fchmod` or `futimens` would change them all (another generation of an atomic DEST,
+        /// which never changes once published).
         case linkedElsewhere(UInt64)
 
         public var description: String {
             switch self {
             case .otherOwner(let uid): "it belongs to uid \(uid)"
             case .writableByOthers(let mode): "group or others may write it (mode \(String(mode, radix: 8)))"
-            case .linkedElsewhere(let links): "its mode is to change and it has \(links) names (hard links)"
+            case .linkedElsewhere(let links): "its mode or modification time is to change and it has \(links) names (hard links)"
             }
         }
     }
@@ -81,8 +94,9 @@ public struct FoundFilePolicy: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         /// The file is this user's, with the entry's mode: vouch for it as it is.
         case keep
-        /// This user's file, not writable by others, with another mode and one name: `fchmod` it to `mode`.
-        case fixMode(UInt32)
+        /// This user's file, not writable by others, with another mode or modification time and
+        /// one name: `fchmod` it to `mode`, and `futimens` it to `mtime` when that is given.
+        case fixInPlace(mode: UInt32, mtime: FileTime?)
         /// Copy its bytes into a new file of this user's (verified like a download, renamed into
         /// place); the found inode is never vouched for nor linked.
         case copy(CopyReason)
@@ -95,25 +109,27 @@ public struct FoundFilePolicy: Sendable, Equatable {
         if facts.owner != user { return .copy(.otherOwner(facts.owner)) }
         let extraWrite = facts.permissions & 0o022 & ~facts.wanted
         if extraWrite != 0 { return .copy(.writableByOthers(facts.permissions)) }
-        if facts.permissions == facts.wanted { return .keep }
-        return facts.links > 1 ? .copy(.linkedElsewhere(facts.links)) : .fixMode(facts.wanted)
+        if facts.permissions == facts.wanted && facts.hasWantedTime { return .keep }
+        if facts.links > 1 { return .copy(.linkedElsewhere(facts.links)) }
+        return .fixInPlace(mode: facts.wanted, mtime: facts.hasWantedTime ? nil : facts.wantedModified)
     }
 
     /// The decision for `status`, a file at `entry`'s path.
     public func decide(_ status: FileStatus, for entry: ManifestEntry) -> Action {
         decide(Facts(owner: status.owner, permissions: status.permissions, wanted: FoundFilePolicy.wantedMode(entry),
-                     links: status.links))
+                     links: status.links, modified: status.mtime, wantedModified: entry.mtime))
     }
 
     /// ``decide(_:)`` says ``Action/keep``: the planner's no-op path asks this of every file
-    /// (two integer compares on the `stat` it already has), so that a journal record never keeps
-    /// vouching for a file that is not, or is no longer, this user's with the entry's mode.
+    /// (integer compares on the `stat` it already has), so that a journal record never keeps
+    /// vouching for a file that is not, or is no longer, this user's with the entry's mode and
+    /// modification time.
     public func keeps(_ status: FileStatus, for entry: ManifestEntry) -> Bool {
-        keeps(status, wanted: FoundFilePolicy.wantedMode(entry))
+        keeps(status, wanted: FoundFilePolicy.wantedMode(entry), modified: entry.mtime)
     }
 
-    /// The same, for a file that should have mode `wanted`.
-    public func keeps(_ status: FileStatus, wanted: UInt32) -> Bool {
-        status.owner == user && status.permissions == wanted & 0o7777
+    /// The same, for a file that should have mode `wanted` and, when given, modification time `modified`.
+    public func keeps(_ status: FileStatus, wanted: UInt32, modified: FileTime? = nil) -> Bool {
+        status.owner == user && status.permissions == wanted & 0o7777 && (modified == nil || status.mtime == modified)
     }
 }

@@ -155,12 +155,18 @@ struct AtomicBuild {
     /// the file's change time, which the journal allows for a file of this user's that nobody
     /// else may write (``ChangeTimeTrust``); only a file whose mode lets group or others write is
     /// journaled again with its new status (``refreshRecords(_:in:)``).
+    ///
+    /// A path the filter leaves out is the current set's (docs/cli.md, "Choosing what a machine
+    /// syncs"): what a stopped run left there (another manifest's version, a file the current set
+    /// lacks) goes, unless it is the current set's very file, linked by an earlier seeding.
+    /// Listed paths keep what a stopped build left: the plan checks each against the journal.
     mutating func seed() throws {
         let listed = PathIndex(listing: manifest.entries)
         let leftover = try building.walk(skippingTopLevel: "")
         do {
             let remover = try building.remover()
-            for file in leftover.files where !listed.containsFile(file.path) && !keepsExcluded(file.path) {
+            for file in leftover.files where !listed.containsFile(file.path) {
+                if keepsExcluded(file.path), isCurrentSetsFile(file) { continue }
                 _ = try remover.removeFile(file.path, expected: file.status)
             }
         }
@@ -172,6 +178,15 @@ struct AtomicBuild {
         seeded = outcome
         CrashPoint.hit("seed-after-links")
         try refreshRecords(outcome.untrusted, in: building)
+    }
+
+    /// Whether `file` of the building folder is the current set's file at the same path (one
+    /// inode, `fstatat(2)` of the current set): a link an earlier seeding made.
+    private func isCurrentSetsFile(_ file: (path: [UInt8], status: FileStatus)) -> Bool {
+        guard let current, let status = try? file.path.withUnsafeBufferPointer({ try current.status(ofBytes: $0) }) else {
+            return false
+        }
+        return status.sameFile(as: file.status)
     }
 
     /// What a publish did, for the loop to count and report.

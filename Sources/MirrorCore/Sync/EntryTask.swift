@@ -90,6 +90,9 @@ struct Attempts {
     /// The file at the entry's path holds its bytes but may not stay (``FoundFilePolicy``): the
     /// local copy is made from it, whatever the ``ContentIndex`` knows.
     var copyFound = false
+    /// The file found at the entry's path, copied from, is one mirror installed
+    /// (``Installer/isMirrors(_:at:)``): the copy is journaled as an install, not `found=1`.
+    var foundIsMirrors = false
     /// The local file the partial file was copied from, when it was (for the output).
     var copiedFrom: String?
     /// A chunk delta from an older copy (``EntryWork/startDelta(_:url:)``): tried once. Kept

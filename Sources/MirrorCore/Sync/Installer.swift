@@ -59,11 +59,7 @@ final class Installer {
     private func seal(_ partial: PartialFile, mode: UInt32, mtime: FileTime?) throws {
         let file = partial.file
         if DiskChange.fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", partial.displayPath) }
-        if let mtime {
-            var times = [timespec(tv_sec: 0, tv_nsec: Installer.utimeOmit),
-                         timespec(tv_sec: Int(mtime.seconds), tv_nsec: Int(mtime.nanoseconds))]
-            if DiskChange.futimens(file.fd, &times) != 0 { throw SystemError("set modification time of", partial.displayPath) }
-        }
+        if let mtime { try Installer.setModificationTime(file.fd, mtime, partial.displayPath) }
     }
 
     /// `UTIME_OMIT` from <sys/stat.h> (a macro Swift does not import): leave the access time alone.
@@ -133,12 +129,32 @@ final class Installer {
         return out
     }
 
-    /// A copy of the bytes of a file found at the entry's path (``CheckResult/copy(_:)``) keeps
-    /// that file's standing: found, not installed, so `--delete` leaves it (`found=1`). A copy
-    /// that failed its digest and was then downloaded is an install like any other.
+    /// A copy of the bytes of a file found at the entry's path (``CheckResult/copy(_:mirrors:)``)
+    /// keeps that file's standing: found, not installed, so `--delete` leaves it (`found=1`),
+    /// unless the file found was mirror's own. A copy that failed its digest and was then
+    /// downloaded is an install like any other.
     static func isFoundCopy(_ item: InstallBatch.Item) -> Bool {
-        guard item.task.attempt.copyFound, let local = item.task.attempt.copiedFrom else { return false }
+        guard item.task.attempt.copyFound, !item.task.attempt.foundIsMirrors, let local = item.task.attempt.copiedFrom else {
+            return false
+        }
         return item.partial.sourceURL == "file://" + local
+    }
+
+    /// Whether the file found at `path` (its `stat` before anything was done to it) is one mirror
+    /// installed: the journal's `verified` record of the path, not `found=1`, is this inode as
+    /// recorded (``VerifiedRecord/matches(_:trust:)``). A manifest that only changes the entry's
+    /// `mode` or `mtime` sends such a file through ``check(_:policy:)``; it stays mirror's, so
+    /// `--delete` still removes it once no manifest lists it (docs/cli.md, "Deleting").
+    func isMirrors(_ before: FileStatus, at path: String) -> Bool {
+        guard let record = writer.journal.records(for: path)?.verified else { return false }
+        return !record.adopted && record.matches(before)
+    }
+
+    /// Sets the modification time of the open file `fd` (`futimens(2)`), leaving its access time.
+    static func setModificationTime(_ fd: Int32, _ mtime: FileTime, _ display: String) throws {
+        var times = [timespec(tv_sec: 0, tv_nsec: Installer.utimeOmit),
+                     timespec(tv_sec: Int(mtime.seconds), tv_nsec: Int(mtime.nanoseconds))]
+        if DiskChange.futimens(fd, &times) != 0 { throw SystemError("set modification time of", display) }
     }
 
     enum CheckResult {
@@ -147,9 +163,11 @@ final class Installer {
         case verified
         /// Other bytes (or bytes that changed while read): fetch the entry again.
         case differs
-        /// The file may not be vouched for as it is (another user's, or others may write it):
-        /// its bytes are to be copied into a new file of this user's, verified like a download.
-        case copy(FoundFilePolicy.CopyReason)
+        /// The file may not be vouched for as it is (another user's, or others may write it, or
+        /// its metadata is to change and it has other names): its bytes are to be copied into a
+        /// new file of this user's, verified like a download. `mirrors`: the file found is one
+        /// mirror installed (``isMirrors(_:at:)``), so the copy is mirror's too.
+        case copy(FoundFilePolicy.CopyReason, mirrors: Bool)
         /// The present file cannot be opened or read (permissions), or its mode cannot be set: that entry fails.
         case unreadable(Error)
         /// Journaling failed: with a destination that refuses writes, the run stops.
@@ -166,27 +184,33 @@ final class Installer {
     /// change time.
     func check(_ entry: ManifestEntry, policy: FoundFilePolicy = .current) -> CheckResult {
         var status: FileStatus
+        var own = false
         do {
             let file = try destination.openForReading(entry.path)
             defer { file.close() }
             let before = try file.stat()
             let decision = policy.decide(before, for: entry)
-            if case .copy(let reason) = decision { return .copy(reason) }
+            if case .copy(let reason) = decision { return .copy(reason, mirrors: isMirrors(before, at: entry.path)) }
             let digests = try FileHashing.digests(of: file, for: entry)
             status = try file.stat()
             // A file written while it was read may hold bytes other than those hashed: it is
             // vouched for only if its change time did not move (a later run checks it again).
             guard FileHashing.matches(entry, digests), status == before else { return .differs }
-            if case .fixMode(let mode) = decision {
-                // fchmod(2) on the descriptor hashed: the very inode, whatever is at the name now.
-                if DiskChange.fchmod(file.fd, mode_t(mode)) != 0 { throw SystemError("set permissions of", file.displayPath) }
+            own = isMirrors(before, at: entry.path)
+            if case .fixInPlace(let mode, let mtime) = decision {
+                // fchmod(2) and futimens(2) on the descriptor hashed: the very inode, whatever is
+                // at the name now.
+                if before.permissions != mode, DiskChange.fchmod(file.fd, mode_t(mode)) != 0 {
+                    throw SystemError("set permissions of", file.displayPath)
+                }
+                if let mtime { try Installer.setModificationTime(file.fd, mtime, file.displayPath) }
                 status = try file.stat()
             }
         } catch {
             return .unreadable(error)
         }
         do {
-            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status, adopted: true)), durable: false)
+            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status, adopted: !own)), durable: false)
             return .verified
         } catch {
             return .failed(error)

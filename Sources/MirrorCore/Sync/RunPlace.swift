@@ -76,6 +76,11 @@ final class RunPlace {
             throw SystemError("create", identity.displayPath + "/" + Destination.stateFolderName, code: ENOENT)
         }
         do {
+            // A plain DEST about to become atomic: refused, with nothing moved, when the switch
+            // would drop a file mirror did not install (``ConversionCheck``).
+            if options.atomic, !lock.stateIsInStore, let state = lock.stateFolder {
+                try ConversionCheck.require(destPath, state: state, manifest: manifest, options: options)
+            }
             var (destination, generations, current) = try openDestination(destPath, identity: identity, lock: lock, options: options)
             guard let state = try destination.stateFolder(create: true),
                   let partials = try destination.stateFolder("partial", create: true) else {

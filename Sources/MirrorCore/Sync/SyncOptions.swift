@@ -91,6 +91,10 @@ public enum SyncError: Error, CustomStringConvertible {
     case setup(String)
     /// The files to fetch do not fit on DEST's file system (``SpaceCheck``), found before any request.
     case noSpace(destination: String, needed: Int64, free: Int64)
+    /// A plain DEST's first `--atomic` run found files mirror did not install and the manifest
+    /// does not list (``ConversionCheck``): a few of their paths (escaped for a terminal) and how
+    /// many there are. Nothing under DEST changed.
+    case conversionRefused(destination: String, paths: [String], count: Int)
 
     public var description: String {
         switch self {
@@ -102,6 +106,12 @@ public enum SyncError: Error, CustomStringConvertible {
         case .noSpace(let dest, let needed, let free):
             return "not enough space in \(dest): the files to fetch need \(Formatting.bytes(needed)) and its file system has "
                 + "\(Formatting.bytes(free)) free; free \(Formatting.bytes(needed - free)) or more and run again (nothing was downloaded)"
+        case .conversionRefused(let dest, let paths, let count):
+            let more = count > paths.count ? " and \(count - paths.count) more" : ""
+            let files = count == 1 ? "a file" : "\(count) files"
+            return "\(dest) was not made atomic: it holds \(files) that mirror did not install and the manifest does not list "
+                + "(\(paths.joined(separator: ", "))\(more)), which the first generation would drop; move them away, "
+                + "or pass --delete-unlisted to let the conversion delete them (nothing was changed)"
         }
     }
 }

@@ -82,11 +82,15 @@ extension SyncRunner {
         switch installer.check(entry) {
         case .verified: summary.checked += 1
         case .differs: addTask(entry, replacing: true)
-        case .copy(let reason):
+        case .copy(let reason, let mirrors):
             // A new inode of this user's takes the name (``FoundFilePolicy``): copied from the
             // file found (``copyLocally(_:)``), verified like a download, renamed into place.
-            report.warning("\(destination.display(entry.path)): \(reason); its bytes are copied into a new file of this user's")
-            addTask(entry, replacing: true, copyingFound: true)
+            // A copy of mirror's own file (a mode or time changed in an atomic DEST, whose
+            // published generations share the inode) is routine, not worth a warning.
+            if !mirrors {
+                report.warning("\(destination.display(entry.path)): \(reason); its bytes are copied into a new file of this user's")
+            }
+            addTask(entry, replacing: true, copyingFound: true, foundIsMirrors: mirrors)
         case .unreadable(let error): fail(entry, "\(error)", unreachable: false, cause: FailureCause(error))
         case .failed(let error): stopOrFail(entry, error)
         }

@@ -148,9 +148,10 @@ public final class SyncRunner {
 
     /// Queues an entry found during the run (a present file that holds other bytes, or that may
     /// not stay as it is: `copyingFound`, its bytes are copied from it first).
-    func addTask(_ entry: ManifestEntry, replacing: Bool, copyingFound: Bool = false) {
+    func addTask(_ entry: ManifestEntry, replacing: Bool, copyingFound: Bool = false, foundIsMirrors: Bool = false) {
         let task = makeTask(entry, replacing: replacing)
         task.attempt.copyFound = copyingFound
+        task.attempt.foundIsMirrors = foundIsMirrors
         scheduler.enqueue(task)
     }
 

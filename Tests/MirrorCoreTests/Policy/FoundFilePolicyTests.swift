@@ -34,12 +34,12 @@ struct FoundFilePolicyTests {
     }
 
     @Test func ourFileWithOnlyAnotherModeIsFixedInPlace() {
-        #expect(decide(0o4755, wanted: 0o755) == .fixMode(0o755), "setuid cleared")
-        #expect(decide(0o2755, wanted: 0o755) == .fixMode(0o755), "setgid cleared")
-        #expect(decide(0o1644) == .fixMode(0o644), "sticky cleared")
-        #expect(decide(0o600) == .fixMode(0o644))
-        #expect(decide(0o755) == .fixMode(0o644))
-        #expect(decide(0o644, wanted: 0o664) == .fixMode(0o664), "less than the manifest gives")
+        #expect(decide(0o4755, wanted: 0o755) == .fixInPlace(mode: 0o755, mtime: nil), "setuid cleared")
+        #expect(decide(0o2755, wanted: 0o755) == .fixInPlace(mode: 0o755, mtime: nil), "setgid cleared")
+        #expect(decide(0o1644) == .fixInPlace(mode: 0o644, mtime: nil), "sticky cleared")
+        #expect(decide(0o600) == .fixInPlace(mode: 0o644, mtime: nil))
+        #expect(decide(0o755) == .fixInPlace(mode: 0o644, mtime: nil))
+        #expect(decide(0o644, wanted: 0o664) == .fixInPlace(mode: 0o664, mtime: nil), "less than the manifest gives")
     }
 
     @Test func aModeIsNotFixedThroughAnInodeWithOtherNames() {
@@ -47,6 +47,19 @@ struct FoundFilePolicyTests {
                 "another generation's file would change too")
         #expect(policy.decide(.init(owner: 1000, permissions: 0o644, wanted: 0o644, links: 3)) == .keep,
                 "a file shared by generations is kept when nothing changes")
+    }
+
+    @Test func aModificationTimeTheManifestGivesIsSetInPlaceOrByACopy() {
+        let then = FileTime(seconds: 1_600_000_000), now = FileTime(seconds: 1_700_000_000)
+        #expect(policy.decide(.init(owner: 1000, permissions: 0o644, wanted: 0o644, modified: now, wantedModified: then))
+                == .fixInPlace(mode: 0o644, mtime: then))
+        #expect(policy.decide(.init(owner: 1000, permissions: 0o644, wanted: 0o644, modified: then, wantedModified: then)) == .keep)
+        #expect(policy.decide(.init(owner: 1000, permissions: 0o644, wanted: 0o644, modified: now)) == .keep,
+                "no mtime in the manifest: the file keeps its own")
+        #expect(policy.decide(.init(owner: 1000, permissions: 0o644, wanted: 0o644, links: 2, modified: now, wantedModified: then))
+                == .copy(.linkedElsewhere(2)), "a published generation's file would change too")
+        #expect(policy.decide(.init(owner: 1000, permissions: 0o600, wanted: 0o644, modified: then, wantedModified: then))
+                == .fixInPlace(mode: 0o644, mtime: nil))
     }
 
     @Test func theFileTypeBitsAreNotPartOfTheMode() {

@@ -102,7 +102,7 @@ import Glibc
         }
         let before = try #require(try destination.status(of: "f.bin"))
         let stranger = FoundFilePolicy(user: before.owner &+ 1)
-        guard case .copy(.otherOwner(before.owner)) = installer.check(entry, policy: stranger) else {
+        guard case .copy(.otherOwner(before.owner), mirrors: _) = installer.check(entry, policy: stranger) else {
             Issue.record("a file of another user is copied, not adopted")
             return
         }

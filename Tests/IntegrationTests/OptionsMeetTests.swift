@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+import MirrorCore
+import MirrorTestSupport
+
+/// Where options meet: filters and a stale building folder, a first `--atomic` run on a folder
+/// holding a user's file, and a manifest that only changes a file's `mode` or `mtime`
+/// (docs/cli.md, "Atomic destinations", "Choosing what a machine syncs", "Deleting"). Each run is
+/// the built `mirror` against nginx on 127.0.0.1.
+@Suite(.serialized) struct OptionsMeetTests {
+    static let old = 1_000, new = 1_001
+
+    /// Lists `files` (path, size, seed) in a fresh manifest, serving each one whose seed is given.
+    static func publish(_ fx: SyncFixture, _ files: [(String, Int, UInt64)], extra: [String: [String: String]] = [:]) throws {
+        fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
+        for (path, size, seed) in files {
+            fx.manifest.add(path: path, size: Int64(size), sha256: TestData.sha256(of: TestData.bytes(count: size, seed: seed)),
+                            extra: extra[path] ?? [:])
+        }
+        try fx.writeManifest()
+    }
+
+    static func mode(_ path: String) -> UInt32? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? UInt32(st.st_mode) & 0o7777 : nil
+    }
+
+    static func mtime(_ path: String) -> Int? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_mtim.tv_sec : nil
+    }
+
+    /// A run left `building/` holding a newer version of a path and a path only that manifest
+    /// lists; a later run that leaves both out publishes the current set's version of the first
+    /// and nothing at the second: a published generation is the selected set plus the current
+    /// set's left-out files, never what a stopped build left.
+    @Test func aLeftOutPathIsTheCurrentSetsNotWhatAStoppedBuildLeft() throws {
+        let fx = try SyncFixture()
+        try TestData.writeFile(at: fx.www + "/deep.txt", size: 1_000, seed: 1)
+        try TestData.writeFile(at: fx.www + "/keep.bin", size: 1_000, seed: 2)
+        try Self.publish(fx, [("deep.txt", 1_000, 1), ("keep.bin", 1_000, 2)])
+        let first = try fx.sync(["--atomic"])
+        #expect(first.exitCode == 0, "\(first)")
+
+        // v1: deep.txt changes, only1.bin appears, big.bin is listed before the server has it.
+        try TestData.writeFile(at: fx.www + "/deep.txt", size: 1_000, seed: 3)
+        try TestData.writeFile(at: fx.www + "/new/only1.bin", size: 1_000, seed: 4)
+        try Self.publish(fx, [("deep.txt", 1_000, 3), ("keep.bin", 1_000, 2), ("new/only1.bin", 1_000, 4), ("big.bin", 5_000, 5)])
+        let stopped = try fx.sync(["--atomic", "--retries", "0"])
+        #expect(stopped.exitCode == 1, "\(stopped)")
+        let building = fx.dest + ".generations/building/"
+        #expect(fx.exists(building + "deep.txt") && fx.exists(building + "new/only1.bin"), "the premise: the failed run left them")
+
+        try TestData.writeFile(at: fx.www + "/big.bin", size: 5_000, seed: 5)
+        let run = try fx.sync(["--atomic", "--exclude", "deep.txt", "--exclude", "new/"])
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("deep.txt")) == TestData.sha256(of: TestData.bytes(count: 1_000, seed: 1)),
+                "a left-out path holds what a stopped build left, not the current set's file")
+        #expect(!fx.exists(fx.destPath("new/only1.bin")), "a path the filter leaves out and the current set lacks was published")
+        #expect(fx.exists(fx.destPath("big.bin")) && fx.exists(fx.destPath("keep.bin")))
+    }
+
+    /// A first `--atomic` run on a plain DEST that holds a file mirror never installed changes
+    /// nothing and says which file and which option lets the conversion drop it; with
+    /// `--delete-unlisted` it converts. A plain run meanwhile stays plain.
+    @Test func aFirstAtomicRunNeverDeletesAUsersFile() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 10_000, seed: 1)
+        try fx.writeManifest()
+        #expect(try fx.sync().exitCode == 0)
+        let notes = fx.destPath("local-notes.txt")
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: notes))
+
+        let refused = try fx.sync(["--atomic"])
+        #expect(refused.exitCode == 1, "\(refused)")
+        #expect(refused.stderr.contains("local-notes.txt") && refused.stderr.contains("--delete-unlisted"), "\(refused)")
+        #expect(!refused.stdout.contains("deleted"), "\(refused)")
+        var st = stat()
+        #expect(lstat(fx.dest, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR, "DEST was converted")
+        #expect(fx.exists(notes), "the user's file is gone")
+
+        let plain = try fx.sync()
+        #expect(plain.exitCode == 0, "\(plain)")
+        #expect(lstat(fx.dest, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR, "a plain run converted DEST")
+
+        let allowed = try fx.sync(["--atomic", "--delete-unlisted"])
+        #expect(allowed.exitCode == 0, "\(allowed)")
+        #expect(lstat(fx.dest, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK, "DEST is not a symlink")
+        #expect(!fx.exists(notes) && fx.exists(fx.destPath("a.bin")))
+    }
+
+    /// A manifest that gives the same bytes an `mtime` sets it, as `rsync -t` would; in an atomic
+    /// DEST the new generation gets a file of its own and the published one keeps its time.
+    @Test(arguments: [false, true]) func aNewModificationTimeIsSetOnUnchangedBytes(atomic: Bool) throws {
+        let fx = try SyncFixture()
+        let options = atomic ? ["--atomic"] : []
+        try TestData.writeFile(at: fx.www + "/clip.bin", size: 20_000, seed: 1)
+        try Self.publish(fx, [("clip.bin", 20_000, 1)])
+        #expect(try fx.sync(options).exitCode == 0)
+        let published = atomic ? try FileManager.default.destinationOfSymbolicLink(atPath: fx.dest) : nil
+        let store = (fx.dest as NSString).deletingLastPathComponent + "/"
+        let before = Self.mtime(fx.destPath("clip.bin"))
+
+        try Self.publish(fx, [("clip.bin", 20_000, 1)], extra: ["clip.bin": ["mtime": "2020-09-13T12:26:40Z"]])
+        let run = try fx.sync(options)
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(Self.mtime(fx.destPath("clip.bin")) == 1_600_000_000, "the manifest's mtime was not applied")
+        if let published {
+            #expect(Self.mtime(store + published + "/clip.bin") == before, "a published generation changed")
+        }
+        let again = try fx.sync(options + ["--json"])
+        #expect(again.exitCode == 0 && again.stdout.contains("\"up_to_date\":1"), "\(again)")
+    }
+
+    /// A file mirror installed whose `mode` the manifest then changes stays mirror's: `--delete`
+    /// removes it once the manifest drops it.
+    @Test func aModeChangeKeepsTheFileMirrors() throws {
+        let fx = try SyncFixture()
+        try TestData.writeFile(at: fx.www + "/keep.txt", size: 3_000, seed: 1)
+        try TestData.writeFile(at: fx.www + "/other.txt", size: 3_000, seed: 2)
+        try Self.publish(fx, [("keep.txt", 3_000, 1), ("other.txt", 3_000, 2)])
+        #expect(try fx.sync().exitCode == 0)
+        try Self.publish(fx, [("keep.txt", 3_000, 1), ("other.txt", 3_000, 2)], extra: ["keep.txt": ["mode": "\"0640\""]])
+        let changed = try fx.sync()
+        #expect(changed.exitCode == 0 && Self.mode(fx.destPath("keep.txt")) == 0o640, "\(changed)")
+
+        try Self.publish(fx, [("other.txt", 3_000, 2)])
+        let deleted = try fx.sync(["--delete", "--max-delete", "100%"])
+        #expect(deleted.exitCode == 0, "\(deleted)")
+        #expect(!fx.exists(fx.destPath("keep.txt")), "mirror forgot it installed keep.txt")
+    }
+}
