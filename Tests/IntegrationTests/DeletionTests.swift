@@ -169,4 +169,18 @@ import MirrorTestSupport
         #expect(DeepChain.depth(in: set.fx.dest) == 0)
         #expect(set.has("keep.bin") && set.has(".mirror/journal"))
     }
+
+    /// The same chain with no file in it: nothing to delete but empty folders, which
+    /// --delete-unlisted removes too ("files, links and empty folders"); an empty manifest still
+    /// deletes nothing, not even an empty folder.
+    @Test func deleteUnlistedRemovesEmptyFoldersWhenNoFileIsUnlisted() throws {
+        let set = try Set(["keep.bin"])
+        #expect(try set.fx.sync().exitCode == 0)
+        try DeepChain.make(in: set.fx.dest, depth: 25_000, fileDepths: [])
+        defer { DeepChain.remove(in: set.fx.dest) }
+        let run = try set.fx.sync(["--delete-unlisted", "--summary"])
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(DeepChain.depth(in: set.fx.dest) == 0, "an empty chain of folders stayed")
+        #expect(set.has("keep.bin") && set.has(".mirror/journal"))
+    }
 }

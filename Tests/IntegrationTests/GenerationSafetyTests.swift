@@ -57,7 +57,8 @@ import Glibc
 
     /// The first `--atomic` run on a plain DEST that held a complete set keeps that set as its own
     /// generation, so `rollback` goes back to it; a plain DEST holding a file mirror never
-    /// verified converts as before, in one generation.
+    /// verified is not converted until `--delete-unlisted` allows the switch to drop it, and then
+    /// in one generation.
     @Test func aConversionKeepsTheOldSetForRollback() throws {
         let d = try SharedDestination(limitRate: "64m")
         for v in 0..<2 { try d.version("v\(v)", Self.files(UInt64(v + 1))) }
@@ -75,7 +76,9 @@ import Glibc
         for v in 0..<2 { try other.version("v\(v)", Self.files(UInt64(v + 1))) }
         #expect(try other.sync("v0").exitCode == 0)
         try Data("the user's".utf8).write(to: URL(fileURLWithPath: other.dest + "/notes.txt"))
-        #expect(try other.sync("v1", ["--atomic", "--max-delete", "100%"]).exitCode == 0)
+        let refused = try other.sync("v1", ["--atomic", "--max-delete", "100%"])
+        #expect(refused.exitCode == 1 && refused.stderr.contains("notes.txt"), "\(refused)")
+        #expect(try other.sync("v1", ["--atomic", "--delete-unlisted", "--max-delete", "100%"]).exitCode == 0)
         let kept = try FileManager.default.contentsOfDirectory(atPath: other.store).filter { $0.hasPrefix("g") }
         #expect(kept == ["g1"], "a set with a file mirror never verified was kept: \(kept)")
     }

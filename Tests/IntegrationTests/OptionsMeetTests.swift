@@ -130,3 +130,48 @@ import MirrorTestSupport
         #expect(!fx.exists(fx.destPath("keep.txt")), "mirror forgot it installed keep.txt")
     }
 }
+
+/// `status` after a run that never ended: it says the last run was interrupted, when it started,
+/// and that the next sync goes on from there; a stray `building/` with nothing running is not
+/// "being built". Once a run ends, the interruption is no longer reported.
+@Suite(.serialized) struct InterruptedRunStatusTests {
+    func status(_ fx: SyncFixture, _ extra: [String] = []) throws -> ProcessResult {
+        try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest] + extra, timeout: 60)
+    }
+
+    @Test(arguments: [false, true]) func statusSaysTheLastRunWasInterrupted(atomic: Bool) throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "1m"))
+        try fx.addFile("small.bin", size: 1_000, seed: 1)
+        try fx.writeManifest()
+        let options = atomic ? ["--atomic"] : []
+        #expect(try fx.sync(options).exitCode == 0)
+        try fx.addFile("big.bin", size: 8 << 20, seed: 2)
+        try fx.writeManifest()
+
+        let victim = try fx.startSync(options)
+        let state = atomic ? fx.dest + ".generations/.mirror" : fx.destPath(".mirror")
+        let partial = state + "/partial/" + PartialFile.name(for: "big.bin")
+        try Wait.until("big.bin is being downloaded", timeout: 60) { fx.size(of: partial) > 0 || !victim.isRunning }
+        try #require(victim.isRunning, "the sync ended before it could be killed")
+        victim.signal(SIGKILL)
+        _ = try victim.wait(timeout: 10)
+
+        let text = try status(fx)
+        #expect(text.stdout.contains("last run: started ") && text.stdout.contains("(pid \(victim.pid)), interrupted"), "\(text)")
+        #expect(text.stdout.contains("the next sync goes on from where it left off"), "\(text)")
+        #expect(text.stdout.contains("run before it: ") && !text.stdout.contains("none recorded"), "\(text)")
+        if atomic {
+            #expect(!text.stdout.contains("the next one is being built"), "\(text)")
+            #expect(text.stdout.contains("partly built by a run that did not finish"), "\(text)")
+        }
+        let json = try status(fx, ["--json"])
+        let object = try #require(FaultFixture.json(json), "\(json)")
+        let interrupted = try #require(object["interrupted_run"] as? [String: Any], "\(json.stdout)")
+        #expect(interrupted["pid"] as? Int == Int(victim.pid))
+
+        #expect(try fx.sync(options).exitCode == 0)
+        let after = try status(fx, ["--json"])
+        #expect(try #require(FaultFixture.json(after))["interrupted_run"] is NSNull, "\(after.stdout)")
+        #expect(!(try status(fx)).stdout.contains("interrupted"))
+    }
+}

@@ -72,6 +72,9 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     public var files: Files
     public var bytes: Bytes
     public var lastRun: OrNull<LastRun>
+    /// A run that took DEST's lock and never ended (killed, or the machine stopped), with nothing
+    /// running now and no run ended since; null otherwise.
+    public var interruptedRun: OrNull<InterruptedRun>
     /// The end of the last run that ended `ok`; null when none is recorded.
     public var lastSuccess: OrNull<MomentDocument>
     /// The manifest this status read: a file, or the copy kept for a URL (``ManifestDocument``).
@@ -80,6 +83,17 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     public var entries: [Entry]
     /// An atomic DEST's generations; absent for a plain DEST.
     public var generations: Generations?
+
+    public struct InterruptedRun: Codable, Equatable, Sendable {
+        /// RFC 3339, UTC, and Unix seconds: when it took the lock.
+        public var start: String
+        public var startUnix: Int64
+        public var pid: Int
+
+        enum CodingKeys: String, CodingKey {
+            case start, startUnix = "start_unix", pid
+        }
+    }
 
     public struct Generations: Codable, Equatable, Sendable {
         /// Oldest first.
@@ -92,7 +106,8 @@ public struct StatusDocument: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case destination, destinationExists = "destination_exists", syncRunning = "sync_running", syncPid = "sync_pid"
-        case files, bytes, lastRun = "last_run", entries, lastSuccess = "last_success", manifest, generations
+        case files, bytes, lastRun = "last_run", interruptedRun = "interrupted_run", entries, lastSuccess = "last_success"
+        case manifest, generations
     }
 
     public init(_ status: DestinationStatus) {
@@ -116,6 +131,9 @@ public struct StatusDocument: Codable, Equatable, Sendable {
                     startUnix: run.start, endUnix: run.end, result: run.result,
                     downloaded: run.downloaded, failed: run.failed, bytes: run.bytes,
                     reason: run.reason.map { redactingURLs(in: $0) }, manifest: run.manifest)
+        })
+        interruptedRun = OrNull(status.interruptedRun.map {
+            InterruptedRun(start: Formatting.utcTimestamp($0.start), startUnix: $0.start, pid: $0.pid)
         })
         lastSuccess = OrNull(status.lastSuccess.map { MomentDocument($0.end) })
         manifest = OrNull(status.manifest.map { ManifestDocument($0, now: currentUnixTime()) })

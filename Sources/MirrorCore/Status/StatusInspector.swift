@@ -115,6 +115,16 @@ public struct DestinationStatus: Sendable {
     public var manifest: ManifestProvenance?
     /// The pid of a sync holding the destination's lock right now, when one does.
     public var runningPid: Int?
+    /// A run that took the lock and never ended (killed, or the machine stopped), when nothing
+    /// runs now and no run ended after it (``DestinationLock/leftBehind(in:)``): the next sync
+    /// goes on from where it left off.
+    public var interruptedRun: InterruptedRun?
+
+    public struct InterruptedRun: Sendable, Equatable {
+        /// When it took the lock, Unix seconds.
+        public var start: Int64
+        public var pid: Int
+    }
     /// True when the journal's file exists (false: never synced, or the journal was deleted).
     public var hasJournal: Bool
     /// An atomic DEST (``GenerationStore``): the complete generations kept, oldest first, the one
@@ -222,6 +232,11 @@ public enum StatusInspector {
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials),
                                     journal: journal)
         let syncRuns = status.runningPid != nil
+        // A run record ends in whole seconds: one that ended in the very second the lock was
+        // taken is not known to be that run's end, so the lock's word stands.
+        if !syncRuns, let state, let left = DestinationLock.leftBehind(in: state), (journal?.lastRun?.end ?? Int64.min) <= left.since {
+            status.interruptedRun = DestinationStatus.InterruptedRun(start: left.since, pid: left.pid)
+        }
         reconciler.forEachAction(in: manifest.entries) { entry, action in
             if case .upToDate = action {
                 status.addDone(size: entry.size)

@@ -34,8 +34,12 @@ extension DestinationStatus {
         for text in runLines(now: currentUnixTime()) { try line(text) }
         if let generations {
             let kept = generations.kept.reversed().map { $0 == generations.current ? "g\($0) (current)" : "g\($0)" }
-            try line("generations: " + kept.joined(separator: ", ")
-                     + (generations.building ? "; the next one is being built" : ""))
+            // Without a running sync, `building/` is what a stopped run left: the next sync of
+            // the same manifest goes on with it, another manifest's clears what it does not list.
+            let building = !generations.building ? ""
+                : runningPid != nil ? "; the next one is being built"
+                : "; a next one was partly built by a run that did not finish, and the next sync goes on with it"
+            try line("generations: " + kept.joined(separator: ", ") + building)
             if let hold = generations.hold {
                 try line("held at generation \(hold.generation) by a rollback from generation \(hold.from): a sync of its manifest "
                          + "changes nothing until another manifest or `\(HoldPolicy.releaseAdvice(destination))` releases it")

@@ -7,13 +7,18 @@ extension DestinationStatus {
     /// and how long ago, and the manifest this status read.
     func runLines(now: Double) -> [String] {
         var lines: [String] = []
+        if let interrupted = interruptedRun {
+            lines.append("last run: started \(Formatting.utcTimestamp(interrupted.start)) (pid \(interrupted.pid)), interrupted before "
+                         + "it ended (killed, or the machine stopped); the next sync goes on from where it left off")
+        }
         if let run = lastRun {
-            var line = "last run: \(Formatting.utcTimestamp(run.start)) to \(Formatting.utcTimestamp(run.end)), \(run.result): "
+            var line = (interruptedRun == nil ? "last run: " : "run before it: ")
+                + "\(Formatting.utcTimestamp(run.start)) to \(Formatting.utcTimestamp(run.end)), \(run.result): "
                 + "\(run.downloaded) downloaded, \(run.failed) failed, \(Formatting.bytes(run.bytes)) transferred"
             if let source = run.manifest.flatMap(ManifestSource.init(rawValue:)) { line += "; manifest: \(source.words)" }
             lines.append(line)
             if let reason = run.reason { lines.append("  stopped: \(reason)") }
-        } else {
+        } else if interruptedRun == nil {
             lines.append(hasJournal ? "last run: none recorded" : "last run: none (no journal in \(destination)/.mirror)")
         }
         if let success = lastSuccess {

@@ -27,7 +27,10 @@ extension SyncRunner {
             }
             // A stopped or failed run changes nothing, not even the journal's view of what is gone.
             guard everyFileVerified else { return }
-            if decision != .delete {
+            // Nothing but empty folders to remove is still a deletion `--delete-unlisted` makes
+            // ("files, links and empty folders"), but for an empty manifest, which deletes nothing.
+            let foldersOnly = decision == .nothing && !manifest.entries.isEmpty
+            if decision != .delete && !foldersOnly {
                 plan.files = []
                 plan.folders = []
                 plan.keptFolders = nil

@@ -116,9 +116,32 @@ public final class DestinationLock {
         (held.first { $0.place == .store } ?? held.first)?.folder
     }
 
-    /// Releases the lock (closing the descriptors releases the `flock`s).
+    /// Releases the lock (closing the descriptors releases the `flock`s). Each lock file is
+    /// emptied first, while still held: a lock file that names a pid with nobody holding its lock
+    /// is then a run that never released it (killed, or the machine stopped), which `status`
+    /// reports (``leftBehind(in:)``). Releasing twice does nothing more.
     public func release() {
-        for entry in held { entry.file.close() }
+        for entry in held {
+            try? entry.file.truncate(to: 0)
+            entry.file.close()
+        }
+        held = []
+    }
+
+    /// A run that took DEST's lock and never released it: the pid its lock file in `stateFolder`
+    /// still names and when it was written (the lock file's modification time, Unix seconds).
+    /// Only meaningful when nobody holds the lock now; read without taking it (`status` never
+    /// does). nil when the lock file is missing, empty or holds no pid.
+    public static func leftBehind(in stateFolder: FileDescriptor) -> (pid: Int, since: Int64)? {
+        let fd = openat(stateFolder.fd, "lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        let file = FileDescriptor(fd: fd, displayPath: "lock")
+        defer { file.close() }
+        guard let status = try? file.stat(), status.isRegularFile, status.size > 0, status.size < 64,
+              let bytes = try? file.readAll(), let pid = Int(String(decoding: bytes, as: UTF8.self).trimmingSpaces), pid > 0 else {
+            return nil
+        }
+        return (pid, status.mtime.seconds)
     }
 
     /// Moves a plain DEST's `.mirror` into its store (a conversion to `--atomic`), lock file and
