@@ -7,8 +7,11 @@ struct Verify: ParsableCommand {
         abstract: "Re-read and re-hash every file of the manifest; report the missing and corrupt ones.",
         discussion: """
             Reads every file the manifest lists under DEST in full, on every core, and compares its \
-            size and checksums with the manifest. The journal is not trusted, read or changed, and \
-            nothing is downloaded or repaired: run `mirror sync` to fetch what is missing or corrupt. \
+            size and checksums (and the manifest's mode and mtime, where it gives them) with the \
+            manifest. The journal is not trusted, and nothing is downloaded or repaired: run \
+            `mirror sync` to fetch what is missing or corrupt. A corrupt file the journal still \
+            vouched for is forgotten by the journal (under DEST's lock, if no sync holds it), so \
+            that the next sync fetches it again. \
             Symbolic links under DEST are reported, never followed. MANIFEST may be the URL a \
             sync fetched it from (with --dest): the copy kept in DEST/.mirror/manifest is read, \
             without the network.
@@ -42,14 +45,35 @@ struct Verify: ParsableCommand {
         var summary = runner.run(progress: progress.isEnabled ? { progress.update($0.line) } : nil)
         summary.excluded = excluded
         progress.clear()
+        let report = ConsoleReport(mode: json ? .json : .text)
+        // A corrupt file the journal still vouches for is told to the next sync (``DamageRecord``).
+        var note: String?
+        do {
+            switch try DamageRecord.record(summary.problems, destinationPath: destination) {
+            case .nothing: break
+            case .recorded(let n):
+                summary.recorded = n
+                note = "the journal no longer vouches for \(n == 1 ? "the corrupt file" : "\(n) corrupt files"): "
+                    + "the next sync fetches \(n == 1 ? "it" : "them") again"
+            case .busy(let why):
+                note = "\(why): the corrupt files are not recorded for the next sync; run verify again once it ends"
+            }
+        } catch {
+            note = "cannot record the corrupt files for the next sync: \(error)"
+        }
         if json {
             print(summary.json)
+            if let note, summary.recorded == nil { report.warning(note) }
         } else {
-            let report = ConsoleReport(mode: .text)
             if let whole = summary.destinationProblem {
                 report.fatal("\(whole) (so none of the \(summary.total) files could be checked)")
             } else {
                 for problem in summary.problems { report.fatal("\(problem.path): \(problem.message)") }
+            }
+            if let note, summary.recorded == nil {
+                report.warning(note)
+            } else if let note, !quiet {
+                report.notice(note)
             }
             if !quiet { print(summary.summaryLine) }
         }

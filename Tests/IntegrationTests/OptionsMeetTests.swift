@@ -175,3 +175,58 @@ import MirrorTestSupport
         #expect(!(try status(fx)).stdout.contains("interrupted"))
     }
 }
+
+/// What `verify` finds, the next `sync` acts on: bytes changed in place with the size and
+/// modification time put back pass a sync's `stat` compare, so `verify` makes the journal forget
+/// them; `status` then calls the file `unverified` and the next sync fetches it again. A mode or
+/// time that is not the manifest's is a problem of its own (`attributes`), which sync sets.
+@Suite(.serialized) struct VerifyThenSyncTests {
+    @Test func aFileVerifyFoundCorruptIsFetchedByTheNextSync() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("clip.bin", size: 50_000, seed: 1)
+        try fx.writeManifest()
+        #expect(try fx.sync().exitCode == 0)
+        let path = fx.destPath("clip.bin")
+        var before = stat()
+        #expect(stat(path, &before) == 0)
+        // One byte changed in place; the size and modification time put back.
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0 && pwrite(fd, "X", 1, 20_000) == 1)
+        close(fd)
+        var times = [timespec(tv_sec: 0, tv_nsec: Int((1 << 30) - 2)), before.st_mtim]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        let unnoticed = try fx.sync(["--json"])
+        #expect(unnoticed.exitCode == 0 && unnoticed.stdout.contains("\"up_to_date\":1"), "the premise: a sync trusts it \(unnoticed)")
+
+        let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
+        #expect(verify.exitCode == 1, "\(verify)")
+        let document = try #require(FaultFixture.json(verify), "\(verify)")
+        #expect(document["recorded"] as? Int == 1, "\(verify.stdout)")
+        let status = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest], timeout: 60)
+        #expect(status.stdout.contains("unverified"), "\(status)")
+
+        let repaired = try fx.sync()
+        #expect(repaired.exitCode == 0, "\(repaired)")
+        #expect(try TestData.sha256(ofFileAt: path) == TestData.sha256(of: TestData.bytes(count: 50_000, seed: 1)))
+        let again = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest], timeout: 60)
+        #expect(again.exitCode == 0, "\(again)")
+    }
+
+    @Test func aModeOrTimeThatIsNotTheManifestsIsAVerifyProblemThatSyncFixes() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.txt", size: 3_000, seed: 1)
+        try fx.writeManifest()
+        try OptionsMeetTests.publish(fx, [("a.txt", 3_000, 1)],
+                                     extra: ["a.txt": ["mode": "\"0640\"", "mtime": "2020-09-13T12:26:40Z"]])
+        #expect(try fx.sync().exitCode == 0)
+        #expect(chmod(fx.destPath("a.txt"), 0o600) == 0)
+        let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest, "--json"], timeout: 60)
+        #expect(verify.exitCode == 1, "\(verify)")
+        let problems = try #require(FaultFixture.json(verify)?["problems"] as? [[String: Any]], "\(verify)")
+        #expect(problems.first?["state"] as? String == "attributes", "\(verify.stdout)")
+        #expect((problems.first?["error"] as? String)?.contains("mode 600, expected 640") == true, "\(verify.stdout)")
+        #expect(try fx.sync().exitCode == 0)
+        let again = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest], timeout: 60)
+        #expect(again.exitCode == 0, "\(again)")
+    }
+}

@@ -10,13 +10,15 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
         public var corrupt: Int
         public var missing: Int
         public var unreadable: Int
+        /// The manifest's bytes with another `mode` or `mtime` than the manifest gives.
+        public var attributes: Int
         /// Entries `--include`/`--exclude` left out; not checked, not in `total`.
         public var excluded: Int
     }
 
     public struct Problem: Codable, Equatable, Sendable {
         public var path: String
-        /// `missing`, `corrupt` or `unreadable`.
+        /// `missing`, `corrupt`, `unreadable` or `attributes`.
         public var state: String
         public var error: String
         public var expectedSize: Int64
@@ -36,6 +38,9 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
 
     /// `ok` or `failed`.
     public var result: String
+    /// Corrupt files whose journal record `verify` made the journal forget, so that the next `sync`
+    /// replaces them (``DamageRecord``); null when nothing was to be recorded.
+    public var recorded: OrNull<Int>
     public var destination: String
     public var files: Files
     public var bytesRead: Int64
@@ -45,14 +50,15 @@ public struct VerifyDocument: Codable, Equatable, Sendable {
     public var problems: [Problem]
 
     enum CodingKeys: String, CodingKey {
-        case result, destination, files, bytesRead = "bytes_read", seconds, problems
+        case result, destination, files, bytesRead = "bytes_read", seconds, problems, recorded
     }
 
     public init(_ s: VerifySummary) {
         result = s.isGood ? "ok" : "failed"
+        recorded = OrNull(s.recorded)
         destination = s.destination
         files = Files(total: s.total, good: s.good, corrupt: s.count(.corrupt), missing: s.count(.missing),
-                      unreadable: s.count(.unreadable), excluded: s.excluded)
+                      unreadable: s.count(.unreadable), attributes: s.count(.attributes), excluded: s.excluded)
         bytesRead = s.bytesRead
         seconds = (s.seconds * 1000).rounded() / 1000
         problems = s.problems.map { p in

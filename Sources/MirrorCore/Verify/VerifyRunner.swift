@@ -15,6 +15,9 @@ public struct VerifyProblem: Sendable, Equatable {
         case corrupt
         /// The file could not be read (permissions, an I/O error, a symlink in a folder of the path).
         case unreadable
+        /// The bytes are the manifest's, but the manifest's `mode` or `mtime` is not the file's
+        /// (checked only where the manifest gives them): the next `sync` sets them.
+        case attributes
     }
 
     public var path: String
@@ -27,6 +30,9 @@ public struct VerifyProblem: Sendable, Equatable {
     public var actualSHA256: String?
     public var expectedSHA512: String?
     public var actualSHA512: String?
+    /// The `fstat` of the file whose bytes did not match, as it was read: what ``DamageRecord``
+    /// compares with the journal's record before it makes the journal forget it.
+    public var found: FileStatus?
 
     init(path: String, kind: Kind, message: String, expectedSize: Int64) {
         self.path = path
@@ -53,6 +59,9 @@ public struct VerifySummary: Sendable {
     /// The destination itself could not be opened (a file, not a folder; no permission): every
     /// entry's problem is this one, which a person needs to read once.
     public var destinationProblem: String?
+    /// Corrupt files whose journal record was forgotten so that the next `sync` replaces them
+    /// (``DamageRecord``); nil when there was nothing to record or it could not be.
+    public var recorded: Int?
 
     public func count(_ kind: VerifyProblem.Kind) -> Int { problems.filter { $0.kind == kind }.count }
 }
@@ -176,8 +185,14 @@ public final class VerifyRunner {
                 return p
             }
             let digests = try FileHashing.digests(of: file, for: entry, progress: read)
-            if FileHashing.matches(entry, digests) { return nil }
+            if FileHashing.matches(entry, digests) {
+                guard let wrong = attributesProblem(entry, opened) else { return nil }
+                var p = problem(.attributes, wrong)
+                p.actualSize = opened.size
+                return p
+            }
             var p = problem(.corrupt, "checksum mismatch (" + FileHashing.mismatchDescription(entry, digests) + ")")
+            p.found = opened
             p.actualSize = opened.size
             p.expectedSHA256 = entry.digests[.sha256]?.hex
             p.actualSHA256 = digests[.sha256]?.hex
@@ -189,6 +204,19 @@ public final class VerifyRunner {
         } catch {
             return problem(.unreadable, "\(error)")
         }
+    }
+
+    /// What of the manifest's `mode` and `mtime` (where it gives them) the file `status` lacks, as
+    /// a sentence; nil when it has both.
+    static func attributesProblem(_ entry: ManifestEntry, _ status: FileStatus) -> String? {
+        var wrong: [String] = []
+        if let mode = entry.mode, status.permissions != mode & 0o7777 {
+            wrong.append("mode \(String(status.permissions, radix: 8)), expected \(String(mode, radix: 8))")
+        }
+        if let mtime = entry.mtime, status.mtime != mtime {
+            wrong.append("modification time \(Formatting.utcTimestamp(status.mtime.seconds)), expected \(Formatting.utcTimestamp(mtime.seconds))")
+        }
+        return wrong.isEmpty ? nil : wrong.joined(separator: "; ")
     }
 
     /// Results and progress shared by the worker threads.
@@ -232,6 +260,9 @@ extension VerifySummary {
         var parts = ["\(good) good"]
         for kind in [VerifyProblem.Kind.corrupt, .missing, .unreadable] where count(kind) > 0 {
             parts.append("\(count(kind)) \(kind.rawValue)")
+        }
+        if count(.attributes) > 0 {
+            parts.append("\(count(.attributes)) with another mode or modification time")
         }
         return "mirror verify: " + parts.joined(separator: ", ")
             + " of \(total)" + (excluded > 0 ? " (\(excluded) left out by the filter)" : "")
