@@ -230,3 +230,40 @@ import MirrorTestSupport
         #expect(again.exitCode == 0, "\(again)")
     }
 }
+
+/// A run killed after an install's rename or link and before the batch's journal records: the
+/// file at the path is mirror's all the same. A path that then turns (file to folder) replaces it,
+/// and a run of the same manifest records it as installed, so `--delete` removes it later.
+@Suite(.serialized) struct KilledInstallTests {
+    /// The small file `x` installed by a run killed at `install-before-record`.
+    static func killedInstall(size: Int) throws -> SyncFixture {
+        let fx = try SyncFixture()
+        try TestData.writeFile(at: fx.www + "/x", size: Int64(size), seed: 1)
+        try TestData.writeFile(at: fx.www + "/keep.bin", size: 3_000, seed: 2)
+        try OptionsMeetTests.publish(fx, [("x", size, 1), ("keep.bin", 3_000, 2)])
+        let crashed = try Mirror.run(["sync", fx.manifestPath, "--dest", fx.dest, "--jobs", "1"],
+                                     environment: ["MIRROR_CRASH_AT": "install-before-record"], timeout: 60)
+        #expect(crashed.signal == SIGKILL, "the crash point was reached: \(crashed)")
+        return fx
+    }
+
+    @Test(arguments: [2_000, 3 << 20]) func aPathThatTurnsReplacesAFileWhoseRecordAKillLost(size: Int) throws {
+        let fx = try Self.killedInstall(size: size)
+        try #require(fx.exists(fx.destPath("x")), "the premise: the killed run installed x")
+        try FileManager.default.removeItem(atPath: fx.www + "/x")
+        try TestData.writeFile(at: fx.www + "/x/y", size: 2_000, seed: 3)
+        try OptionsMeetTests.publish(fx, [("x/y", 2_000, 3), ("keep.bin", 3_000, 2)])
+        let turned = try fx.sync()
+        #expect(turned.exitCode == 0, "\(turned)")
+        #expect(fx.exists(fx.destPath("x/y")))
+    }
+
+    @Test func aFileWhoseRecordAKillLostStaysMirrorsForDelete() throws {
+        let fx = try Self.killedInstall(size: 2_000)
+        try #require(fx.exists(fx.destPath("x")), "the premise: the killed run installed x")
+        #expect(try fx.sync().exitCode == 0)
+        try OptionsMeetTests.publish(fx, [("keep.bin", 3_000, 2)])
+        let deleted = try fx.sync(["--delete", "--max-delete", "100%"])
+        #expect(deleted.exitCode == 0 && !fx.exists(fx.destPath("x")), "\(deleted)")
+    }
+}

@@ -107,7 +107,9 @@ public struct Planner: Sendable {
     /// Asked only when something is in the way.
     func mayReplaceWhatIsInTheWay(of path: String) -> Bool {
         guard let destination, let journal, let found = try? destination.inTheWay(of: path) else { return false }
-        return PathTurn.decide(found) { PathTurn.vouches(journal.records(for: $0)?.verified, for: $1) }.clearance != nil
+        return PathTurn.decide(found) {
+            InstalledFile.vouches(path: $0, status: $1, records: journal.records(for: $0), in: destination)
+        }.clearance != nil
     }
 
     /// Length of the entry's partial file, if there is one.

@@ -178,6 +178,11 @@ struct AtomicBuild {
         seeded = outcome
         CrashPoint.hit("seed-after-links")
         try refreshRecords(outcome.untrusted, in: building)
+        // A kept generation's file hashed and linked: verified now, as a file found and hashed
+        // is; mirror put it in the store, so it is journaled as installed, not `found=1`.
+        for (entry, status) in outcome.hashed {
+            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)
+        }
     }
 
     /// Whether `file` of the building folder is the current set's file at the same path (one

@@ -38,6 +38,10 @@ struct GenerationSeed: Sendable {
         var untrusted: [(ManifestEntry, FileStatus)] = []
         /// Files linked.
         var linked = 0
+        /// Files of a kept generation the journal no longer vouched for (its record of the path is
+        /// another version's), hashed, found to be the entry's and linked: each with its status,
+        /// journaled by the caller as verified.
+        var hashed: [(ManifestEntry, FileStatus)] = []
     }
 
     /// What one part of the walk (a top-level folder, or the files at the top) found.
@@ -83,6 +87,11 @@ struct GenerationSeed: Sendable {
                 if try linkByPath(entry.path, from: set) {
                     outcome.linked += 1
                     if !ChangeTimeTrust.current.trustsMovedChangeTime(old) { outcome.untrusted.append((entry, old)) }
+                }
+            } else if let set = hashedKeptCopy(of: entry) {
+                if try linkByPath(entry.path, from: set), let linked = try building.status(of: entry.path) {
+                    outcome.linked += 1
+                    outcome.hashed.append((entry, linked))
                 }
             } else if unverified.contains(index), let current {
                 if let record = journal.records(for: entry.path)?.verified, record.identity != EntryIdentity(entry) { continue }
@@ -132,6 +141,25 @@ struct GenerationSeed: Sendable {
             throw SystemError("link", building.display(path) + " into the next generation")
         }
         return true
+    }
+
+    /// The entry's file at its own path in a kept generation, newest first, read and hashed: the
+    /// journal keeps one `verified` record a path, so after a publish changed a file, the older
+    /// generation's copy of it is vouched for by nobody, though it holds the version a publish
+    /// back to the older manifest (a rollback's roll forward, a republish undone) asks for. Only
+    /// a file of this user's with the entry's mode and size is read (``FoundFilePolicy``); the
+    /// store is this user's alone (docs/cli.md, "Atomic destinations"). Bytes a kept generation
+    /// holds are linked, never fetched again, even with the origin unreachable.
+    func hashedKeptCopy(of entry: ManifestEntry) -> Destination? {
+        for set in kept {
+            guard let status = try? set.status(of: entry.path), status.isRegularFile, status.size == entry.size,
+                  FoundFilePolicy.current.keeps(status, for: entry), let file = try? set.openForReading(entry.path) else { continue }
+            defer { file.close() }
+            guard let opened = try? file.stat(), opened == status, let digests = try? FileHashing.digests(of: file, for: entry),
+                  FileHashing.matches(entry, digests), (try? file.stat()) == status else { continue }
+            return set
+        }
+        return nil
     }
 
     /// The entry's file in a kept generation, newest first, that the journal verified as this

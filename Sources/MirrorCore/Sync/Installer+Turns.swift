@@ -21,8 +21,8 @@ extension Installer {
             let path = item.task.entry.path
             // Decided again from the disk as it is now, not from the plan: whatever came since counts.
             guard let found = try destination.inTheWay(of: path),
-                  let clearance = PathTurn.decide(found, vouched: { [journal] in
-                      PathTurn.vouches(journal.records(for: $0)?.verified, for: $1)
+                  let clearance = PathTurn.decide(found, vouched: { [journal, destination] in
+                      InstalledFile.vouches(path: $0, status: $1, records: journal.records(for: $0), in: destination)
                   }).clearance else { throw error }
             CrashPoint.hit("turn-before-remove")
             let gone = try destination.clear(clearance)

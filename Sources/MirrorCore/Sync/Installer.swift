@@ -101,6 +101,15 @@ final class Installer {
             return out
         }
 
+        do {
+            try recordIntent(items)
+        } catch {
+            for item in items { item.partial.close() }
+            if let error = error as? SystemError, error.isDestinationUnwritable { out.fatal = error } else {
+                out.failed = items.map { ($0.task, error) }
+            }
+            return out
+        }
         var installed: [(InstallBatch.Item, FileStatus)] = []
         // Files that were in the way of a new one and went (``PathTurn``): journaled with the batch.
         var removed: [JournalRecord] = []
@@ -129,6 +138,27 @@ final class Installer {
         return out
     }
 
+    /// Before the batch's renames and links: each file whose path's `partial` record does not yet
+    /// name its inode (a small download with no name, a local copy) gets one, durably, so that a
+    /// kill between the install and the `verified` record leaves evidence that the file at the
+    /// path is mirror's (``InstalledFile``), not a file of the user's. Its byte count is the whole
+    /// file and it carries no hash state: a named partial file it describes is hashed again if
+    /// resumed, one with no name is gone with the kill. At most one extra journal `fsync` a batch.
+    private func recordIntent(_ items: [InstallBatch.Item]) throws {
+        var intents: [JournalRecord] = []
+        for item in items {
+            let partial = item.partial
+            let status = try partial.file.stat()
+            if writer.journal.records(for: partial.identity.path)?.partial?.fileInode == status.inode { continue }
+            intents.append(.partial(PartialRecord(identity: partial.identity, url: partial.sourceURL ?? "", validator: partial.validator,
+                                                  bytes: partial.identity.size, fileInode: status.inode,
+                                                  fileChangeTime: status.ctime)))
+        }
+        guard !intents.isEmpty else { return }
+        try writer.append(intents)
+        try writer.sync()
+    }
+
     /// A copy of the bytes of a file found at the entry's path (``CheckResult/copy(_:mirrors:)``)
     /// keeps that file's standing: found, not installed, so `--delete` leaves it (`found=1`),
     /// unless the file found was mirror's own. A copy that failed its digest and was then
@@ -142,12 +172,15 @@ final class Installer {
 
     /// Whether the file found at `path` (its `stat` before anything was done to it) is one mirror
     /// installed: the journal's `verified` record of the path, not `found=1`, is this inode as
-    /// recorded (``VerifiedRecord/matches(_:trust:)``). A manifest that only changes the entry's
+    /// recorded (``VerifiedRecord/matches(_:trust:)``), or the path's `partial` record names this
+    /// inode as this entry's (a run killed between the install and its record, ``InstalledFile``). A manifest that only changes the entry's
     /// `mode` or `mtime` sends such a file through ``check(_:policy:)``; it stays mirror's, so
     /// `--delete` still removes it once no manifest lists it (docs/cli.md, "Deleting").
-    func isMirrors(_ before: FileStatus, at path: String) -> Bool {
-        guard let record = writer.journal.records(for: path)?.verified else { return false }
-        return !record.adopted && record.matches(before)
+    func isMirrors(_ before: FileStatus, at path: String, entry: ManifestEntry) -> Bool {
+        let records = writer.journal.records(for: path)
+        if let record = records?.verified, !record.adopted, record.matches(before) { return true }
+        // Installed by a run killed before the file's `verified` record (``InstalledFile``).
+        return InstalledFile.leftByInstall(records, status: before)?.identity == EntryIdentity(entry)
     }
 
     /// Sets the modification time of the open file `fd` (`futimens(2)`), leaving its access time.
@@ -190,13 +223,13 @@ final class Installer {
             defer { file.close() }
             let before = try file.stat()
             let decision = policy.decide(before, for: entry)
-            if case .copy(let reason) = decision { return .copy(reason, mirrors: isMirrors(before, at: entry.path)) }
+            if case .copy(let reason) = decision { return .copy(reason, mirrors: isMirrors(before, at: entry.path, entry: entry)) }
             let digests = try FileHashing.digests(of: file, for: entry)
             status = try file.stat()
             // A file written while it was read may hold bytes other than those hashed: it is
             // vouched for only if its change time did not move (a later run checks it again).
             guard FileHashing.matches(entry, digests), status == before else { return .differs }
-            own = isMirrors(before, at: entry.path)
+            own = isMirrors(before, at: entry.path, entry: entry)
             if case .fixInPlace(let mode, let mtime) = decision {
                 // fchmod(2) and futimens(2) on the descriptor hashed: the very inode, whatever is
                 // at the name now.

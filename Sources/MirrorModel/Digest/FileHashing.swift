@@ -49,6 +49,16 @@ public enum FileHashing {
     }
 
     /// Whether computed digests satisfy an entry: every digest the entry lists must match.
+    /// Whether `file` holds the bytes whose digests are `digests` (lowercase hex by algorithm, as
+    /// the journal writes them): read whole from offset 0. False when `digests` is empty.
+    public static func holds(_ file: FileDescriptor, digests: PerAlgorithm<String>) throws -> Bool {
+        guard !digests.isEmpty else { return false }
+        let hashers = HasherSet(for: digests)
+        _ = try read(file, into: hashers.members)
+        let computed = hashers.finalize()
+        return digests.allSatisfy { computed[$0.algorithm]?.hex == $0.value }
+    }
+
     public static func matches(_ entry: ManifestEntry, _ computed: DigestSet) -> Bool {
         entry.digests.allSatisfy { computed[$0.algorithm] == $0.value }
     }
