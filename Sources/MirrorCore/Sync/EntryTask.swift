@@ -85,6 +85,9 @@ struct Attempts {
     var lengthAtStart: Int64 = 0
     /// The next attempt asks for the whole file (the source's ranges are not to be trusted).
     var fromZero = false
+    /// A whole file offered for a resume was declined (the manifest changed under the run): its
+    /// cancelled transfer is handled as a refused resume (``EntryWork/restartFromZero(_:)``).
+    var wholeFileDeclined = false
     /// A copy of a local file with the entry's content was tried (``ContentIndex``): once only.
     var triedLocalCopy = false
     /// The file at the entry's path holds its bytes but may not stay (``FoundFilePolicy``): the

@@ -184,6 +184,9 @@ final class EntryWork {
                 task.attempt.fromZero = true
                 retry(task, after: .badContentRange("416 Range Not Satisfiable", expected: "bytes \(download.requestedOffset)-"))
             }
+        case .failed(.cancelled) where task.attempt.wholeFileDeclined:
+            task.attempt.wholeFileDeclined = false
+            restartFromZero(task)
         case .failed(.cancelled):
             task.partial?.checkpoint()
             task.move(to: .leftForLaterRun)
@@ -195,8 +198,32 @@ final class EntryWork {
         }
     }
 
-    /// The server answered a resume with the whole file (a 200: its validator changed, so the
-    /// If-Range missed, or it has no ranges). Asked first: whether the manifest changed, which
+    /// The server answered a resume with the whole file, and the transfer waits, paused, with its
+    /// body (``Download/WholeFile``): the journal forgets the old bytes and the file is cut, on
+    /// this thread (docs/journal.md, rule 1), then the body is taken from its first byte. No
+    /// second request, and nothing the server sent is thrown away. When the manifest changed
+    /// under the run, the transfer is cancelled instead and the entry left for the next run.
+    func wholeFileOffered(_ download: Download, of task: EntryTask) -> [EntryEffect] {
+        take {
+            guard let partial = task.partial, partial === download.target else {
+                threads.transfers.cancel([download])
+                return
+            }
+            if let watch = manifestWatch, watch.hasChanged(now: monotonicSeconds(), deadline: stop.deadline) {
+                // Back comes a cancelled transfer, which then goes where a refused one went
+                // (``restartFromZero(_:)``: the entry is left for the run of the new manifest).
+                task.attempt.wholeFileDeclined = true
+                threads.transfers.cancel([download])
+                return
+            }
+            partial.restartFromZero()
+            task.attempt.begin(at: 0)
+            threads.transfers.acceptWholeFile(download)
+        }
+    }
+
+    /// A resume whose whole-file answer could not be taken as it came (the manifest changed under
+    /// the run, or a `file:` URL, which is read whole): asked first, whether the manifest changed, which
     /// leaves the entry for the next run (``manifestChanged(under:partial:)``). Otherwise the entry
     /// starts over from zero at once, no back-off and no failure counted: the partial file is cut
     /// on the sync thread, after the journal forgets it (docs/journal.md, rule 1); the transfer

@@ -111,6 +111,9 @@ final class Scheduler {
     }
 
     /// The entry a request that ended was for; nil for one unknown (already ended).
+    /// The entry of a request still running, without ending it.
+    func task(of request: AnyObject) -> EntryTask? { requests[ObjectIdentifier(request)] }
+
     func ended(_ request: AnyObject) -> EntryTask? {
         guard let task = requests.removeValue(forKey: ObjectIdentifier(request)) else { return nil }
         let key = ObjectIdentifier(task)

@@ -53,6 +53,11 @@ extension SyncRunner {
     func handle(_ finished: [Download]) {
         guard let work else { return }
         for download in finished {
+            // Not finished: a resume answered with the whole file, paused until its file is cut.
+            if download.offersWholeFile {
+                if let task = scheduler.task(of: download) { apply(work.wholeFileOffered(download, of: task)) }
+                continue
+            }
             guard let task = scheduler.ended(download) else { continue }
             apply(work.finished(download, of: task))
         }

@@ -78,8 +78,28 @@ public final class Download {
     public private(set) var outcome: DownloadOutcome?
     /// Set from another thread to stop the transfer at its next callback.
     var cancelled = false
+
+    /// A resume (one stream) the server answered with the whole file, a 200: its validator
+    /// changed, so the `If-Range` missed (RFC 9110 §13.1.5), or it has no ranges. The body is
+    /// the new file from its first byte, too good to throw away on a slow link; but only the sync
+    /// thread journals, and the journal must forget the old bytes before the file is cut
+    /// (docs/journal.md, rule 1). So the transfer pauses at the first body byte
+    /// (`CURL_WRITEFUNC_PAUSE`, libcurl keeps the bytes and hands them over again), is handed to
+    /// the sync thread as an offer (``offersWholeFile``), and goes on from byte 0 once that thread
+    /// has cut the file (``TransferEngine/acceptWholeFile(_:)``). docs/faults.md, "resume".
+    enum WholeFile { case none, offered, accepted }
+    /// Transfer thread only, but for ``offersWholeFile``, read by the sync thread after the
+    /// offer's delivery and before it accepts (each hand-off under a lock).
+    private(set) var wholeFile = WholeFile.none
+    /// The whole file's validator, adopted when it is accepted.
+    private var offeredValidator: String?
+    /// Delivered to the sync thread as an offer: the transfer is paused, not finished.
+    public var offersWholeFile: Bool { outcome == nil && wholeFile == .offered }
     /// `--limit-rate`: the run's bucket, set by the engine (transfer thread only).
     var limiter: RateLimiter?
+    /// Called once, on the transfer thread, when the transfer pauses on a whole-file offer: the
+    /// engine hands it to the sync thread at the end of its turn. Set by the engine.
+    var engineNotice: ((Download) -> Void)?
 
     /// - Parameters:
     ///   - offset: ask for bytes from here on (`Range: bytes=OFFSET-`); must equal `target.length`.
@@ -225,6 +245,7 @@ public final class Download {
             return false
         }
         if verdict == nil { decide() }
+        if wholeFile == .offered { return false }
         switch verdict {
         case .accept:
             break
@@ -275,16 +296,20 @@ public final class Download {
         var decision = ResponseCheck.verdict(for: responseHead, requestedOffset: isFile ? 0 : requestedOffset,
                                              requestedEnd: isFile ? nil : requestedEnd, expectedSize: target.identity.size)
         switch decision {
+        case .reject(.rangeIgnored) where segment == nil && !isFile:
+            offerWholeFile(responseHead)
+            decision = .accept(startOffset: 0)
         case .accept(let start):
             if segment == nil && start == 0 && target.length > 0 {
                 // Bytes the request did not ask to keep: never written over here, on the transfer
-                // thread, which does not journal; the runner starts the file over (``rangeIgnored``).
-                decision = .reject(.rangeIgnored)
+                // thread, which does not journal; the sync thread cuts the file first (``WholeFile``).
+                // A `file:` URL is read whole every time: it starts over, as it always did.
+                if isFile { decision = .reject(.rangeIgnored) } else { offerWholeFile(responseHead) }
             } else if start > 0 || segment != nil, let held = target.validator, let now = responseHead.resumeValidator, held != now {
                 // Segments started without a validator compare theirs with the first one seen.
                 decision = .reject(.validatorChanged)
             }
-            if case .accept = decision {
+            if case .accept = decision, wholeFile == .none {
                 target.sourceURL = url
                 target.validator = responseHead.resumeValidator ?? target.validator
             }
@@ -292,6 +317,34 @@ public final class Download {
             break
         }
         verdict = decision
+    }
+
+    private func offerWholeFile(_ head: ResponseHead) {
+        wholeFile = .offered
+        offeredValidator = head.resumeValidator
+    }
+
+    /// Whether the write callback must pause: an offer the sync thread has not yet accepted.
+    fileprivate var holdsBody: Bool {
+        if verdict == nil { decide() }
+        return wholeFile == .offered
+    }
+
+    private var offerNoticed = false
+
+    /// Tells the engine of the offer, once.
+    fileprivate func noticeOffer() {
+        guard !offerNoticed else { return }
+        offerNoticed = true
+        engineNotice?(self)
+    }
+
+    /// On the transfer thread, once the sync thread has cut the file to nothing: the body goes in
+    /// from byte 0, with the whole file's validator.
+    func takeWholeFile() {
+        wholeFile = .accepted
+        target.sourceURL = url
+        target.validator = offeredValidator
     }
 
     /// Called on the transfer thread when libcurl reports the transfer done.
@@ -370,6 +423,11 @@ private func downloadWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size:
     if let userdata, size * count > 0 {
         // --limit-rate: an empty bucket pauses the transfer; libcurl delivers these bytes again on resume.
         let download = Unmanaged<Download>.fromOpaque(userdata).takeUnretainedValue()
+        // A whole file offered for a resume waits for the sync thread (``Download/WholeFile``).
+        if !download.cancelled && download.holdsBody {
+            download.noticeOffer()
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
         if let limiter = download.limiter, !download.cancelled, !limiter.admit(size * count) {
             limiter.didPause(download)
             return Int(CURL_WRITEFUNC_PAUSE)

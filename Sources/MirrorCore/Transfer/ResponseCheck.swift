@@ -49,8 +49,8 @@ public enum ResponseCheck {
             }
             // A 200 to a range request is the whole file (§14.2): an If-Range that no longer
             // matches (§13.1.5), or a server without ranges. A segment cannot take it; a resumed
-            // stream starts over from zero, and the runner does that on its own thread, where the
-            // journal forgets the old bytes before the file changes (docs/journal.md, rule 1).
+            // stream takes it from byte 0 once the sync thread has had the journal forget the old
+            // bytes and cut the file (docs/journal.md, rule 1; ``Download/WholeFile``).
             if ranged { return .reject(.rangeIgnored) }
             return .accept(startOffset: 0)
         case 206:

@@ -26,6 +26,8 @@ public final class TransferEngine {
     private var wakePending = false
     private var cancelRequested = false
     private var cancelOne: [Download] = []
+    /// Whole-file offers the sync thread accepted (``acceptWholeFile(_:)``).
+    private var accepted: [Download] = []
     private var stopRequested = false
     private var threadExited = false
     /// Seconds the transfer thread spent asleep in `curl_multi_poll`.
@@ -39,6 +41,9 @@ public final class TransferEngine {
     private var backlogHead = 0
     /// Downloads at once in the multi handle.
     private let maxActive: Int
+    /// Transfers that paused on a whole-file offer this turn (``Download/WholeFile``), handed to
+    /// the sync thread at its end. Transfer thread only.
+    private var offers: [Download] = []
 
     /// `--limit-rate`: the run's token bucket (``RateLimiter``); transfer thread only.
     private let limiter: RateLimiter?
@@ -100,6 +105,16 @@ public final class TransferEngine {
         multi.wakeup()
     }
 
+    /// Goes on with a transfer paused on a whole-file offer (``Download/WholeFile``), now that the
+    /// sync thread has cut its file: the body is written from byte 0. Ignored for a download this
+    /// engine does not run (any more).
+    public func acceptWholeFile(_ download: Download) {
+        condition.lock()
+        accepted.append(download)
+        condition.unlock()
+        multi.wakeup()
+    }
+
     /// Waits up to `timeout` seconds for downloads to finish and returns them (possibly none).
     /// Returns early, with none, after ``interruptWait()``.
     public func waitForFinished(timeout: Double) -> [Download] { finished.wait(timeout: timeout) }
@@ -143,6 +158,8 @@ public final class TransferEngine {
             let stop = stopRequested
             let cancelSome = cancelOne
             cancelOne.removeAll()
+            let accept = accepted
+            accepted.removeAll()
             condition.unlock()
 
             backlog += incoming
@@ -170,6 +187,10 @@ public final class TransferEngine {
                 backlogHead = 0
             }
             if stop { break }
+            for download in accept where active[download.easy.handle] === download && download.wholeFile == .offered {
+                download.takeWholeFile()
+                curl_easy_pause(download.easy.handle, CURLPAUSE_CONT)
+            }
             activateWaiting()
 
             if let limiter {
@@ -186,7 +207,8 @@ public final class TransferEngine {
                 download.finish(code: code)
                 done.append(download)
             }
-            deliver(done)
+            deliver(done + offers)
+            offers.removeAll()
             // Places freed: the waiting downloads start now, not after the poll's timeout.
             if !done.isEmpty && backlogHead < backlog.count { continue }
             var timeout: Int32 = active.isEmpty ? 1000 : 200
@@ -208,6 +230,7 @@ public final class TransferEngine {
             backlogHead += 1
             do {
                 download.limiter = limiter
+                download.engineNotice = { [unowned self] in self.offers.append($0) }
                 try multi.add(download.easy)
                 active[download.easy.handle] = download
             } catch {

@@ -44,6 +44,11 @@ public final class TransferPool {
         for engine in engines { engine.cancel(downloads) }
     }
 
+    /// Each engine goes on with `download` if it runs it (``TransferEngine/acceptWholeFile(_:)``).
+    public func acceptWholeFile(_ download: Download) {
+        for engine in engines { engine.acceptWholeFile(download) }
+    }
+
     public func cancelAll() {
         for engine in engines { engine.cancelAll() }
     }
