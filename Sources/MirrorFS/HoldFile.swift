@@ -12,8 +12,8 @@ import Glibc
 /// - `built-from`: for each generation, the SHA-256 of the manifest it was built from, written
 ///   by the sync that publishes it; rollback reads it to know what to hold against.
 ///
-/// Both are small text files written whole (a temporary file, `fsync`, `renameat(2)`, `fsync`
-/// of the folder), so a crash leaves the old file or the new one. Like the journal they must be
+/// Both are small text files written whole (``StateFile``: a temporary file, `fsync`,
+/// `renameat(2)`, `fsync` of the folder), so a crash leaves the old file or the new one. Like the journal they must be
 /// this user's, writable by nobody else, and regular files (``StateOwnership``): anyone who could
 /// write `hold` could stop every sync of DEST.
 /// A rollback that holds (docs/cli.md, "mirror rollback"): after `mirror rollback`, DEST stays on
@@ -47,12 +47,12 @@ package enum HoldFile {
     /// The recorded hold, nil when there is none. `trust`: a writing command (sync, rollback)
     /// refuses a file another user could have written; `status` reads it either way.
     package static func readHold(in state: FileDescriptor, trust: Bool = true) throws -> RollbackHold? {
-        guard let text = try read(holdName, in: state, trust: trust) else { return nil }
+        guard let text = try StateFile.read(holdName, in: state, trust: trust, maximumSize: maximumSize) else { return nil }
         return parseHold(text)
     }
 
     package static func writeHold(_ hold: RollbackHold, in state: FileDescriptor) throws {
-        try write(formatHold(hold), to: holdName, in: state)
+        try StateFile.write(formatHold(hold), to: holdName, in: state)
     }
 
     /// Removes the hold; true when there was one.
@@ -99,7 +99,7 @@ package enum HoldFile {
 
     /// Generation number to manifest digest; empty when nothing is recorded.
     package static func builtFrom(in state: FileDescriptor, trust: Bool = true) throws -> [Int: String] {
-        guard let text = try read(builtFromName, in: state, trust: trust) else { return [:] }
+        guard let text = try StateFile.read(builtFromName, in: state, trust: trust, maximumSize: maximumSize) else { return [:] }
         return parseBuiltFrom(text)
     }
 
@@ -108,7 +108,7 @@ package enum HoldFile {
     package static func recordBuiltFrom(_ digest: String, generation n: Int, existing: [Int], in state: FileDescriptor) throws {
         var notes = try builtFrom(in: state).filter { existing.contains($0.key) }
         notes[n] = digest.lowercased()
-        try write(formatBuiltFrom(notes), to: builtFromName, in: state)
+        try StateFile.write(formatBuiltFrom(notes), to: builtFromName, in: state)
     }
 
     package static func formatBuiltFrom(_ notes: [Int: String]) -> String {
@@ -127,52 +127,5 @@ package enum HoldFile {
 
     package static func isDigest(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
-    }
-
-    // MARK: - Files
-
-    /// The file's text, nil when it does not exist. Opened without following a link; with
-    /// `trust`, refused (`EPERM`, exit 73) unless this user's alone and a regular file.
-    private static func read(_ name: String, in state: FileDescriptor, trust: Bool) throws -> String? {
-        let display = state.displayPath + "/" + name
-        let fd = openat(state.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw SystemError("open", display)
-        }
-        let file = FileDescriptor(fd: fd, displayPath: display)
-        defer { file.close() }
-        let status = try file.stat()
-        guard status.isRegularFile, status.size <= maximumSize else {
-            throw SystemError("trust", "\(display) (not a small regular file; remove it, and run again)", code: EPERM)
-        }
-        if trust { try StateOwnership.require(file, display) }
-        return String(decoding: try file.readAll(), as: UTF8.self)
-    }
-
-    /// `name` replaced whole by `text`: `name.tmp` (mode 0600, `O_EXCL`), `fsync`, `renameat`,
-    /// `fsync` of the folder.
-    private static func write(_ text: String, to name: String, in state: FileDescriptor) throws {
-        let temporary = name + ".tmp"
-        let display = state.displayPath + "/" + temporary
-        if DiskChange.unlinkat(state.fd, temporary, 0) != 0 && errno != ENOENT { throw SystemError("remove", display) }
-        let fd = DiskChange.openat(state.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd < 0 { throw SystemError("create", display) }
-        let file = FileDescriptor(fd: fd, displayPath: display)
-        do {
-            try Array(text.utf8).withUnsafeBytes { try file.write($0, at: 0) }
-            try file.sync()
-            file.close()
-        } catch {
-            file.close()
-            _ = DiskChange.unlinkat(state.fd, temporary, 0)
-            throw error
-        }
-        if DiskChange.renameat(state.fd, temporary, state.fd, name) != 0 {
-            let error = SystemError("rename", display)
-            _ = DiskChange.unlinkat(state.fd, temporary, 0)
-            throw error
-        }
-        try state.sync()
     }
 }

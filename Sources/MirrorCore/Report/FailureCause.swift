@@ -17,6 +17,8 @@ public enum FailureCause: Hashable, Sendable {
     case network(code: Int32)
     /// The bytes were not the manifest's, after the retries ``MismatchPolicy`` allows.
     case checksumMismatch
+    /// The server still holds the file an earlier run refused (``RefusedBook``): not downloaded.
+    case refusedBefore
     case lengthMismatch
     case tooMuchData
     case shortBody
@@ -83,6 +85,7 @@ public enum FailureCause: Hashable, Sendable {
             guard code > 0, let text = curl_easy_strerror(CURLcode(rawValue: UInt32(code))) else { return "network error" }
             return "network error: \(String(cString: text)) (libcurl error \(code))"
         case .checksumMismatch: return "checksum mismatch"
+        case .refusedBefore: return "the server still holds the file refused before (not downloaded again)"
         case .lengthMismatch: return "the server's size differs from the manifest's"
         case .tooMuchData: return "the server sent more than the manifest's size"
         case .shortBody: return "the transfer ended before the file was complete"

@@ -103,6 +103,9 @@ public enum MetricsFile {
                    [("", "\(s.excluded)")])
             metric("last_run_deleted_files", "gauge", "Files the last sync run deleted (--delete, --delete-unlisted).",
                    [("", "\(s.deleted)")])
+            metric("last_run_refused_files", "gauge",
+                   "Files the last sync run did not download because their server still holds the file an earlier run refused.",
+                   [("", "\(s.refused)")])
         }
         if let success = m.lastSuccess {
             metric(lastSuccessMetric, "gauge",

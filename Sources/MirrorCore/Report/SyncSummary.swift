@@ -69,6 +69,9 @@ public struct SyncSummary: Sendable {
     public var downloaded = 0
     public var replaced = 0
     public var failed = 0
+    /// Of `failed`: the server still holds the file an earlier run refused, so it was not
+    /// downloaded again (docs/cli.md, "A file the server holds wrong").
+    public var refused = 0
     /// Not finished because the run stopped early.
     public var pending = 0
     /// Of `downloaded` and `replaced`: copied from a file on this machine (reuse by content).

@@ -1,6 +1,7 @@
 import MirrorFS
 import MirrorModel
 import MirrorKit
+import MirrorState
 
 /// How an entry's attempt ends: a retry on the same source or the next one (``RetryPolicy``
 /// decides), a checksum mismatch (``MismatchPolicy``), a republish (``ManifestWatch``), or the
@@ -112,6 +113,7 @@ extension EntryWork {
         if manifestChanged(under: task, partial: partial) { return }
         if repairDelta(task, partial: partial) { return }
         let entry = task.entry
+        let validator = partial.validator
         partial.restartFromZero()
         let source = partial.sourceURL ?? task.currentSource ?? ""
         let revalidated = task.history.revalidating.contains(source)
@@ -128,6 +130,12 @@ extension EntryWork {
                 ? "the server's file differs from the manifest (\(detail), the same twice from \(redactedURL(source))); "
                     + "republish the manifest or the file"
                 : "checksum mismatch after \(attempts) (\(detail))"
+            // The source's own file: remembered, so the next run asks whether it is still that
+            // file before it downloads it again (``RefusedBook``).
+            if sameTwice, !source.isEmpty, let validator {
+                place.refused.record(RefusedSource(identity: EntryIdentity(entry), url: redactedURL(source), validator: validator,
+                                                   got: got, at: Int64(currentUnixTime())))
+            }
             fail(task, why, unreachable: false, cause: .checksumMismatch, source: source.isEmpty ? nil : source)
             return
         case .revalidate:
@@ -140,6 +148,25 @@ extension EntryWork {
         }
         task.attempt.fromZero = true
         emit(.queue(task))
+    }
+
+    /// The source answered 304 to the refused file's condition: it still holds the file an
+    /// earlier run refused. The next source is tried, if any; else the entry fails at once, with
+    /// nothing downloaded, until the server's file or the manifest changes (docs/cli.md, "A file
+    /// the server holds wrong").
+    func refusedAgain(_ task: EntryTask, _ download: Download) {
+        let refused = place.refused.refusal(for: task.entry, url: download.url)
+        if task.source.advance() {
+            emit(.queue(task))
+            return
+        }
+        task.partial?.remove()
+        task.partial = nil
+        let when = refused.map { " on \(Formatting.utcTimestamp($0.at))" } ?? ""
+        let got = refused.map { ", it has sha256 \($0.got.prefix(16))…" } ?? ""
+        fail(task, "the server's file differs from the manifest and was refused\(when)\(got); not downloaded again until the file "
+             + "on the server (\(redactedURL(download.url))) or the manifest changes", unreachable: false, cause: .refusedBefore,
+             source: download.url)
     }
 
     /// Whether the manifest was republished while `task` ran (``ManifestWatch``): then the server

@@ -71,6 +71,9 @@ extension EntryWork {
             if task.segments.failure == nil && !stop.isEnding, task.partial?.isComplete == false { continueSegments(task) }
         case .failed(.cancelled):
             break
+        case .notModified:
+            // A segment is never asked with a refused file's condition (``Download``).
+            segmentFailed(task, .httpStatus(304, retryAfter: nil))
         case .rangeNotSatisfiable:
             segmentFailed(task, .badContentRange("416 Range Not Satisfiable",
                                                  expected: "bytes \(download.requestedOffset)-\(download.requestedEnd ?? 0)"))

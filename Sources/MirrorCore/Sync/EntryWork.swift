@@ -132,7 +132,10 @@ final class EntryWork {
                 // the file is fetched again from zero (docs/faults.md, "resume on another source").
                 partial.validator = nil
             }
-            if partial.length == 0 && !partial.isSegmented
+            // A source whose file an earlier run refused is asked, in one stream, whether it still
+            // holds that file (``RefusedBook``): a 304 costs no download.
+            let refused = partial.length == 0 ? place.refused.refusal(for: task.entry, url: url) : nil
+            if refused == nil && partial.length == 0 && !partial.isSegmented
                 && segmentPolicy.wantsSegments(size: task.entry.size, url: url, sourceRefusedRanges: task.segments.refused) {
                 try partial.beginSegments(length: SegmentPolicy.segmentLength(size: task.entry.size, connections: options.segments))
             }
@@ -142,7 +145,8 @@ final class EntryWork {
                 return
             }
             let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
-                                        target: partial, settings: transferSettings(for: task, url: url))
+                                        target: partial, settings: transferSettings(for: task, url: url),
+                                        unlessStill: refused?.conditionalHeader)
             submit(download, for: task)
         } catch {
             stopOrFail(task, error)
@@ -184,6 +188,8 @@ final class EntryWork {
                 task.attempt.fromZero = true
                 retry(task, after: .badContentRange("416 Range Not Satisfiable", expected: "bytes \(download.requestedOffset)-"))
             }
+        case .notModified:
+            refusedAgain(task, download)
         case .failed(.cancelled) where task.attempt.wholeFileDeclined:
             task.attempt.wholeFileDeclined = false
             restartFromZero(task)

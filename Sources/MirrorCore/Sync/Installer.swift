@@ -150,7 +150,7 @@ final class Installer {
             let partial = item.partial
             let status = try partial.file.stat()
             if writer.journal.records(for: partial.identity.path)?.partial?.fileInode == status.inode { continue }
-            intents.append(.partial(PartialRecord(identity: partial.identity, url: partial.sourceURL ?? "", validator: partial.validator,
+            intents.append(.partial(PartialRecord(identity: partial.identity, url: partial.sourceURL.map(redactedURL) ?? "", validator: partial.validator,
                                                   bytes: partial.identity.size, fileInode: status.inode,
                                                   fileChangeTime: status.ctime)))
         }

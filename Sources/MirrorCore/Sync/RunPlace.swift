@@ -35,13 +35,17 @@ final class RunPlace {
     let installer: Installer
     /// Files on this machine that may hold an entry's bytes (renamed, duplicated, `--seed`).
     let contentIndex: ContentIndex
+    /// The sources whose file an earlier run refused (``RefusedBook``); sync thread only.
+    let refused: RefusedBook
+    /// The state folder (`.mirror`), where the refusals are kept.
+    let stateFolder: FileDescriptor
     /// Where an older version of an entry may be found for a chunk delta: DEST, and the current
     /// generation of an atomic DEST.
     var localTrees: [Destination] { [destination] + (current.map { [$0] } ?? []) }
 
     private init(lock: DestinationLock, destination: Destination, partialFolder: FileDescriptor, partialNaming: PartialNaming,
                  writer: JournalWriter, generations: GenerationStore?, current: Destination?, keptGenerations: [Destination],
-                 seeds: [String]) {
+                 seeds: [String], state: FileDescriptor, refused: [RefusedSource]) {
         self.lock = lock
         self.destination = destination
         self.partialFolder = partialFolder
@@ -50,6 +54,8 @@ final class RunPlace {
         self.generations = generations
         self.current = current
         self.keptGenerations = keptGenerations
+        stateFolder = state
+        self.refused = RefusedBook(refused)
         installer = Installer(destination: destination, partialFolder: partialFolder, writer: writer)
         contentIndex = ContentIndex(journal: writer.journal,
                                     destinations: [destination] + (current.map { [$0] } ?? []) + keptGenerations, seeds: seeds)
@@ -101,7 +107,8 @@ final class RunPlace {
             }
             return RunPlace(lock: lock, destination: destination, partialFolder: partials, partialNaming: naming, writer: writer,
                             generations: generations, current: current,
-                            keptGenerations: generations.map { keptSets(of: $0) } ?? [], seeds: options.seeds)
+                            keptGenerations: generations.map { keptSets(of: $0) } ?? [], seeds: options.seeds,
+                            state: state, refused: try RefusedSources.read(in: state))
         } catch {
             // A journal read begun while the manifest was read ends before the lock goes: it may
             // cut a torn tail, which only the lock's holder may do.

@@ -68,6 +68,7 @@ extension SyncRunner {
             }
             summary.add(result)
             report.entryFinished(result)
+            if let refused = place?.refused, !refused.isEmpty { refused.clear(path: entry.path) }
             if tasks.holdsAny {
                 if let verified = journal.records(for: entry.path)?.verified { contentIndex?.add(verified) }
                 releaseDuplicates(of: entry.path)

@@ -97,6 +97,7 @@ extension SyncRunner {
         // Masked once here for every place it goes: console, --json, the log and the journal.
         let message = redactingURLs(in: failure)
         summary.failed += 1
+        if cause == .refusedBefore { summary.refused += 1 }
         var result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
         result.cause = cause
         result.host = source.map { redactedURL(hostKey(of: $0)) }

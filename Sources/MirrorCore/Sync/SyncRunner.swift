@@ -144,6 +144,25 @@ public final class SyncRunner {
         return summary
     }
 
+    /// Writes the sources refused (``RefusedBook``) when the run changed them, dropping those of
+    /// paths the manifest no longer lists with the same identity. A failure costs the next run a
+    /// download at most: a warning.
+    func saveRefusals() {
+        guard let place else { return }
+        let refused = place.refused
+        guard refused.changed || !refused.isEmpty else { return }
+        let entries = manifest.entries, listed = PathIndex(listing: entries), filter = options.filter
+        do {
+            try refused.save(in: place.stateFolder) { path -> EntryIdentity?? in
+                let bytes = Array(path.utf8)
+                if let filter, !filter.selects(bytes) { return nil }
+                return .some(bytes.withUnsafeBufferPointer { listed.entryIndex($0) }.map { EntryIdentity(entries[$0]) })
+            }
+        } catch {
+            report.warning("cannot record which sources hold a file refused before (\(error)); the next run asks for them again")
+        }
+    }
+
     // MARK: - Planning helpers
 
     /// Queues an entry found during the run (a present file that holds other bytes, or that may
@@ -290,6 +309,7 @@ public final class SyncRunner {
         } else if let mode = options.deletion {
             deleteUnlisted(mode)
         }
+        saveRefusals()
         summary.bytesTransferred = tasks.bytesReceived
         summary.seconds = monotonicSeconds() - startTime
         summary.result = ending.result(summary: summary, failedUnreachable: work?.reachability.entriesFailedUnreachable ?? 0)

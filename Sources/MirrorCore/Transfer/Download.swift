@@ -43,6 +43,9 @@ public enum DownloadOutcome: Equatable, Sendable {
     case complete
     /// 416: the partial may already be whole; `completeLength` is the server's size, if it said.
     case rangeNotSatisfiable(completeLength: Int64?)
+    /// 304 to a request made with a refused file's validator (``Download/init(url:offset:ifRange:target:settings:segment:unlessStill:)``):
+    /// the server still holds the file an earlier run refused.
+    case notModified
     case failed(TransferFailure)
 }
 
@@ -107,8 +110,10 @@ public final class Download {
     ///     server whose file changed answers 200 with the new file instead of mixing two versions.
     ///   - segment: fetch only segment `index` of a segmented partial file, bytes `offset..<end`
     ///     (`Range: bytes=OFFSET-(END-1)`), checked by ``ResponseCheck`` against exactly that range.
+    /// - `unlessStill`: the conditional header of a refused file (``RefusedSource/conditionalHeader``),
+    ///   for a request from offset 0: a 304 then ends it as ``DownloadOutcome/notModified``.
     public init(url: String, offset: Int64, ifRange: String?, target: PartialFile, settings: TransferSettings,
-                segment: (index: Int, end: Int64)? = nil) throws {
+                segment: (index: Int, end: Int64)? = nil, unlessStill condition: String? = nil) throws {
         self.url = url
         requestedOffset = offset
         self.segment = segment?.index
@@ -116,12 +121,17 @@ public final class Download {
         self.target = target
         isFile = url.lowercased().hasPrefix("file:")
         stallTimeout = settings.stallTimeout
+        self.condition = isFile || offset > 0 || segment != nil ? nil : condition
         easy = try CurlEasy()
         try configure(ifRange: ifRange, settings: settings)
     }
 
+    /// The refused file's condition sent with this request, if any.
+    let condition: String?
+
     private func configure(ifRange: String?, settings: TransferSettings) throws {
         var headerLines = try settings.configure(easy, url: url)
+        if let condition { headerLines.append(condition) }
         try easy.set(CURLOPT_BUFFERSIZE, Download.receiveBufferSize(expecting: expectedBody))
         // No CURLOPT_ACCEPT_ENCODING: we want the file's own bytes, and refuse any other coding.
         // A segment asks for its own end; a resume for the rest of the file. CURLOPT_HTTPHEADER
@@ -249,7 +259,7 @@ public final class Download {
         switch verdict {
         case .accept:
             break
-        case .rangeNotSatisfiable:
+        case .rangeNotSatisfiable, .notModified:
             // An explanatory body; nothing of it goes into the file. Bytes that keep coming also
             // keep the low-speed limit from ever firing, so a body that never ends would hold the
             // run for ever: past a small cap the transfer is cut (a short count from the write
@@ -294,7 +304,8 @@ public final class Download {
         let status = isFile ? 200 : easy.responseCode
         let responseHead = ResponseHead(status: status, headers: headers)
         var decision = ResponseCheck.verdict(for: responseHead, requestedOffset: isFile ? 0 : requestedOffset,
-                                             requestedEnd: isFile ? nil : requestedEnd, expectedSize: target.identity.size)
+                                             requestedEnd: isFile ? nil : requestedEnd, expectedSize: target.identity.size,
+                                             conditional: condition != nil)
         switch decision {
         case .reject(.rangeIgnored) where segment == nil && !isFile:
             offerWholeFile(responseHead)
@@ -356,6 +367,10 @@ public final class Download {
         }
         if case .reject(let failure)? = verdict {
             outcome = .failed(failure)
+            return
+        }
+        if case .notModified? = verdict, code == CURLE_OK {
+            outcome = .notModified
             return
         }
         if case .rangeNotSatisfiable(let length)? = verdict, code == CURLE_OK || discardCut {

@@ -27,6 +27,9 @@ public enum ResponseVerdict: Equatable, Sendable {
     case accept(startOffset: Int64)
     /// 416: the server says our range starts past its end; what we hold may already be whole.
     case rangeNotSatisfiable(completeLength: Int64?)
+    /// 304 to a conditional request (RFC 9110 §15.4.5): the server's file is still the one the
+    /// condition names.
+    case notModified
     case reject(TransferFailure)
 }
 
@@ -37,8 +40,10 @@ public enum ResponseCheck {
     ///   - requestedEnd: for a segment, the last byte asked for (`Range: bytes=OFFSET-END`, even
     ///     from offset 0); nil when the range runs to the end of the file.
     ///   - expectedSize: the entry's size in the manifest.
+    ///   - conditional: the request carried `If-None-Match` or `If-Modified-Since`; a 304 is then
+    ///     an answer, not an error.
     public static func verdict(for head: ResponseHead, requestedOffset: Int64, requestedEnd: Int64? = nil,
-                               expectedSize: Int64) -> ResponseVerdict {
+                               expectedSize: Int64, conditional: Bool = false) -> ResponseVerdict {
         let last = requestedEnd ?? expectedSize - 1
         let ranged = requestedOffset > 0 || requestedEnd != nil
         switch head.status {
@@ -73,6 +78,8 @@ public enum ResponseCheck {
                 return .reject(.badContentRange("\(text) with Content-Length \(length)", expected: expected))
             }
             return .accept(startOffset: requestedOffset)
+        case 304 where conditional:
+            return .notModified
         case 416:
             return .rangeNotSatisfiable(completeLength: head["content-range"].flatMap(ContentRange.init)?.completeLength)
         default:
