@@ -134,6 +134,52 @@ enum CrashScenarios {
         try world.publishCreated(["img/lab.img": v2, "notes.txt": TestData.bytes(count: 2000, seed: 13)], publisher: publisher)
     }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] })
 
+    /// A no-op: nothing changed since the last sync. The run takes DEST's lock and reads its
+    /// journal while the manifest is read (the early lock), plans every entry up to date on the
+    /// no-op path, writes its run record and empties the lock file.
+    static let noOp = CrashScenario(name: "noOpRun", prepare: { world in
+        try publishAndSync(world, files(20, prefix: "n", seed: 14), "the first sync")
+    }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] })
+
+    /// An atomic no-op: the current generation is found complete (each entry's `stat` against
+    /// its record, then a count of the set's files) and nothing is built.
+    static let atomicNoOp = CrashScenario(name: "atomicNoOp", prepare: { world in
+        world.atomic = true
+        world.syncOptions = ["--atomic"]
+        try publishAndSync(world, files(16, prefix: "an", seed: 15), "the first atomic sync")
+    }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions })
+
+    /// A large file in one stream, killed after a checkpoint and resumed: the resumed run restores
+    /// the saved hash state over the very partial file (docs/journal.md, rule 8) and is recorded.
+    static let resumedOneStream = CrashScenario(name: "resumedOneStream", prepare: { world in
+        world.syncOptions = ["--segments", "1"]
+        try world.publish([(path: "big/one.bin", size: 6 << 20, seed: 16), (path: "small.txt", size: 2000, seed: 17)])
+        let run = try Mirror.start(["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions,
+                                   environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
+        defer { run.signal(SIGKILL) }
+        try Wait.until("a partial record of one.bin with a hash state", timeout: 60) {
+            let journal = (try? String(contentsOfFile: world.dest + "/.mirror/journal", encoding: .utf8)) ?? ""
+            return journal.contains(" partial ") && journal.contains("h256=") || !run.isRunning
+        }
+        run.signal(SIGKILL)
+        _ = try run.wait(timeout: 30)
+    }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions },
+       limitRate: "4m", environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
+
+    /// A plain DEST holding a file of the user's becomes atomic with `--delete-unlisted`, which
+    /// lets the conversion drop it (docs/cli.md, "Atomic destinations"), with a new version.
+    static let conversionDroppingUsersFile = CrashScenario(name: "conversionDroppingUsersFile", prepare: { world in
+        let v1 = files(12, prefix: "u", seed: 18)
+        try publishAndSync(world, v1, "the plain sync")
+        try FileManager.default.createDirectory(atPath: world.dest + "/notes", withIntermediateDirectories: true)
+        try Data("the user's".utf8).write(to: URL(fileURLWithPath: world.dest + "/notes/mine.txt"))
+        var v2 = v1
+        for i in 0..<2 { v2[i].seed += 400 }
+        try world.publish(v2)
+        world.atomic = true
+        world.syncOptions = ["--atomic", "--delete-unlisted", "--max-delete", "100%"]
+    }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions })
+
     /// Removes the served files no longer listed (the server moved on).
     static func removeServed(_ world: CrashWorld, except kept: [(path: String, size: Int64, seed: UInt64)]) throws {
         let keep = Set(kept.map(\.path))

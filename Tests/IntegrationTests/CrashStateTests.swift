@@ -38,4 +38,8 @@ import MirrorTestSupport
     @Test func journalCompaction() throws { try Self.explore(CrashScenarios.compaction) }
     @Test func conversionToAtomic() throws { try Self.explore(CrashScenarios.conversion) }
     @Test func chunkDelta() throws { try Self.explore(CrashScenarios.chunkDelta) }
+    @Test func noOpRun() throws { try Self.explore(CrashScenarios.noOp) }
+    @Test func atomicNoOp() throws { try Self.explore(CrashScenarios.atomicNoOp) }
+    @Test func resumedOneStream() throws { try Self.explore(CrashScenarios.resumedOneStream) }
+    @Test func conversionDroppingUsersFile() throws { try Self.explore(CrashScenarios.conversionDroppingUsersFile) }
 }
