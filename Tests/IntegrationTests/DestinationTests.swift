@@ -29,8 +29,8 @@ struct DestinationTests {
     /// another writer would (`posix_fallocate` of a filler file); returns the filler's path.
     /// A download running beside it takes space between the `statvfs` and the `fallocate`: the
     /// filler then asks for what is free at that moment, again, until it gets it.
-    static func fill(_ folder: String, leaving: Int64) throws -> String {
-        let path = folder + "/filler"
+    static func fill(_ folder: String, leaving: Int64, name: String = "filler") throws -> String {
+        let path = folder + "/" + name
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw HarnessError.posix("open(\(path))") }
         defer { close(fd) }
@@ -71,6 +71,10 @@ struct DestinationTests {
         let filler = try Self.fill(fx.dest, leaving: 1 << 20)
         let full = try run.wait(timeout: 60)
         #expect(full.exitCode == 73, "\(full)")
+        // The block the run freed as it let the lock go (its lock file emptied) is taken too: the
+        // disk stays full for the next run, as another writer would keep it.
+        var vfs = statvfs()
+        if statvfs(fx.dest, &vfs) == 0 && vfs.f_bavail > 0 { _ = try Self.fill(fx.dest, leaving: 0, name: "filler-2") }
         #expect(full.stderr.contains("No space left on device"), "\(full.stderr)")
         #expect(full.stderr.contains("big.bin needs ") && full.stderr.contains(" free"), "the entry and the sizes: \(full.stderr)")
         #expect(!fx.exists(fx.destPath("big.bin")))
@@ -115,6 +119,10 @@ struct DestinationTests {
         _ = try Self.fill(fx.dest, leaving: 1 << 20)
         let full = try run.wait(timeout: 60)
         #expect(full.exitCode == 73, "\(full)")
+        // The block the run freed as it let the lock go (its lock file emptied) is taken too: the
+        // disk stays full for the next run, as another writer would keep it.
+        var vfs = statvfs()
+        if statvfs(fx.dest, &vfs) == 0 && vfs.f_bavail > 0 { _ = try Self.fill(fx.dest, leaving: 0, name: "filler-2") }
 
         fx.manifest = ManifestBuilder(baseURL: fx.server.baseURL)
         fx.manifest.add(path: "small.bin", size: 1 << 20, sha256: try TestData.sha256(ofFileAt: fx.www + "/small.bin"))
@@ -146,6 +154,10 @@ struct DestinationTests {
         _ = try Self.fill(fx.dest, leaving: 1 << 20)
         let full = try run.wait(timeout: 60)
         #expect(full.exitCode == 73, "\(full)")
+        // The block the run freed as it let the lock go (its lock file emptied) is taken too: the
+        // disk stays full for the next run, as another writer would keep it.
+        var vfs = statvfs()
+        if statvfs(fx.dest, &vfs) == 0 && vfs.f_bavail > 0 { _ = try Self.fill(fx.dest, leaving: 0, name: "filler-2") }
         let line = full.stdout.split(separator: "\n").first.map(String.init) ?? ""
         #expect(line.hasPrefix("mirror: 1 downloaded, 1 not finished; ") && line.contains(" transferred in "),
                 "the summary line: \(full.stdout)")
