@@ -34,15 +34,7 @@ enum CrashScenarios {
     static let resumedSegments = CrashScenario(name: "resumedSegmentedLargeFile", prepare: { world in
         world.syncOptions = ["--segments", "4", "--segments-above", "2M"]
         try world.publish([(path: "big/image.bin", size: 6 << 20, seed: 7), (path: "small.txt", size: 3000, seed: 8)])
-        let run = try Mirror.start(["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions,
-                                   environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
-        defer { run.signal(SIGKILL) }
-        try Wait.until("a partial record of image.bin", timeout: 60) {
-            let journal = (try? String(contentsOfFile: world.dest + "/.mirror/journal", encoding: .utf8)) ?? ""
-            return journal.contains(" partial ") && journal.contains("segs=") || !run.isRunning
-        }
-        run.signal(SIGKILL)
-        _ = try run.wait(timeout: 30)
+        try killOnceJournaled(world, "a segmented partial record of image.bin", containing: "segs=")
     }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions },
        limitRate: "4m", environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"],
        regressions: [
@@ -154,15 +146,7 @@ enum CrashScenarios {
     static let resumedOneStream = CrashScenario(name: "resumedOneStream", prepare: { world in
         world.syncOptions = ["--segments", "1"]
         try world.publish([(path: "big/one.bin", size: 6 << 20, seed: 16), (path: "small.txt", size: 2000, seed: 17)])
-        let run = try Mirror.start(["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions,
-                                   environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
-        defer { run.signal(SIGKILL) }
-        try Wait.until("a partial record of one.bin with a hash state", timeout: 60) {
-            let journal = (try? String(contentsOfFile: world.dest + "/.mirror/journal", encoding: .utf8)) ?? ""
-            return journal.contains(" partial ") && journal.contains("h256=") || !run.isRunning
-        }
-        run.signal(SIGKILL)
-        _ = try run.wait(timeout: 30)
+        try killOnceJournaled(world, "a partial record of one.bin with a hash state", containing: "h256=")
     }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions },
        limitRate: "4m", environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
 
@@ -179,6 +163,20 @@ enum CrashScenarios {
         world.atomic = true
         world.syncOptions = ["--atomic", "--delete-unlisted", "--max-delete", "100%"]
     }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions })
+
+    /// Starts a sync of `world` that checkpoints every 0.2 s and kills it (SIGKILL) once the
+    /// journal holds a `partial` record with `containing` in it (or the run ended).
+    static func killOnceJournaled(_ world: CrashWorld, _ what: String, containing: String) throws {
+        let run = try Mirror.start(["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions,
+                                   environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
+        defer { run.signal(SIGKILL) }
+        try Wait.until(what, timeout: 60) {
+            let journal = (try? String(contentsOfFile: world.dest + "/.mirror/journal", encoding: .utf8)) ?? ""
+            return journal.contains(" partial ") && journal.contains(containing) || !run.isRunning
+        }
+        run.signal(SIGKILL)
+        _ = try run.wait(timeout: 30)
+    }
 
     /// Removes the served files no longer listed (the server moved on).
     static func removeServed(_ world: CrashWorld, except kept: [(path: String, size: Int64, seed: UInt64)]) throws {

@@ -18,27 +18,15 @@ import MirrorTestSupport
         var walk = try OptionWalk(seed: seed, steps: steps, mode: env["MIRROR_WALK_MODE"].flatMap(OptionWalk.Mode.init(rawValue:)))
         print("option walk: seed \(seed) (\(walk.mode)), \(steps) steps")
         let started = Date()
-        var done = 0
-        for step in 1...max(1, steps) {
-            let problems: [String]
-            do {
-                problems = try walk.step(step)
-            } catch let error as ProcessTimeoutError {
-                problems = ["a run outlived its time limit (a hang of mirror): \(error)"]
-            } catch {
-                problems = ["the step failed (the test's own trouble, not an invariant): \(error)"]
-            }
-            done = step
-            if !problems.isEmpty {
-                Issue.record("""
-                    option walk failed at step \(step) of \(steps), seed \(seed) (a \(walk.mode.rawValue) walk, converting at \(walk.convertAt))
-                    replay: MIRROR_WALK_SEED=\(seed) MIRROR_WALK_STEPS=\(steps) MIRROR_WALK_MODE=\(walk.mode.rawValue) swift test --filter OptionWalkTests
-                    \(problems.joined(separator: "\n"))
-                    last steps:
-                    \(walk.log.suffix(30).joined(separator: "\n"))
-                    """)
-                break
-            }
+        let (done, failed) = WalkSteps.run(steps) { try walk.step($0) }
+        if let failed {
+            Issue.record("""
+                option walk failed at step \(failed.step) of \(steps), seed \(seed) (a \(walk.mode.rawValue) walk, converting at \(walk.convertAt))
+                replay: MIRROR_WALK_SEED=\(seed) MIRROR_WALK_STEPS=\(steps) MIRROR_WALK_MODE=\(walk.mode.rawValue) swift test --filter OptionWalkTests
+                \(failed.problems.joined(separator: "\n"))
+                last steps:
+                \(walk.log.suffix(30).joined(separator: "\n"))
+                """)
         }
         if env["MIRROR_WALK_LOG"] == "1" { print(walk.log.joined(separator: "\n")) }
         print("option walk: seed \(seed) (\(walk.mode)), \(done) of \(steps) steps (\(walk.atomicSteps) atomic, \(walk.filteredSteps) filtered) "

@@ -47,22 +47,8 @@ import MirrorTestSupport
         let steps = env["MIRROR_SEQ_STEPS"].flatMap { Int($0) } ?? Self.defaultSteps
         var walk = try SequenceWalk(seed: seed, steps: steps)
         let started = Date()
-        var done = 0
-        for step in 1...max(1, steps) {
-            let problems: [String]
-            do {
-                problems = try walk.step(step)
-            } catch let error as ProcessTimeoutError {
-                problems = ["a run outlived its time limit (a hang of mirror): \(error)"]
-            } catch {
-                problems = ["the step failed (the test's own trouble, not an invariant): \(error)"]
-            }
-            done = step
-            if !problems.isEmpty {
-                Issue.record("\(walk.report(step: step, of: steps, problems))")
-                break
-            }
-        }
+        let (done, failed) = WalkSteps.run(steps) { try walk.step($0) }
+        if let failed { Issue.record("\(walk.report(step: failed.step, of: steps, failed.problems))") }
         if env["MIRROR_SEQ_LOG"] == "1" { print(walk.log.joined(separator: "\n")) }
         print("sequence: seed \(seed) (\(walk.mode)), \(done) of \(steps) steps (\(walk.atomicSteps) atomic) in \(Int(Date().timeIntervalSince(started))) s; "
             + "steps \(walk.counts.sorted { $0.key < $1.key }); exits \(walk.exits.sorted { $0.key < $1.key })")
