@@ -55,6 +55,27 @@ import MirrorTestSupport
         #expect(!fx.exists(fx.destPath(".mirror/refused")), "the refusal outlived the install")
     }
 
+    /// A refusal stands a day: a server can change a file and keep its validator (size and
+    /// modification time), so after that the file is fetched again (and refused again if wrong).
+    @Test func aRefusalADayOldIsFetchedAgain() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("clip.bin", size: 100_000, seed: 1, listedSHA256: TestData.sha256(of: TestData.bytes(count: 100_000, seed: 2)))
+        try fx.writeManifest()
+        #expect(try fx.sync().exitCode == 1)
+        let file = fx.destPath(".mirror/refused")
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        let aged = text.replacingOccurrences(of: #"at=[0-9]+"#, with: "at=\(Int(Date().timeIntervalSince1970) - 90_000)",
+                                             options: .regularExpression)
+        #expect(aged != text)
+        try aged.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(chmod(file, 0o600) == 0)
+        let before = try fx.requestsSoFar().count
+        let again = try fx.sync()
+        #expect(again.exitCode == 1 && again.stderr.contains("the same twice"), "fetched and refused anew: \(again)")
+        let asked = try fx.requestsSoFar().dropFirst(before).filter { $0.uri == "/clip.bin" }
+        #expect(asked.count == 2 && asked.allSatisfy { $0.status == 200 }, "\(asked)")
+    }
+
     @Test func aRepublishedManifestFetchesTheFileAgain() throws {
         let fx = try SyncFixture()
         let served = try TestData.writeFile(at: fx.www + "/clip.bin", size: 200_000, seed: 1)

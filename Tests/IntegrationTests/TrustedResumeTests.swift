@@ -162,7 +162,13 @@ import MirrorTestSupport
         #expect(big.count >= 2 && big.count <= 3 && big.dropFirst().allSatisfy { $0.rangeHeader == nil }, "\(big)")
         #expect(!fx.exists(fx.destPath("big.bin")))
 
+        // The same validator with the right bytes: the refusal stands (a 304), nothing is fetched.
         try serve(original)
+        let refused = try fx.sync(["--segments", "1"])
+        #expect(refused.exitCode == 1 && refused.stderr.contains("was refused on"), "\(refused)")
+        // The publisher's fix gives the file a new modification time, so a new validator.
+        var later = [before.st_atim, timespec(tv_sec: before.st_mtim.tv_sec + 10, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, served, &later, 0) == 0)
         let again = try fx.sync(["--segments", "1", "--json"])
         #expect(again.exitCode == 0, "\(again)")
         #expect(try TestData.sha256(ofFileAt: fx.destPath("big.bin")) == sha)

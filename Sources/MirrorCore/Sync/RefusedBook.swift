@@ -16,11 +16,17 @@ final class RefusedBook {
         for refused in list { byPath[refused.identity.path, default: []].append(refused) }
     }
 
-    /// The refusal of `url` (credentials masked, as recorded) for exactly this version of `entry`.
-    func refusal(for entry: ManifestEntry, url: String) -> RefusedSource? {
+    /// How long a refusal stands, in seconds: a day. A server can change a file without changing
+    /// its validator (the same size and modification time, an ETag made of them), and then only
+    /// a download tells; so once a day the file is fetched again, as before refusals were kept.
+    static let lifetime: Int64 = 24 * 3600
+
+    /// The refusal of `url` (credentials masked, as recorded) for exactly this version of
+    /// `entry`, if it is younger than ``lifetime`` at `now` (Unix seconds).
+    func refusal(for entry: ManifestEntry, url: String, now: Int64 = Int64(currentUnixTime())) -> RefusedSource? {
         guard let list = byPath[entry.path] else { return nil }
         let masked = redactedURL(url), identity = EntryIdentity(entry)
-        return list.first { $0.url == masked && $0.identity == identity }
+        return list.first { $0.url == masked && $0.identity == identity && now - $0.at < RefusedBook.lifetime }
     }
 
     func record(_ refused: RefusedSource) {
