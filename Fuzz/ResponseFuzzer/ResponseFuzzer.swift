@@ -27,7 +27,9 @@ func fuzzResponse(_ bytes: [UInt8]) {
     // The engine only asks for ranges within the file; the check must hold for any server answer.
     guard offset >= 0, expectedSize >= 0, offset <= expectedSize else { return }
     let head = ResponseHead(status: status, headers: headers)
-    switch ResponseCheck.verdict(for: head, requestedOffset: offset, expectedSize: expectedSize) {
+    // A conditional request (a refused file's validator) only from offset 0, as the engine sends it.
+    let conditional = offset == 0 && status % 2 == 0
+    switch ResponseCheck.verdict(for: head, requestedOffset: offset, expectedSize: expectedSize, conditional: conditional) {
     case .accept(let start):
         if start == 0 {
             if status != 200 { fatalError("accepted a \(status) response from offset 0") }
@@ -40,6 +42,8 @@ func fuzzResponse(_ bytes: [UInt8]) {
     case .rangeNotSatisfiable(let length):
         if status != 416 { fatalError("416 verdict for status \(status)") }
         if let length, length < 0 { fatalError("negative complete length \(length)") }
+    case .notModified:
+        if status != 304 || !conditional { fatalError("not-modified verdict for status \(status), conditional \(conditional)") }
     case .reject:
         break
     }

@@ -177,7 +177,7 @@ func openSSLErrors() -> String {
         if code == 0 { break }
         var buffer = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &buffer, buffer.count)
-        messages.append(String(cString: buffer))
+        messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
     return messages.isEmpty ? "no detail from OpenSSL" : messages.joined(separator: "; ")
 }
