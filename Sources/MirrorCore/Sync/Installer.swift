@@ -92,17 +92,17 @@ final class Installer {
         guard !items.isEmpty else { return out }
         let single = items.count == 1
         do {
-            if single { try items[0].partial.file.sync() } else { try partialFolder.syncFilesystem() }
-        } catch {
-            for item in items { item.partial.close() }
-            if let error = error as? SystemError, error.isDestinationUnwritable { out.fatal = error } else {
-                out.failed = items.map { ($0.task, error) }
+            // The evidence that each file about to appear at its path is mirror's goes first, so
+            // the one `syncfs` that makes the files durable makes it durable too (the journal is
+            // on DEST's file system); a lone file's `fsync` does not reach the journal, which is
+            // then synced on its own.
+            let intents = try recordIntent(items)
+            if single {
+                try items[0].partial.file.sync()
+                if intents { try writer.sync() }
+            } else {
+                try partialFolder.syncFilesystem()
             }
-            return out
-        }
-
-        do {
-            try recordIntent(items)
         } catch {
             for item in items { item.partial.close() }
             if let error = error as? SystemError, error.isDestinationUnwritable { out.fatal = error } else {
@@ -139,24 +139,26 @@ final class Installer {
     }
 
     /// Before the batch's renames and links: each file whose path's `partial` record does not yet
-    /// name its inode (a small download with no name, a local copy) gets one, durably, so that a
-    /// kill between the install and the `verified` record leaves evidence that the file at the
-    /// path is mirror's (``InstalledFile``), not a file of the user's. Its byte count is the whole
-    /// file and it carries no hash state: a named partial file it describes is hashed again if
-    /// resumed, one with no name is gone with the kill. At most one extra journal `fsync` a batch.
-    private func recordIntent(_ items: [InstallBatch.Item]) throws {
+    /// name its inode (a small download with no name, a local copy) gets one, made durable with
+    /// the batch's files, so that a kill between the install and the `verified` record leaves
+    /// evidence that the file at the path is mirror's (``InstalledFile``), not a file of the
+    /// user's. Its byte count is the whole file and it carries no hash state, so it vouches for
+    /// no byte (docs/journal.md, rule 1): a named partial file it describes is hashed again if
+    /// resumed, one with no name is gone with the kill. True when it appended any.
+    private func recordIntent(_ items: [InstallBatch.Item]) throws -> Bool {
         var intents: [JournalRecord] = []
         for item in items {
             let partial = item.partial
             let status = try partial.file.stat()
-            if writer.journal.records(for: partial.identity.path)?.partial?.fileInode == status.inode { continue }
+            // A file with no name never had a record of its inode; a named one may have.
+            if !partial.isUnnamed, writer.journal.records(for: partial.identity.path)?.partial?.fileInode == status.inode { continue }
             intents.append(.partial(PartialRecord(identity: partial.identity, url: partial.sourceURL.map(redactedURL) ?? "", validator: partial.validator,
                                                   bytes: partial.identity.size, fileInode: status.inode,
                                                   fileChangeTime: status.ctime)))
         }
-        guard !intents.isEmpty else { return }
+        guard !intents.isEmpty else { return false }
         try writer.append(intents)
-        try writer.sync()
+        return true
     }
 
     /// A copy of the bytes of a file found at the entry's path (``CheckResult/copy(_:mirrors:)``)
