@@ -71,6 +71,8 @@ import MirrorTestSupport
         let notes = fx.destPath("local-notes.txt")
         try Data("mine".utf8).write(to: URL(fileURLWithPath: notes))
 
+        let dry = try fx.sync(["--atomic", "--dry-run"])
+        #expect(dry.exitCode == 1 && dry.stderr.contains("local-notes.txt") && !dry.stdout.contains("delete local-notes.txt"), "\(dry)")
         let refused = try fx.sync(["--atomic"])
         #expect(refused.exitCode == 1, "\(refused)")
         #expect(refused.stderr.contains("local-notes.txt") && refused.stderr.contains("--delete-unlisted"), "\(refused)")
@@ -87,6 +89,14 @@ import MirrorTestSupport
         #expect(allowed.exitCode == 0, "\(allowed)")
         #expect(lstat(fx.dest, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK, "DEST is not a symlink")
         #expect(!fx.exists(notes) && fx.exists(fx.destPath("a.bin")))
+
+        // A folder mirror never synced, holding a file of its owner's, is not made atomic either.
+        let fresh = fx.dir.path("fresh")
+        try FileManager.default.createDirectory(atPath: fresh, withIntermediateDirectories: true)
+        try Data("theirs".utf8).write(to: URL(fileURLWithPath: fresh + "/own.txt"))
+        let first = try Mirror.run(["sync", fx.manifestPath, "--dest", fresh, "--atomic"], timeout: 60)
+        #expect(first.exitCode == 1 && first.stderr.contains("own.txt"), "\(first)")
+        #expect(fx.exists(fresh + "/own.txt") && lstat(fresh, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR)
     }
 
     /// A manifest that gives the same bytes an `mtime` sets it, as `rsync -t` would; in an atomic

@@ -44,6 +44,11 @@ struct DryRun {
             throw SyncError.destination(error)
         }
         let atomic = options.atomic || disk.isAtomic
+        // A conversion the run would refuse (a file of the user's the switch would drop) is
+        // refused here too, with the same words (``ConversionCheck``).
+        if atomic, let plain = disk.destination, let identity = try? DestinationIdentity.resolve(destPath), ConversionCheck.isDue(identity) {
+            try ConversionCheck.require(plain, destPath: destPath, journal: disk.journal, manifest: manifest, options: options)
+        }
         return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: deadline,
                           deletion: atomic ? .unlisted : options.deletion, deletionPolicy: options.deletionPolicy,
                           known: lookAhead?.finish())

@@ -84,8 +84,8 @@ final class RunPlace {
         do {
             // A plain DEST about to become atomic: refused, with nothing moved, when the switch
             // would drop a file mirror did not install (``ConversionCheck``).
-            if options.atomic, !lock.stateIsInStore, let state = lock.stateFolder {
-                try ConversionCheck.require(destPath, state: state, manifest: manifest, options: options)
+            if options.atomic || lock.stateIsInStore, ConversionCheck.isDue(identity) {
+                try ConversionCheck.require(destPath, state: lock.stateFolder, manifest: manifest, options: options)
             }
             var (destination, generations, current) = try openDestination(destPath, identity: identity, lock: lock, options: options)
             guard let state = try destination.stateFolder(create: true),
