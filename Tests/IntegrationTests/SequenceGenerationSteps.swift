@@ -7,6 +7,20 @@ import MirrorTestSupport
 /// Steps of ``SequenceWalk`` about generations and the journal: rollbacks, kills while old
 /// generations are pruned, DEST named by a generation it no longer shows, the journal deleted.
 extension SequenceWalk {
+    /// A conversion refused because the plain DEST holds files mirror did not install that the
+    /// version does not list (changed by hand, or only found in place after the journal went):
+    /// nothing changed, and the user moves every such file away, as the message asks. True when
+    /// `result` is that refusal.
+    mutating func conversionRefused(_ step: Int, version: Int, result: ProcessResult) throws -> Bool {
+        guard result.signal == nil && result.exitCode == 1 && result.stderr.contains("was not made atomic") else { return false }
+        let listed = world.versions[version]
+        let files = try disk.files(under: world.fx.dest).files.keys.filter { !$0.hasPrefix(".mirror/") && listed[$0] == nil }
+        for path in files { try FileManager.default.removeItem(atPath: world.destPath(path)) }
+        tampered.subtract(files)
+        note(step, "the conversion was refused; the user moves \(files.sorted()) away, as the run asked", kind: "conversion refused")
+        return true
+    }
+
     /// `mirror rollback` between syncs, DEST named any way.
     mutating func rollback(_ step: Int) throws -> [String] {
         let b = spelling()

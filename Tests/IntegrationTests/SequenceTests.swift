@@ -285,6 +285,7 @@ struct SequenceWalk {
                 problems.append("invariant 4: a run that exited \(result.exitCode) deleted \(deleted): \(context)")
             }
         }
+        if try conversionRefused(step, version: version, result: result) { return problems }
         // Last: a blocked turn's blocker is moved away here, after the checks of what the run deleted.
         // A run that another followed (--wait) left DEST to it: what blocked it is gone, not judged.
         if result.signal == nil && result.exitCode == 1 && plan.correctServer && !ranLast && result.stderr.contains("move it away") {
