@@ -83,6 +83,12 @@ struct OptionWalk {
     /// One random step; returns the invariants it broke.
     mutating func step(_ step: Int) throws -> [String] {
         if atomic { atomicSteps += 1 }
+        // A file changed by hand that holds a version's bytes again was put back by a run (any
+        // run: killed, stopped, or the sync after `verify`): it is mirror's, no longer the user's.
+        for path in tampered {
+            guard let look = try OptionWorld.look(world.destPath(path)), world.digests[path]?.contains(look.sha256) == true else { continue }
+            tampered.remove(path)
+        }
         if mode == .convert && !converted && step >= convertAt {
             converted = true
             note(step, "the walk converts DEST: --atomic from now on", kind: "convert")

@@ -64,6 +64,11 @@ extension OptionWalk {
             note(step, "the user moves their files away, as the run asked", kind: "unblock")
             return problems
         }
+        // A run, even one killed or stopped, may have replaced a file changed by hand with a
+        // version's bytes: mirror installed that file, so it is no longer the user's.
+        for path in tampered where now.files[path].map({ world.digests[path]?.contains($0.sha256) == true }) == true {
+            tampered.remove(path)
+        }
         // A user's file goes only with --delete-unlisted, where the filter selects its path (any
         // run: a killed one may have got as far as its deletions).
         if userFile && before.plain && now.files[OptionWorld.userPath] == nil {
