@@ -88,14 +88,16 @@ struct GenerationSeed: Sendable {
                     outcome.linked += 1
                     if !ChangeTimeTrust.current.trustsMovedChangeTime(old) { outcome.untrusted.append((entry, old)) }
                 }
+            } else if unverified.contains(index), let current,
+                      journal.records(for: entry.path)?.verified.map({ $0.identity == EntryIdentity(entry) }) ?? true {
+                if try linkByPath(entry.path, from: current) { outcome.linked += 1 }
             } else if let set = hashedKeptCopy(of: entry) {
+                // Only where the current set cannot serve: it lacks the entry, or the journal
+                // knows its file as another version.
                 if try linkByPath(entry.path, from: set), let linked = try building.status(of: entry.path) {
                     outcome.linked += 1
                     outcome.hashed.append((entry, linked))
                 }
-            } else if unverified.contains(index), let current {
-                if let record = journal.records(for: entry.path)?.verified, record.identity != EntryIdentity(entry) { continue }
-                if try linkByPath(entry.path, from: current) { outcome.linked += 1 }
             }
         }
         return outcome
