@@ -49,6 +49,19 @@ struct ModelTree {
     /// place (a name whose folder the state does not have: a fault of the model, reported).
     func write(to root: String) throws -> [String] {
         for name in try FileManager.default.contentsOfDirectory(atPath: root) { TemporaryDirectory.removeTree(root + "/" + name) }
+        // Once seen: `dest` still there after the removal (mkdir then failed with EEXIST). Say
+        // what was left, so that a recurrence names its cause, and try once more.
+        let left = try FileManager.default.contentsOfDirectory(atPath: root)
+        if !left.isEmpty {
+            let report = left.map { name -> String in
+                let inside = (try? FileManager.default.subpathsOfDirectory(atPath: root + "/" + name)) ?? []
+                return "\(name) (\(inside.count) names inside: \(inside.prefix(5).joined(separator: ", ")))"
+            }.joined(separator: "; ")
+            print("crash states: the removal of the last state left \(report); removing again")
+            for name in left { TemporaryDirectory.removeTree(root + "/" + name) }
+            let still = try FileManager.default.contentsOfDirectory(atPath: root)
+            guard still.isEmpty else { throw HarnessError("the last state's tree could not be removed: \(report)") }
+        }
         var problems: [String] = []
         var written: [Int: String] = [:]
         let sorted = entries.keys.sorted { a, b in

@@ -7,18 +7,20 @@ import MirrorTestSupport
 /// A random walk that draws every `sync` option (``OptionRun/draw(_:world:version:atomic:waiting:)``)
 /// and every command (`status`, `verify`, `rollback`, `rollback --release`; `manifest create` and
 /// `manifest sign` make its world), on a plain DEST, an atomic one, or one converted midway, with
-/// kills, deadlines, a user's file, bytes changed in place behind the journal's back and a waiter
-/// stopped by a signal. The invariants (``OptionWalk/checkSync(_:_:before:result:how:)`` and
+/// kills, deadlines, a user's file, another DEST inside DEST, bytes changed in place behind the
+/// journal's back and a waiter stopped by a signal. The invariants (``OptionWalk/checkSync(_:_:before:result:how:)`` and
 /// ``OptionWalk/checkGenerations()``):
 ///
 /// 1. every listed path holds nothing or some version's bytes (but where the test changed it);
 /// 2. after exit 0, every selected listed path holds the manifest's bytes, mode and mtime; a path
 ///    the filter leaves out is untouched (or, with `--delete-excluded`, gone); a user's file stays
-///    unless `--delete-unlisted` selects it; nothing else appears;
+///    unless `--delete-unlisted` selects it; a nested DEST stays whole, whatever the options;
+///    nothing else appears;
 /// 3. an atomic DEST shows exactly one manifest's selected set plus the files the set shown before
 ///    held at left-out paths (none with `--delete-excluded`), and every generation, once listed,
 ///    never changes (bytes, mode, time, inode);
-/// 4. a dry run, a refused conversion and a run whose signature does not verify change nothing;
+/// 4. a dry run, a refused conversion (a user's file, or a nested DEST even with
+///    `--delete-unlisted`) and a run whose signature does not verify change nothing;
 /// 5. what `verify` finds corrupt, the next `sync` repairs; a waiter stopped by SIGTERM exits 75;
 ///    a sync of the manifest a rollback held against changes nothing until `rollback --release`;
 /// 6. `--json` is one JSON object, the metrics file names the exit code, the log ends the run.
@@ -33,6 +35,9 @@ struct OptionWalk {
     var converted = false
     var current = 0
     var userFile = false
+    /// Another DEST inside a plain DEST (``nestedDestination(_:)``): its files when its last sync
+    /// ended, which no run of the outer DEST may change (docs/cli.md: nested destinations stay whole).
+    var nested: [String: OptionWorld.Look]?
     /// Paths whose bytes the test changed by hand (a plain DEST), until a run puts them back.
     var tampered: Set<String> = []
     /// Files the test changed in place behind the journal's back (``verifyThenSync(_:)``): in an
@@ -101,12 +106,12 @@ struct OptionWalk {
         case 3: problems = try statusStep(step)
         case 4: problems = try verifyThenSync(step)
         case 5:
-            if atomic { problems = try rollbackStep(step) } else { try plantUserFile(step); problems = [] }
+            if atomic { problems = try rollbackStep(step) } else if rng.chance(0.35) { problems = try nestedDestination(step) } else { try plantUserFile(step); problems = [] }
         case 6: problems = try waiterStopped(step)
         default:
             if atomic { problems = try releaseStep(step) } else { try tamper(step); problems = [] }
         }
-        return problems + (try checkGenerations()) + (try strayBytes())
+        return problems + (try checkGenerations()) + (try strayBytes()) + (try nestedStaysWhole())
     }
 
     // MARK: - Runs

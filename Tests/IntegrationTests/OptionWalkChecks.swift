@@ -54,13 +54,16 @@ extension OptionWalk {
         // A first atomic run on a plain DEST that holds a file mirror did not install is refused.
         if atomic && before.plain && result.stderr.contains("was not made atomic") {
             counts["conversion refused", default: 0] += 1
-            if !userFile && tampered.isEmpty { problems.append("a conversion was refused with no file of the user's in DEST: \(context)") }
+            if !userFile && tampered.isEmpty && nested == nil { problems.append("a conversion was refused with no file of the user's in DEST: \(context)") }
+            if nested != nil && !result.stderr.contains(OptionWorld.nestedPath) { problems.append("a refused conversion did not name the nested DEST: \(context)") }
             if now.fingerprint != before.fingerprint { problems.append("invariant 4: a refused conversion changed DEST\n\(context)") }
             // As the message asks: the user moves them away.
             try? FileManager.default.removeItem(atPath: world.destPath(OptionWorld.userPath))
             for path in tampered { try? FileManager.default.removeItem(atPath: world.destPath(path)) }
+            if nested != nil { TemporaryDirectory.removeTree(world.destPath(OptionWorld.nestedPath)) }
             userFile = false
             tampered = []
+            nested = nil
             note(step, "the user moves their files away, as the run asked", kind: "unblock")
             return problems
         }
@@ -111,7 +114,7 @@ extension OptionWalk {
             }
         }
         let known = Set(OptionWorld.paths + [OptionWorld.userPath])
-        let strays = now.files.keys.filter { !known.contains($0) }
+        let strays = now.files.keys.filter { !known.contains($0) && !(nested != nil && $0.hasPrefix(OptionWorld.nestedPath + "/")) }
         if !strays.isEmpty { problems.append("invariant 2: files no one put there: \(strays.sorted())") }
         return problems.map { $0 + "\n  after " + context }
     }
@@ -148,6 +151,15 @@ extension OptionWalk {
             }
         }
         return problems
+    }
+
+    /// Invariant 2's nested DEST: exactly the files its own last sync left, whatever ran since.
+    func nestedStaysWhole() throws -> [String] {
+        guard let nested else { return [] }
+        let now = try OptionWorld.tree(world.destPath(OptionWorld.nestedPath)).filter { !$0.key.hasPrefix(".mirror/") }
+        guard now != nested else { return [] }
+        let changed = Set(now.keys).union(nested.keys).filter { now[$0] != nested[$0] }.sorted()
+        return ["invariant 2: the nested DEST \(OptionWorld.nestedPath) changed at \(changed) (a run of the outer DEST is the only thing that ran)"]
     }
 
     /// Invariant 1: every listed path holds nothing or some version's bytes.

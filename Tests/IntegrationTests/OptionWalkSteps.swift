@@ -144,6 +144,24 @@ extension OptionWalk {
         note(step, "the user writes \(OptionWorld.userPath)", kind: "user-file")
     }
 
+    /// Another DEST inside the plain DEST (made, or synced again to another version): its own
+    /// sync ends exit 0, and from then on no run of the outer DEST changes it
+    /// (``nestedStaysWhole()``); a conversion is refused until the user moves it away.
+    mutating func nestedDestination(_ step: Int) throws -> [String] {
+        let version = rng.below(OptionWorld.versionCount)
+        let inner = world.destPath(OptionWorld.nestedPath)
+        let result = try Mirror.run(["sync", world.manifestPath(version), "--dest", inner, "--delete"], environment: Self.environment, timeout: 180)
+        note(step, "a nested DEST at \(OptionWorld.nestedPath) syncs v\(version) → exit \(result.exitCode)", kind: "nested")
+        guard result.exitCode == 0 else { return ["a sync of the nested DEST exited \(result.exitCode)\n\(result)"] }
+        let files = try OptionWorld.tree(inner)
+        var problems: [String] = []
+        for (path, spec) in world.versions[version] {
+            if let wrong = Self.matches(files[path], spec) { problems.append("the nested DEST's \(path) of v\(version): \(wrong)") }
+        }
+        nested = files
+        return problems
+    }
+
     /// A listed file changed by hand (a plain DEST): it is the user's until a run puts it back.
     mutating func tamper(_ step: Int) throws {
         let present = OptionWorld.paths.filter { FileDamage.size(of: world.destPath($0)).map { $0 > 0 } == true }

@@ -31,6 +31,8 @@ final class OptionWorld {
     static let paths = ["a.txt", "dir/b.bin", "dir/sub/c.bin", "media/d.bin", "big.bin", "z.txt"]
     /// A file of the user's, at a path no version lists.
     static let userPath = "notes/user.txt"
+    /// Where a plain DEST gets another DEST inside it: a path no version lists.
+    static let nestedPath = "lab/inner"
     static let versionCount = 3
 
     let fx: SyncFixture

@@ -99,6 +99,30 @@ import MirrorTestSupport
         #expect(fx.exists(fresh + "/own.txt") && lstat(fresh, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR)
     }
 
+    /// Another DEST inside a plain one (docs/cli.md, "Deleting": nested destinations stay whole)
+    /// is never dropped by the first `--atomic` run, not even with `--delete-unlisted` and no
+    /// deletion limit: a generation cannot hold it, so the conversion is refused and names it.
+    @Test func aConversionNeverDropsANestedDestination() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 10_000, seed: 1)
+        try fx.writeManifest()
+        #expect(try fx.sync().exitCode == 0)
+        let inner = fx.destPath("lab/inner")
+        let nested = try Mirror.run(["sync", fx.manifestPath, "--dest", inner], timeout: 60)
+        #expect(nested.exitCode == 0, "\(nested)")
+
+        for extra in [[], ["--delete-unlisted", "--max-delete", "100%"], ["--delete-unlisted", "--max-delete", "100%", "--dry-run"]] {
+            let refused = try fx.sync(["--atomic"] + extra)
+            #expect(refused.exitCode == 1, "\(extra): \(refused)")
+            #expect(refused.stderr.contains("another mirror destination (lab/inner)") && !refused.stderr.contains(".mirror/journal"), "\(extra): \(refused)")
+            var st = stat()
+            #expect(lstat(fx.dest, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR, "\(extra): DEST was converted")
+            #expect(fx.exists(inner + "/a.bin") && fx.exists(inner + "/.mirror/journal"), "\(extra): the nested DEST lost files")
+        }
+        let again = try Mirror.run(["sync", fx.manifestPath, "--dest", inner, "--json"], timeout: 60)
+        #expect(again.exitCode == 0 && FaultFixture.json(again)?["bytes_transferred"] as? Int == 0, "\(again)")
+    }
+
     /// A manifest that gives the same bytes an `mtime` sets it, as `rsync -t` would; in an atomic
     /// DEST the new generation gets a file of its own and the published one keeps its time.
     @Test(arguments: [false, true]) func aNewModificationTimeIsSetOnUnchangedBytes(atomic: Bool) throws {

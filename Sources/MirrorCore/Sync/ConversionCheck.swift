@@ -13,11 +13,18 @@ import Glibc
 /// notes, a file only found in place, one changed since it was installed) is not: without
 /// `--delete-unlisted` mirror deletes no file it did not install (docs/cli.md, "Deleting"), so
 /// the conversion is refused, naming those files, before anything under DEST moves.
+///
+/// Another DEST inside the plain folder (a folder holding a `.mirror` state folder, as
+/// ``NestedDestinations`` finds them) refuses the conversion even with `--delete-unlisted`: a
+/// generation is one manifest's set, so the nested DEST would be dropped, while `--delete-unlisted`
+/// leaves nested destinations whole (docs/cli.md, "Deleting").
 struct ConversionCheck {
-    /// The files of the plain folder that are not mirror's to drop, and how many there are.
+    /// The files of the plain folder that are not mirror's to drop, and how many there are; the
+    /// folders that are other destinations (their files not counted).
     struct Found: Sendable {
         var paths: [[UInt8]] = []
         var count = 0
+        var nested: Set<[UInt8]> = []
     }
 
     /// At most this many paths are named in the refusal; the count says how many there are.
@@ -32,6 +39,10 @@ struct ConversionCheck {
                            keepsExcluded: @escaping @Sendable ([UInt8]) -> Bool) throws -> Found {
         let listed = PathIndex(listing: manifest.entries)
         let parts = try SetWalk(set: plain).walk({ Found() }) { file, part in
+            if let owner = nestedOwner(of: file.path) {
+                part.nested.insert(owner)
+                return
+            }
             if file.path.withUnsafeBufferPointer({ listed.entryIndex($0) }) != nil || keepsExcluded(file.path) { return }
             if let path = String(validating: file.path, as: UTF8.self), let record = journal?.records(for: path)?.verified,
                !record.adopted, record.matches(file.status) {
@@ -44,16 +55,42 @@ struct ConversionCheck {
         for part in parts {
             found.count += part.count
             found.paths += part.paths
+            found.nested.formUnion(part.nested)
         }
         found.paths = Array(found.paths.sorted { $0.lexicographicallyPrecedes($1) }.prefix(named))
         return found
     }
 
+    /// The DEST whose state folder holds the file at `path` (`A/B/.mirror/journal` gives `A/B`;
+    /// `A/B.generations/.mirror/journal`, an atomic DEST's store, gives `A/B` too). Nil for a
+    /// file of no state folder.
+    static func nestedOwner(of path: [UInt8]) -> [UInt8]? {
+        let state = Array(Destination.stateFolderName.utf8)
+        var start = 0
+        var index = 0
+        while index <= path.count {
+            if index == path.count || path[index] == UInt8(ascii: "/") {
+                // A component named `.mirror` with something below it, below the top level (the
+                // outer DEST's own `.mirror` is not walked).
+                if start > 0, index < path.count, path[start..<index].elementsEqual(state) {
+                    // An atomic DEST's state is in its store, `NAME.generations`: name the DEST.
+                    let owner = Array(path[0..<(start - 1)])
+                    let suffix = Array(GenerationStore.suffix.utf8)
+                    return owner.count > suffix.count && owner.suffix(suffix.count).elementsEqual(suffix) ? Array(owner.dropLast(suffix.count)) : owner
+                }
+                start = index + 1
+            }
+            index += 1
+        }
+        return nil
+    }
+
     /// Refuses the conversion of the plain DEST at `destPath` (``SyncError/conversionRefused``)
-    /// when it holds files that are not mirror's to drop and `--delete-unlisted` was not given.
-    /// Reads DEST's journal (in `state`, if it has one) read-only: nothing under DEST changes.
+    /// when it holds files that are not mirror's to drop and `--delete-unlisted` was not given,
+    /// or another DEST (``SyncError/conversionOfNested``) whatever the options. Reads DEST's
+    /// journal (in `state`, if it has one) read-only: nothing under DEST changes.
     static func require(_ destPath: String, state: FileDescriptor?, manifest: Manifest, options: SyncOptions) throws {
-        guard options.deletion != .unlisted, let plain = try Destination.openExisting(destPath) else { return }
+        guard let plain = try Destination.openExisting(destPath) else { return }
         var st = stat()
         let hasJournal = state.map { fstatat($0.fd, Journal.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0 } ?? false
         let journal = try state.flatMap { hasJournal ? try Journal(folder: $0, displayPath: plain.displayState(".mirror/journal"), readOnly: true) : nil }
@@ -62,13 +99,16 @@ struct ConversionCheck {
 
     /// The same on DEST opened (a dry run's ``ReadOnlyDestination``).
     static func require(_ plain: Destination, destPath: String, journal: Journal?, manifest: Manifest, options: SyncOptions) throws {
-        guard options.deletion != .unlisted else { return }
         let filter = options.filter, deleteExcluded = options.deleteExcluded
         let found = try usersFiles(in: plain, manifest: manifest, journal: journal) { path in
             guard let filter, !deleteExcluded else { return false }
             return !filter.selects(path)
         }
-        guard found.count > 0 else { return }
+        if !found.nested.isEmpty {
+            throw SyncError.conversionOfNested(destination: destPath, nested: found.nested.sorted { $0.lexicographicallyPrecedes($1) }
+                .prefix(named).map { Formatting.printable(bytes: $0) }, count: found.nested.count)
+        }
+        guard options.deletion != .unlisted, found.count > 0 else { return }
         throw SyncError.conversionRefused(destination: destPath, paths: found.paths.map { Formatting.printable(bytes: $0) },
                                           count: found.count)
     }

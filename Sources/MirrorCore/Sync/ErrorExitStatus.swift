@@ -33,7 +33,7 @@ extension SyncError: ExitCoded {
         case .noDestination: return ExitStatus.usage
         case .destination, .noSpace: return ExitStatus.cannotWrite
         case .locked: return ExitStatus.tryLater
-        case .setup, .conversionRefused: return ExitStatus.entriesFailed
+        case .setup, .conversionRefused, .conversionOfNested: return ExitStatus.entriesFailed
         }
     }
 }

@@ -95,6 +95,10 @@ public enum SyncError: Error, CustomStringConvertible {
     /// does not list (``ConversionCheck``): a few of their paths (escaped for a terminal) and how
     /// many there are. Nothing under DEST changed.
     case conversionRefused(destination: String, paths: [String], count: Int)
+    /// A plain DEST's first `--atomic` run found other destinations inside it (``ConversionCheck``),
+    /// which no generation can hold: a few of their folders (escaped) and how many there are.
+    /// Refused whatever the options; nothing under DEST changed.
+    case conversionOfNested(destination: String, nested: [String], count: Int)
 
     public var description: String {
         switch self {
@@ -112,6 +116,12 @@ public enum SyncError: Error, CustomStringConvertible {
             return "\(dest) was not made atomic: it holds \(files) that mirror did not install and the manifest does not list "
                 + "(\(paths.joined(separator: ", "))\(more)), which the first generation would drop; move them away, "
                 + "or pass --delete-unlisted to let the conversion delete them (nothing was changed)"
+        case .conversionOfNested(let dest, let nested, let count):
+            let more = count > nested.count ? " and \(count - nested.count) more" : ""
+            let which = count == 1 ? "another mirror destination" : "\(count) other mirror destinations"
+            return "\(dest) was not made atomic: it holds \(which) (\(nested.joined(separator: ", "))\(more)), which no generation "
+                + "can hold (each is one manifest's set), and mirror never deletes another destination; move \(count == 1 ? "it" : "them") out of "
+                + "\(dest) and run again (nothing was changed)"
         }
     }
 }

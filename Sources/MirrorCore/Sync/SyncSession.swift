@@ -201,7 +201,7 @@ public enum SyncSession {
             case .locked: return .locked
             case .destination, .noSpace: return .unwritable
             case .noDestination, .setup: return .error
-            case .conversionRefused: return .failed
+            case .conversionRefused, .conversionOfNested: return .failed
             }
         case let failure as RemoteManifest.Failure:
             switch failure {
