@@ -37,11 +37,12 @@ import MirrorTestSupport
             guard result.exitCode == 0 else { throw HarnessError("openssl \(args.joined(separator: " ")): \(result.stderr)") }
         }
 
-        /// An nginx `server` block serving `root` over TLS on `port` with certificate `name`.
-        func serverBlock(port: Int, root: String, certificate name: String) -> String {
+        /// An nginx `server` block serving `root` over TLS on `port` with certificate `name`, and
+        /// HTTP/2 offered by ALPN where `http2` (nginx 1.22's `listen ... http2`).
+        func serverBlock(port: Int, root: String, certificate name: String, http2: Bool = false) -> String {
             """
             server {
-                listen 127.0.0.1:\(port) ssl;
+                listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
                 ssl_certificate "\(dir.path("\(name).pem"))";
                 ssl_certificate_key "\(dir.path("\(name).key"))";
                 root "\(root)";

@@ -29,6 +29,8 @@ public struct AccessLogEntry: Sendable, Equatable, CustomStringConvertible {
     /// epoch (`$msec` minus `$request_time`, and `$msec`; millisecond resolution).
     public var started: Double = 0
     public var ended: Double = 0
+    /// nginx's `$server_protocol`: `HTTP/1.1`, or `HTTP/2.0` where the client negotiated HTTP/2.
+    public var httpProtocol: String = ""
 
     public var description: String {
         "\(method) \(uri) \(status) \(bodyBytesSent)B range=\(rangeHeader ?? "-") if-range=\(ifRange ?? "-") conn=\(connection)#\(connectionRequests)"
@@ -227,7 +229,7 @@ public final class NginxServer {
         var entries: [AccessLogEntry] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 11, let status = Int(fields[2]), let bytes = Int64(fields[3]),
+            guard fields.count == 12, let status = Int(fields[2]), let bytes = Int64(fields[3]),
                   let connection = Int(fields[7]), let requests = Int(fields[8]),
                   let ended = Double(fields[9]), let duration = Double(fields[10]) else {
                 throw HarnessError("nginx access log \(accessLogPath) line \(number + 1) has an unexpected format: \(line.debugDescription)")
@@ -236,7 +238,8 @@ public final class NginxServer {
             entries.append(AccessLogEntry(method: Self.unescape(fields[0]), uri: Self.unescape(fields[1]), status: status,
                                           bodyBytesSent: bytes, rangeHeader: optional(fields[4]), ifRange: optional(fields[5]),
                                           requestURI: Self.unescape(fields[6]), connection: connection,
-                                          connectionRequests: requests, started: ended - duration, ended: ended))
+                                          connectionRequests: requests, started: ended - duration, ended: ended,
+                                          httpProtocol: fields[11]))
         }
         return entries
     }
@@ -296,7 +299,7 @@ public final class NginxServer {
         error_log \(q(errorLogPath)) info;
         events { worker_connections 256; }
         http {
-            log_format harness '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range\\t$http_if_range\\t$request_uri\\t$connection\\t$connection_requests\\t$msec\\t$request_time';
+            log_format harness '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range\\t$http_if_range\\t$request_uri\\t$connection\\t$connection_requests\\t$msec\\t$request_time\\t$server_protocol';
             access_log \(q(accessLogPath)) harness;
             client_body_temp_path \(q(prefix.path("client_body")));
             proxy_temp_path \(q(prefix.path("proxy")));
