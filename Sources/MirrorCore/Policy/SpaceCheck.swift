@@ -1,3 +1,4 @@
+import MirrorKit
 /// Whether the files still to fetch fit on DEST's file system, before the first request
 /// (docs/cli.md, "Space"): facts in, a decision out, unit-tested without a disk
 /// (`Tests/MirrorCoreTests/Policy/SpaceCheckTests.swift`).
@@ -28,9 +29,9 @@ public struct SpaceCheck: Sendable, Equatable {
 
     /// Bytes the run still has to write.
     public func needed(_ files: [File]) -> Int64 {
-        files.reduce(0) { total, file in
-            let rest = max(0, file.size - file.allocated)
-            return total + (rest + blockSize - 1) / blockSize * blockSize
+        files.clampedSum { file in
+            let rest = max(0, file.size.addingClamped(-file.allocated))
+            return rest.addingClamped(blockSize - 1) / blockSize * blockSize
         }
     }
 

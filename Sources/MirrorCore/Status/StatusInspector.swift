@@ -156,9 +156,9 @@ public struct DestinationStatus: Sendable {
     /// Counts `entry`, and keeps it unless it is done.
     mutating func add(_ entry: EntryStatus) {
         totalFiles += 1
-        totalBytes += entry.size
+        totalBytes = totalBytes.addingClamped(entry.size)
         files[entry.state, default: 0] += 1
-        byteCounts[entry.state, default: 0] += entry.size
+        byteCounts[entry.state, default: 0] = byteCounts[entry.state, default: 0].addingClamped(entry.size)
         if entry.state != .done { entries.append(entry) }
     }
 

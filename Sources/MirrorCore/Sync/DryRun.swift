@@ -84,7 +84,7 @@ struct DryRun {
                                                 source: firstSource(entry), path: entry.path).line
                     : "resume \(entry.path) at \(Formatting.bytes(offset)) of \(Formatting.bytes(entry.size))"
                 totals.files += 1
-                totals.bytes += max(0, entry.size - offset)
+                totals.bytes = totals.bytes.addingClamped(max(0, entry.size - offset))
             case .download(let replacing):
                 let route = router.route(index)
                 line = itemize ? ItemizedChange.fetch(entry, replacing: replacing, route, source: firstSource(entry)).line

@@ -34,7 +34,7 @@ final class PlannedEntries {
     func append(index: Int, replacing: Bool) {
         list.append(index << 1 | (replacing ? 1 : 0))
         unmade += 1
-        unmadeBytes += entries[index].size
+        unmadeBytes = unmadeBytes.addingClamped(entries[index].size)
     }
 
     /// An entry whose task is made already (a resume).

@@ -1,3 +1,4 @@
+import MirrorKit
 import MirrorState
 
 /// The tasks of one run (``EntryTask``): every task made, what the installed ones added up to
@@ -21,7 +22,7 @@ struct RunTasks {
     /// sync of many files"). The list drops retired tasks once they are half of it.
     mutating func retire(_ task: EntryTask) {
         retired.count += 1
-        retired.bytes += task.entry.size
+        retired.bytes = retired.bytes.addingClamped(task.entry.size)
         retired.received += task.bytesReceived
         task.partial = nil
         task.move(to: .installed)

@@ -109,7 +109,7 @@ public final class VerifyRunner {
         let entries = manifest.entries
         summary.total = entries.count
         let counters = Counters(count: entries.count)
-        let bytesTotal = entries.reduce(Int64(0)) { $0 + $1.size }
+        let bytesTotal = entries.clampedSum(\.size)
 
         let destination: Destination?
         let openFailure: String?

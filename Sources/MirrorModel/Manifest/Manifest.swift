@@ -17,6 +17,11 @@ public struct Manifest: Sendable {
     public var destination: String?
     public var entries: [ManifestEntry]
 
+    /// The most a manifest's sizes may add up to (2^62 bytes, 4 EiB; docs/manifest.md): with each
+    /// size at most ``ManifestEntry/largestSize`` too, no sum of them in planning, the space check,
+    /// `verify` or `status` passes `Int64.max`.
+    public static let largestTotal: Int64 = 1 << 62
+
     public init(sourceName: String, version: Int = 1, baseURL: String? = nil, mirrors: [String] = [],
                 destination: String? = nil, entries: [ManifestEntry]) {
         self.sourceName = sourceName
@@ -50,6 +55,9 @@ public struct Manifest: Sendable {
 
 /// One file the destination must hold.
 public struct ManifestEntry: Sendable, Hashable {
+    /// The largest `size` a manifest may give (2^62 bytes, 4 EiB): far above any file, and low
+    /// enough that sizes, rounded up to blocks and added, stay inside `Int64` (docs/manifest.md).
+    public static let largestSize: Int64 = 1 << 62
     /// Where an entry's bytes come from.
     public enum Location: Sendable, Hashable {
         /// An absolute URL: used as is; mirrors do not apply.

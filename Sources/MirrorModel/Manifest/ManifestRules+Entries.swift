@@ -86,7 +86,7 @@ extension ManifestRules {
                 urlNode = value
                 location = try entryURL(value)
             case .size:
-                size = try integer(value, "size must be a whole number of bytes ≥ 0")
+                size = try entrySize(value)
             case .sha256:
                 digests[.sha256] = try digest(value, key: "sha256", byteCount: DigestAlgorithm.sha256.byteCount)
             case .sha512:
@@ -123,6 +123,24 @@ extension ManifestRules {
         if case .relative = location, let urlNode { relativeURL = RelativeURL(at: urlNode, hasURLKey: true) }
         return (ManifestEntry(pathBytes: path, url: location, size: size, digests: digests,
                               mtime: mtime, mode: mode, line: node.line, chunks: chunks), relativeURL)
+    }
+
+    /// An entry's `size`: at most ``ManifestEntry/largestSize``, and the manifest's sizes so far
+    /// with it at most ``Manifest/largestTotal``, so that no sum of sizes or of their blocks in
+    /// planning, the space check, `verify` or `status` can pass `Int64.max` (a hostile manifest
+    /// with `size: 9223372036854775807` must be refused, not crash every run that reads it).
+    mutating func entrySize(_ node: YAMLTree.Ref) throws -> Int64 {
+        let size = try integer(node, "size must be a whole number of bytes ≥ 0")
+        guard size <= ManifestEntry.largestSize else {
+            throw error(node, "size must be at most \(ManifestEntry.largestSize) bytes (2^62, 4 EiB), got \(size)")
+        }
+        let (total, overflow) = sizeTotal.addingReportingOverflow(size)
+        guard !overflow, total <= Manifest.largestTotal else {
+            throw error(node, "the sizes of the files add up to more than \(Manifest.largestTotal) bytes (2^62, 4 EiB) with this one; "
+                        + "a manifest lists at most that much")
+        }
+        sizeTotal = total
+        return size
     }
 
     func missingBaseError(_ entry: ManifestEntry, at place: RelativeURL) -> ManifestError {

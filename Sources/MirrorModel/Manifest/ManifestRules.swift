@@ -10,6 +10,8 @@ struct ManifestRules {
     let file: String
     var baseURL: String?
     var paths = PathIndex()
+    /// The sizes of the entries read so far, never more than ``Manifest/largestTotal``.
+    var sizeTotal: Int64 = 0
     /// Where the entries' digests and paths are made, side by side (``ByteArena``).
     let arena = ByteArena()
     /// The `files` entries when the reader streamed them (``ManifestEntryStream``).

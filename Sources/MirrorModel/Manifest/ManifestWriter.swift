@@ -65,7 +65,7 @@ public enum ManifestWriter {
         /// The chunk indexes written.
         public var chunkIndexes: Int { files.count(where: { $0.chunks != nil }) }
         /// The bytes of the listed files.
-        public var bytes: Int64 { files.reduce(0) { $0 + $1.size } }
+        public var bytes: Int64 { files.clampedSum(\.size) }
         /// The manifest text.
         public var yaml: String
     }

@@ -15,6 +15,14 @@ struct SpaceCheckTests {
         #expect(check.needed([.init(size: 4096, allocated: 0), .init(size: 4097, allocated: 0)]) == 4096 * 3)
     }
 
+    /// Sizes past what a manifest may give (its rules stop them) still never trap: the sum stays
+    /// at `Int64.max`, which no file system has free.
+    @Test func sizesNearTwoToTheSixtyThreeAddUpWithoutATrap() {
+        #expect(check.needed([.init(size: .max, allocated: 0)]) > .max - 4096)
+        #expect(check.needed([.init(size: 1 << 62, allocated: 0), .init(size: 1 << 62, allocated: 0), .init(size: 1 << 62, allocated: 0)]) == .max)
+        #expect(check.shortfall(needed: .max, free: 1 << 40) != nil)
+    }
+
     @Test func aShortfallIsWhatIsMissing() {
         #expect(check.shortfall(needed: 100, free: 100) == nil)
         #expect(check.shortfall(needed: 32 << 20, free: 20 << 20) == 12 << 20)
