@@ -91,6 +91,11 @@ extension OptionWalk {
             problems += atomic ? checkAtomic(run, before: before, now: now, context: context)
                                : checkPlain(run, before: before, now: now, context: context)
             if problems.isEmpty { tampered.subtract(world.versions[run.version].keys.filter(world.filters[run.filter].selects)) }
+        } else if atomic && !heldAgainst.isEmpty && !heldAgainst.contains(run.version) {
+            // A sync of another manifest releases the hold as it starts (docs/cli.md, "A rollback
+            // holds"), before anything can stop it: one that then fails, or is killed, may have
+            // released it. What the hold holds against now is what it says.
+            heldAgainst = Set(try heldVersions())
         }
         return problems
     }
