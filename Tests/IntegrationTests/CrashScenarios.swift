@@ -150,6 +150,19 @@ enum CrashScenarios {
     }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions },
        limitRate: "4m", environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
 
+    /// A large file in four segments for an atomic DEST's next generation, killed half-way and
+    /// resumed: the resumed run finishes it in `building/`, links the rest from the current set
+    /// and publishes the generation (recorded).
+    static let resumedSegmentsAtomic = CrashScenario(name: "resumedSegmentsIntoAGeneration", prepare: { world in
+        world.atomic = true
+        world.syncOptions = ["--atomic", "--segments", "4", "--segments-above", "2M"]
+        let small = files(6, prefix: "g", seed: 19)
+        try publishAndSync(world, small, "the first atomic sync")
+        try world.publish(small + [(path: "big/image.bin", size: 6 << 20, seed: 20)])
+        try killOnceJournaled(world, "a segmented partial record of image.bin", containing: "segs=")
+    }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions },
+       limitRate: "4m", environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
+
     /// A plain DEST holding a file of the user's becomes atomic with `--delete-unlisted`, which
     /// lets the conversion drop it (docs/cli.md, "Atomic destinations"), with a new version.
     static let conversionDroppingUsersFile = CrashScenario(name: "conversionDroppingUsersFile", prepare: { world in
@@ -171,7 +184,7 @@ enum CrashScenarios {
                                    environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.2"])
         defer { run.signal(SIGKILL) }
         try Wait.until(what, timeout: 60) {
-            let journal = (try? String(contentsOfFile: world.dest + "/.mirror/journal", encoding: .utf8)) ?? ""
+            let journal = (try? String(contentsOfFile: world.stateFolder + "/journal", encoding: .utf8)) ?? ""
             return journal.contains(" partial ") && journal.contains(containing) || !run.isRunning
         }
         run.signal(SIGKILL)

@@ -42,4 +42,5 @@ import MirrorTestSupport
     @Test func atomicNoOp() throws { try Self.explore(CrashScenarios.atomicNoOp) }
     @Test func resumedOneStream() throws { try Self.explore(CrashScenarios.resumedOneStream) }
     @Test func conversionDroppingUsersFile() throws { try Self.explore(CrashScenarios.conversionDroppingUsersFile) }
+    @Test func resumedSegmentsIntoAGeneration() throws { try Self.explore(CrashScenarios.resumedSegmentsAtomic) }
 }
