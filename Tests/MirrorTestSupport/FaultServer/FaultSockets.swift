@@ -121,6 +121,11 @@ enum FaultSockets {
     /// bytes the kernel accepted; fewer than `bytes.count` means the connection failed (peer gone,
     /// shut down by `stop()`, or `SO_SNDTIMEO` expired).
     static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Int {
+        sendAll(fd, bytes[...])
+    }
+
+    /// The same for part of an array (``LinkProxy`` passes on what a fault allows of a chunk).
+    static func sendAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> Int {
         var sent = 0
         while sent < bytes.count {
             let n = bytes.withUnsafeBytes { raw -> Int in

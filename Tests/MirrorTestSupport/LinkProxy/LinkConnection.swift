@@ -65,10 +65,8 @@ struct LinkConnection {
     }
 
     static func configure(_ fd: Int32) {
-        var on: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
-        var limit = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        FaultSockets.setFlag(fd, level: Int32(IPPROTO_TCP), TCP_NODELAY)
+        FaultSockets.setTimeout(fd, SO_SNDTIMEO, seconds: 10)
     }
 }
 
@@ -168,7 +166,7 @@ struct LinkPump {
                 break
             }
         }
-        let sent = Self.sendAll(to, bytes[0..<allowed])
+        let sent = FaultSockets.sendAll(to, bytes[0..<allowed])
         passed += Int64(sent)
         proxy.carried(sent, down: down)
         if sent < allowed { return false }
@@ -188,20 +186,5 @@ struct LinkPump {
             break
         }
         return false
-    }
-
-    /// Sends all of `bytes` without SIGPIPE; returns how many the kernel took.
-    static func sendAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> Int {
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return send(fd, base + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return sent }
-            sent += n
-        }
-        return sent
     }
 }

@@ -85,24 +85,14 @@ public final class LinkProxy: Sendable {
 
     /// Listens on 127.0.0.1 and a port the kernel picks, in front of 127.0.0.1:`targetPort`.
     public init(to targetPort: Int, link: Link = Link()) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError.posix("socket") }
+        let address = try FaultSockets.loopbackAddress("127.0.0.1", port: 0)
+        let fd = try FaultSockets.tcpSocket(family: address.family)
         var handedOver = false
         defer { if !handedOver { close(fd) } }
-        var on: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        var address = Loopback.loopbackAddress(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw HarnessError.posix("bind 127.0.0.1:0") }
+        FaultSockets.setFlag(fd, level: SOL_SOCKET, SO_REUSEADDR)
+        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else { throw HarnessError.posix("bind 127.0.0.1:0") }
         guard listen(fd, 512) == 0 else { throw HarnessError.posix("listen") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        guard named == 0 else { throw HarnessError.posix("getsockname") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        port = try FaultSockets.localPort(fd)
         self.targetPort = targetPort
         shared = LinkProxyState(listenFD: fd, targetPort: targetPort, link: link)
         handedOver = true
