@@ -3,7 +3,7 @@ import Testing
 import MirrorCore
 import MirrorTestSupport
 
-/// Issue 16 as a lab admin meets it, in one cycle against a real nginx: publish, sync, republish in
+/// A lab's day after the first sync, as its admin meets it, in one cycle against a real nginx: publish, sync, republish in
 /// place, rename, server down, disk full, network loss. At each step: the exit code, `--json`, the
 /// metrics file and `status` (of the manifest's URL, read from the kept copy without the network).
 ///

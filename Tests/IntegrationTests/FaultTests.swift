@@ -41,7 +41,7 @@ import MirrorTestSupport
     }
 
     /// A trickle (some bytes, too slowly) fails the entry after bounded retries (exit 1); a stall
-    /// with not one byte counts as a server that cannot be reached (issue 16, item 5): exit 75,
+    /// with not one byte counts as a server that cannot be reached: exit 75,
     /// the entry left for a later run, the stall named.
     @Test(arguments: [Fault.stall(afterBytes: 0), .trickle(bytesPerSecond: 300)])
     func aServerThatNeverDeliversFailsWithinBoundedRetries(fault: Fault) throws {
@@ -128,8 +128,8 @@ import MirrorTestSupport
     // MARK: Wrong content
 
     /// The same wrong bytes twice from one source are its content, not damage on the way: the
-    /// retries stop after the second download and the message says what to do (issue 16, item 3;
-    /// before: three full downloads, "checksum mismatch after 3 attempts").
+    /// retries stop after the second download and the message says what to do (before: three
+    /// full downloads, "checksum mismatch after 3 attempts").
     @Test func corruptBytesAreCaughtAndTheSameWrongBytesTwiceEndTheRetries() throws {
         let fx = try FaultFixture()
         let bytes = fx.serve("a.bin", size: 300_000, fault: .flipBytes(at: [12_345]))

@@ -7,7 +7,7 @@ import MirrorCore
 import MirrorTestSupport
 
 /// The copy of a remote manifest kept in `DEST/.mirror/manifest/` against a local user who can
-/// write in DEST (issue 17, SECURITY.md): a planted copy is never used, so neither files nor
+/// write in DEST (SECURITY.md): a planted copy is never used, so neither files nor
 /// credentials follow its URLs; a kept copy never gives `file:` rights; the copy is private and
 /// never holds a credential; planted folders at temporary names do not crash the run.
 @Suite(.serialized) struct KeptManifestSecurityTests {

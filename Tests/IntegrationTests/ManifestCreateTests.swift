@@ -65,7 +65,7 @@ import MirrorTestSupport
         #expect(manifest.entries.map(\.path) == ["a.bin"])
     }
 
-    /// Issue 16, item 1: create, sign, then both again in place. The second manifest must not
+    /// Create, sign, then both again in place. The second manifest must not
     /// list the first or its signature (which re-signing changes: every client's sync failed on
     /// `manifest.yaml.sig: checksum mismatch`); `--exclude` leaves out dotfiles and patterns.
     @Test func republishingInPlaceListsNeitherTheManifestNorItsSignature() throws {

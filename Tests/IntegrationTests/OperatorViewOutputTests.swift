@@ -3,7 +3,7 @@ import Testing
 import MirrorCore
 import MirrorTestSupport
 
-/// Issue 16, items 2, 9, 11 and 12, as an admin meets them: the outputs of one command each.
+/// What an operator reads, as an admin meets it: the outputs of one command each.
 @Suite(.serialized) struct OperatorViewOutputTests {
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path

@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// What `mirror` writes for people and machines never carries a secret or a terminal control
-/// (issue 17): a password in a manifest URL stays out of every output and every file, whatever
+/// (SECURITY.md): a password in a manifest URL stays out of every output and every file, whatever
 /// characters it holds; `--log-file` refuses a link or FIFO planted by another user; file names
 /// and journal text reach the terminal escaped.
 @Suite(.serialized) struct OutputSafetyTests {

@@ -13,7 +13,7 @@ extension SequenceWalk {
     /// anywhere) or appends garbage, as a crash mid-write or a bad disk leaves it. A cut can drop
     /// records that were durable, a `forget` among them, and bring back an older record for a
     /// partial file that has since been started again: on purpose, since a record must be bound to
-    /// the one file it describes, not to a path (issue 11, D1), so no lost line can splice a file.
+    /// the one file it describes, not to a path, so no lost line can splice a file.
     mutating func damageJournal(_ step: Int) throws {
         let journal = stateFolder + "/journal"
         guard let size = FileDamage.size(of: journal), size > 0 else { return note(step, "journal: none to damage", kind: "journal") }

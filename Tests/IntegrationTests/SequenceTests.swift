@@ -3,7 +3,7 @@ import Testing
 import MirrorTestSupport
 
 /// The promise "a killed run, a dead network or a changed manifest costs time, never correctness"
-/// tested as a whole (issue 11): a seeded random walk that switches between three manifest
+/// tested as a whole: a seeded random walk that switches between three manifest
 /// versions of the same paths and, between runs, kills, stops at deadlines, damages the journal
 /// and the partials, tampers with installed files and changes what the server sends. The fault
 /// suites test one manifest at a time; the defects this walk finds need a sequence.

@@ -3,8 +3,8 @@ import Testing
 import MirrorCore
 import MirrorTestSupport
 
-/// Defects of the transfer layer and of placing files in DEST found by "Never a wrong file"
-/// (issue 11: D2, D4, D6) and the local-attacker review (issue 17, item 3). Each test failed on
+/// Defects of the transfer layer and of placing files in DEST found by the random
+/// sequence walk (SequenceTests) and the local-attacker review (SECURITY.md). Each test failed on
 /// the build before its fix; docs/faults.md and SECURITY.md name them.
 @Suite struct TransferDefectTests {
     static let mib = 1 << 20
@@ -82,7 +82,7 @@ import MirrorTestSupport
         #expect(try String(contentsOfFile: fx.destPath("sub"), encoding: .utf8) == "in the way", "the file in the way is left alone")
     }
 
-    /// Issue 17, item 3: a process that can reach `.mirror/partial` loops
+    /// A process that can reach `.mirror/partial` loops
     /// `renameat2(RENAME_EXCHANGE)` between the partial and a symlink to /etc/passwd. Whatever the
     /// interleaving with the check and the rename in
     /// ``Destination/install(partial:from:to:syncFolder:expected:)``, the manifest path holds
@@ -124,7 +124,7 @@ import MirrorTestSupport
     }
 }
 
-/// The attacker of issue 17, item 3: `python3`, exchanging the partial's
+/// The local attacker (SECURITY.md): `python3`, exchanging the partial's
 /// name with a symlink to /etc/passwd (`renameat2(RENAME_EXCHANGE)`, raw syscall through ctypes)
 /// as fast as it can. ``rearm()`` puts the symlink back between runs: an exchange left half done
 /// by a run leaves an old regular file under the attacker's name, which proves nothing.

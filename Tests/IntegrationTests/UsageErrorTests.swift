@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import MirrorTestSupport
 
-/// Usage errors as an admin meets them at a shell or in cron mail (issue 16 items 7 and 8, issue
-/// 12 item 4): exit 64, the parser's message naming the mistake and the form expected, and
+/// Usage errors as an admin meets them at a shell or in cron mail (docs/cli.md,
+/// exit codes): exit 64, the parser's message naming the mistake and the form expected, and
 /// nothing done. Each runs the binary with no server: a usage error must not need one.
 @Suite struct UsageErrorTests {
     /// Runs `mirror ARGS` in a fresh folder (relative paths land there) and returns the result.
@@ -50,7 +50,7 @@ import MirrorTestSupport
         }
     }
 
-    /// Issue 12 item 4: a bad size, duration or rate is the parser's usage error and says what
+    /// A bad size, duration or rate is the parser's usage error and says what
     /// form is expected.
     @Test func aBadValueSaysWhatFormIsExpected() throws {
         let cases: [(String, String, String)] = [

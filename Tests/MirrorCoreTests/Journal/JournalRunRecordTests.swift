@@ -69,7 +69,7 @@ import Glibc
     }
 }
 
-/// Issue 16, item 6: a full disk names the entry, what it needs and what is free.
+/// A full disk names the entry, what it needs and what is free.
 @Suite struct DiskSpaceTests {
     @Test func aFullDiskNamesTheEntryTheBytesNeededAndFree() {
         let raw = SystemError("write", "media/.mirror/partial/2fcf.part", code: ENOSPC)
@@ -90,7 +90,7 @@ import Glibc
     }
 }
 
-/// Issue 16, item 11: the saved-copy line on standard error at most once a day.
+/// The saved-copy line on standard error at most once a day.
 @Suite struct SavedCopyNoticeTests {
     @Test func onceADay() {
         #expect(SavedCopyNotice.isDue(lastNoted: nil, now: 1000))

@@ -8,7 +8,7 @@ import Testing
 @testable import MirrorModel
 import MirrorTestSupport
 
-/// The copy of a remote manifest kept under `DEST/.mirror/manifest/` (issue 17): it is written with
+/// The copy of a remote manifest kept under `DEST/.mirror/manifest/` (SECURITY.md): it is written with
 /// unguessable temporary names, at mode 0600, with its digest, and read back only when it is still
 /// what this user kept.
 @Suite struct KeptManifestCopyTests {

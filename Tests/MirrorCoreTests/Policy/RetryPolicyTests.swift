@@ -101,7 +101,7 @@ extension RetryPolicyTests {
 }
 
 extension RetryPolicyTests {
-    /// Issue 16, item 5: a connection that brought no byte for the stall timeout counts like a
+    /// A connection that brought no byte for the stall timeout counts like a
     /// connect that failed: twice, and the host is not asked again in this run.
     @Test func twoStallsWithoutAByteMarkTheHost() {
         #expect(TransferFailure.stalled(seconds: 30).isUnreachable)

@@ -6,8 +6,8 @@ import Testing
 
 /// `--json` goes through one encoder (``JSONOutput``) for sync, status and verify: the documents
 /// keep the names, nesting and values of the emitters built by hand before them, round-trip
-/// through `JSONDecoder`, and never carry a terminal control raw (issue 17). Fields added since
-/// (issue 16: `last_success`, `manifest`) are in the pinned texts as null.
+/// through `JSONDecoder`, and never carry a terminal control raw (SECURITY.md). Fields added since
+/// (`last_success`, `manifest`) are in the pinned texts as null.
 @Suite struct JSONOutputTests {
     static let hostile = "\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m\u{202E}txt\u{2028}\u{2029}\u{7F}\u{85}\u{061C}\u{2066}.exe\u{08}\u{0C}\"\\/é"
 

@@ -80,7 +80,7 @@ import MirrorTestSupport
     }
 }
 
-/// Issue 16, item 2: where the manifest came from, its age and the last successful run, so an
+/// Where the manifest came from, its age and the last successful run, so an
 /// admin can alert on a stale machine that still ends `ok`.
 @Suite struct MetricsFileManifestTests {
     @Test func theManifestsSourceDigestAgeAndTheLastSuccessAreThere() throws {

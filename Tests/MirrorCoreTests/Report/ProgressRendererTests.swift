@@ -79,7 +79,7 @@ import Testing
     }
 }
 
-/// Issue 16, item 5: while files wait after a stall, the block says so above the total.
+/// While files wait after a stall, the block says so above the total.
 @Suite struct ProgressNoteTests {
     @Test func theSoonestRetryOfTheStalledFilesIsShown() {
         #expect(ProgressNote.line([], now: 0) == nil)

@@ -3,7 +3,7 @@ import Testing
 @testable import MirrorCore
 @testable import MirrorKit
 
-/// Nothing printed for a person carries a character a terminal acts on (issue 17): one function,
+/// Nothing printed for a person carries a character a terminal acts on (SECURITY.md): one function,
 /// ``Formatting/printable(_:)``, and every sink uses it.
 @Suite struct PrintableTests {
     @Test func controlsAreEscapedAndTextIsKept() {

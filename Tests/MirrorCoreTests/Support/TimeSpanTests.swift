@@ -14,7 +14,7 @@ import MirrorKit
         #expect(try TimeSpan(parsing: " 90S ").seconds == 90)
     }
 
-    /// Issue 16 item 8: `--deadline 45` in a cron line meant minutes and stopped after 45 s.
+    /// `--deadline 45` in a cron line meant minutes and stopped after 45 s.
     @Test func aNumberWithoutAUnitIsRefusedWithTheUnitsToAdd() {
         for bare in ["3", "45", "1.5"] {
             #expect(throws: ArgumentValueError.durationWithoutUnit(bare)) { try TimeSpan(parsing: bare) }
