@@ -88,6 +88,13 @@ let package = Package(
             path: "Tests/MirrorTestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // bench/wan's distant link: the tests' LinkProxy as a program (bench/linkproxy/main.swift).
+        .executableTarget(
+            name: "linkproxy",
+            dependencies: ["MirrorTestSupport"],
+            path: "bench/linkproxy",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "MirrorCoreTests",
             dependencies: ["MirrorCore", "MirrorKit", "MirrorFS", "MirrorModel", "MirrorState", "MirrorTestSupport"],

@@ -1,7 +1,7 @@
 /// Seconds one thread has spent waiting, counted by that thread around each wait and read by
 /// others, a wait in progress included: the writer waiting for work (`PartialWriter`) and the
 /// transfer thread asleep in `curl_multi_poll` (`TransferEngine`), the two facts a segmented
-/// file widens on (`SegmentPolicy.widen(waited:transferWaited:running:width:)`).
+/// file widens on (`SegmentPolicy.widen(waited:transferWaited:running:width:runRequests:)`).
 package final class IdleClock: Sendable {
     private struct Waits {
         var total = 0.0

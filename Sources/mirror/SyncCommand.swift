@@ -79,11 +79,14 @@ struct Sync: ParsableCommand {
 
     @OptionGroup var selection: SelectionOptions
 
-    @Option(name: .long, help: "Files transferred at once; connections at once, in all and to one host, are at most this or --segments, whichever is larger.")
-    var jobs: Int = 8
+    @Option(name: .long, help: "Files in flight: over HTTP/2 they are streams on one or two connections per transfer thread, over HTTP/1.1 they take turns on --connections.")
+    var jobs: Int = ConnectionPolicy.defaultFilesInFlight
 
-    @Option(name: .long, help: "Connections for one large file, at most: it starts on one and adds more while the hash waits for bytes and the transfer thread waits for the network (1: never split).")
-    var segments: Int = 4
+    @Option(name: .long, help: "Connections to one host at most, all transfer threads together (1-256).")
+    var connections: Int = ConnectionPolicy.defaultConnections
+
+    @Option(name: .long, help: "Connections for one large file, at most, each its own HTTP/1.1 connection: it starts on one and adds more while the hash waits for bytes, the transfer thread waits for the network and the run has fewer requests than this (1: never split).")
+    var segments: Int = ConnectionPolicy.defaultSegments
 
     @Option(name: .long, help: "Threads that drive transfers, each with its own connections and a share of the files (default: one per two cores, at most --jobs; always 1 with --limit-rate).")
     var transferThreads: Int?
@@ -188,6 +191,7 @@ struct Sync: ParsableCommand {
         guard ParseOrder.checksMeaning else { return }
         if signature != nil && trust == nil { throw ValidationError("--signature needs --trust PUB.pem") }
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
+        guard connections >= 1 && connections <= 256 else { throw ValidationError("--connections must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
         if let transferThreads, transferThreads < 1 || transferThreads > 64 {
             throw ValidationError("--transfer-threads must be between 1 and 64")
@@ -228,6 +232,7 @@ struct Sync: ParsableCommand {
         var options = SyncOptions(manifestPath: manifest)
         options.destination = dest
         options.jobs = jobs
+        options.connections = connections
         options.segments = segments
         options.transferThreads = transferThreads
         options.segmentThreshold = segmentsAbove.bytes

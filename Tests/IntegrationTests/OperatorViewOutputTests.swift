@@ -93,7 +93,7 @@ import MirrorTestSupport
         #expect(help.stdout.contains("--summary"), "\(help.stdout)")
     }
 
-    /// Item 12: `manifest --help` names signing; `--jobs` means the same in `--help`, the README
+    /// `manifest --help` names signing; `--jobs` and `--connections` mean the same in `--help`, the README
     /// and docs/cli.md; the example manifest's `destination` agrees with the README; the systemd
     /// unit lets the service write the metrics and log paths the README suggests.
     @Test func helpReadmeExamplesAndTheUnitAgree() throws {
@@ -101,11 +101,16 @@ import MirrorTestSupport
         #expect(manifestHelp.stdout.contains("sign"), "\(manifestHelp.stdout)")
         #expect(manifestHelp.stdout.contains("Create manifests from folders, and sign them"), "\(manifestHelp.stdout)")
         let syncHelp = try mirror(["sync", "--help"]).stdout.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
-        #expect(syncHelp.contains("--jobs <jobs> Files transferred at once; connections at once, in all and to one host, are at most this or --segments, whichever is larger."), "\(syncHelp)")
+        #expect(syncHelp.contains("--jobs <jobs> Files in flight: over HTTP/2 they are streams on one or two connections per transfer thread, over HTTP/1.1 they take turns on --connections. (default: 64)"), "\(syncHelp)")
+        #expect(syncHelp.contains("--connections <connections> Connections to one host at most, all transfer threads together (1-256). (default: 16)"), "\(syncHelp)")
         let readme = try String(contentsOfFile: Self.repository + "/README.md", encoding: .utf8)
         let cli = try String(contentsOfFile: Self.repository + "/docs/cli.md", encoding: .utf8)
         for text in [readme, cli] {
-            #expect(text.lowercased().contains("connections at once, in all and to any one host, are at most `--jobs` or `--segments`, whichever is larger"))
+            let jobs = text.split(separator: "\n").first { $0.hasPrefix("| `--jobs N`") } ?? ""
+            #expect(jobs.contains("files in flight") && jobs.contains("64") && jobs.contains("`--connections`"), "\(jobs)")
+            let connections = text.split(separator: "\n").first { $0.hasPrefix("| `--connections N`") } ?? ""
+            #expect(connections.contains("connections to one host at most") || connections.contains("connections to one host"), "\(connections)")
+            #expect(connections.contains("16"), "\(connections)")
             #expect(!text.contains("and connections per host"))
         }
         #expect(readme.contains("destination: media                            # optional; relative to the manifest's folder, or absolute"))

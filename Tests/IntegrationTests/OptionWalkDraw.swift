@@ -50,7 +50,8 @@ struct OptionRun {
             if rng.chance(0.3) { args += ["--keep", String(rng.inRange(1...3))] }
         }
         if rng.chance(0.4) { args += ["--segments", String(rng.pick([2, 4, 8])), "--segments-above", rng.pick(["1M", "512K"])] }
-        args += ["--jobs", String(rng.pick([1, 2, 4, 8]))]
+        args += ["--jobs", String(rng.pick([1, 2, 4, 8, 64]))]
+        if rng.chance(0.3) { args += ["--connections", String(rng.pick([1, 2, 16]))] }
         if rng.chance(0.3) { args += ["--transfer-threads", String(rng.pick([1, 2, 3]))] }
         if rng.chance(0.3) { args += ["--retries", String(rng.inRange(0...3))] }
         if rng.chance(0.25) { args += ["--stall-timeout", rng.pick(["10s", "1m"])] }

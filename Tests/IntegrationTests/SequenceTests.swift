@@ -210,7 +210,8 @@ struct SequenceWalk {
         let version = current
         var flags: [String] = []
         if rng.chance(0.5) { flags += ["--segments", "4", "--segments-above", "1M"] }
-        flags += ["--jobs", String(rng.pick([1, 2, 2, 4, 4, 8, 8, 8]))]
+        flags += ["--jobs", String(rng.pick([1, 2, 2, 4, 4, 8, 8, 64]))]
+        if rng.chance(0.3) { flags += ["--connections", String(rng.pick([1, 2, 16]))] }
         // Several transfer threads (the default on this machine may be one).
         if rng.chance(0.4) { flags += ["--transfer-threads", String(rng.pick([2, 3]))] }
         let deleting = allowDelete && !atomic && rng.chance(0.35)

@@ -30,7 +30,7 @@ extension EntryWork {
     }
 
     /// Widens `task` when its hash waited for bytes while its transfer thread waited for the
-    /// network (``SegmentPolicy/widen(waited:transferWaited:running:width:)``). The loop asks one
+    /// network (``SegmentPolicy/widen(waited:transferWaited:running:width:runRequests:)``). The loop asks one
     /// file at a time and carries out its requests before the next, so each sees the connections
     /// left. Returns the seconds until its next decision is due (nil: it has no hashing thread).
     func widen(_ task: EntryTask, now: Double) -> (due: Double?, effects: [EntryEffect]) {
@@ -50,7 +50,8 @@ extension EntryWork {
         task.segments.widthDecidedAt = (now, idleNow, transferIdleNow)
         guard let width = segmentPolicy.widen(waited: (idleNow - last.idle) / span,
                                               transferWaited: (transferIdleNow - last.transferIdle) / span,
-                                              running: task.downloads.count, width: task.segments.width) else { return }
+                                              running: task.downloads.count, width: task.segments.width,
+                                              runRequests: options.connectionPolicy.requests - freeConnections()) else { return }
         task.segments.width = width
         continueSegments(task)
     }

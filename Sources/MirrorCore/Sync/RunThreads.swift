@@ -16,23 +16,23 @@ final class RunThreads {
     /// The transfer thread the next file to start goes to.
     private var nextShard = 0
 
-    init(options: SyncOptions, connectionLimit: Int) throws {
-        let transfers = try TransferPool(threads: options.transferThreads ?? options.defaultTransferThreads,
-                                         connectionsPerHost: connectionLimit, limitRate: options.limitRate,
-                                         maxActive: connectionLimit)
+    init(options: SyncOptions) throws {
+        let transfers = try TransferPool(policy: options.connectionPolicy, limitRate: options.limitRate)
         self.transfers = transfers
         writers = PartialWriterPool(limit: min(WorkerPool.coreCount, max(options.jobs, 1)))
         committer = CommitThread { [weak transfers] in transfers?.interruptWait() }
     }
 
-    /// Hands `download` to `task`'s transfer thread, which the task takes at its first request.
+    /// Hands `download` to `task`'s transfer thread, which the task takes at its first request;
+    /// segment `k` of a segmented file goes `k` threads further, so its segments spread over the
+    /// threads' shares of the connections (``ConnectionPolicy/connectionsPerThread``).
     func submit(_ download: Download, for task: EntryTask) {
         let shard = task.shard ?? nextShard
         if task.shard == nil {
             task.shard = shard
             nextShard += 1
         }
-        transfers.submit(download, shard: shard)
+        transfers.submit(download, shard: shard &+ (download.segment ?? 0))
     }
 
     /// The idle seconds of the transfer thread that runs `task`'s requests.

@@ -9,14 +9,21 @@ public struct SyncOptions: Sendable {
     public var manifestPath: String
     /// `--dest`: wins over the manifest's `destination`.
     public var destination: String?
-    /// `--jobs`: files transferred at once.
-    public var jobs = 8
+    /// `--jobs`: files in flight (``ConnectionPolicy``).
+    public var jobs = ConnectionPolicy.defaultFilesInFlight
+    /// `--connections`: connections to one host, all transfer threads together.
+    public var connections = ConnectionPolicy.defaultConnections
     /// `--segments`: connections for one large file (1: never split).
-    public var segments = 4
+    public var segments = ConnectionPolicy.defaultSegments
     /// `--transfer-threads`: transfer threads (``TransferPool``); nil: ``defaultTransferThreads``.
     public var transferThreads: Int?
     /// One per two cores (the other core of each pair hashes), at most one per file in flight.
     public var defaultTransferThreads: Int { min(max(1, jobs), max(1, WorkerPool.coreCount / 2)) }
+    /// What counts against `--jobs`, `--connections` and `--segments`, and each transfer thread's share.
+    public var connectionPolicy: ConnectionPolicy {
+        ConnectionPolicy(filesInFlight: jobs, connectionsPerHost: connections, segments: segments,
+                         threadsWanted: transferThreads ?? defaultTransferThreads)
+    }
     /// `--segments-above`: files at least this large are split into segments.
     public var segmentThreshold: Int64 = 64 << 20
     public var dryRun = false

@@ -57,7 +57,7 @@ public final class SyncRunner {
         summary.keepsResults = report.mode == .json
         let start = monotonicSeconds()
         startTime = start
-        scheduler = Scheduler(jobs: options.jobs, connectionLimit: max(1, options.jobs, options.segments),
+        scheduler = Scheduler(jobs: options.jobs, connectionLimit: options.connectionPolicy.requests,
                               stop: RunStop(deadline: options.deadline.map { start + $0 }), readAhead: options.jobs)
     }
 
@@ -190,7 +190,7 @@ public final class SyncRunner {
         var checks = checksIn[...]
         let threads: RunThreads
         do {
-            threads = try RunThreads(options: options, connectionLimit: scheduler.connectionLimit)
+            threads = try RunThreads(options: options)
         } catch {
             throw SyncError.setup("\(error)")
         }

@@ -83,6 +83,14 @@ final class CurlEasy {
         return code
     }
 
+    /// `CURLINFO_HTTP_VERSION`: whether the last response came over HTTP/2 or later, on a
+    /// connection that carries other requests at once.
+    var multiplexed: Bool {
+        var version = 0
+        _ = mirror_curl_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
+        return version >= Int(CURL_HTTP_VERSION_2_0)
+    }
+
     /// `CURLINFO_CONNECT_TIME_T`: microseconds from the start of the transfer until its TCP connect
     /// completed; 0 when no connect completed (libcurl records at least 1 µs for one that did,
     /// a reused connection included).
@@ -117,12 +125,14 @@ final class CurlMulti {
 
     deinit { curl_multi_cleanup(handle) }
 
-    /// `CURLMOPT_MAX_HOST_CONNECTIONS`: at most this many connections to one host, so `--jobs`
-    /// does not open a connection storm against one server; `CURLMOPT_PIPELINING` with
-    /// `CURLPIPE_MULTIPLEX`: transfers to an HTTP/2 server share one connection.
-    func limit(connectionsPerHost: Int) {
+    /// `CURLMOPT_MAX_HOST_CONNECTIONS`: at most this many connections to one host (this thread's
+    /// share of `--connections`); `CURLMOPT_PIPELINING` with `CURLPIPE_MULTIPLEX`: transfers to
+    /// an HTTP/2 server share a connection, up to `streams` at once on each
+    /// (`CURLMOPT_MAX_CONCURRENT_STREAMS`, and the server's own `SETTINGS_MAX_CONCURRENT_STREAMS`).
+    func limit(connectionsPerHost: Int, streams: Int) {
         _ = mirror_curl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, connectionsPerHost)
         _ = mirror_curl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        _ = mirror_curl_multi_setopt_long(handle, CURLMOPT_MAX_CONCURRENT_STREAMS, streams)
     }
 
     func add(_ easy: CurlEasy) throws {

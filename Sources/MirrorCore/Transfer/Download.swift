@@ -1,5 +1,6 @@
 import CCurl
 import MirrorFS
+import MirrorKit
 
 /// Settings shared by every request of a run.
 public struct TransferSettings: Sendable {
@@ -62,6 +63,9 @@ public final class Download {
     public let segment: Int?
     public let requestedEnd: Int64?
     public let target: PartialFile
+    /// `scheme://host:port` of ``url``: what the transfer thread counts its requests by
+    /// (``ConnectionPolicy/admits(runningForHost:multiplexed:)``).
+    let host: String
     /// Body bytes this request wrote into the file.
     public private(set) var bytesWritten: Int64 = 0
     let easy: CurlEasy
@@ -119,6 +123,7 @@ public final class Download {
         self.segment = segment?.index
         requestedEnd = segment.map { $0.end - 1 }
         self.target = target
+        host = hostKey(of: url)
         isFile = url.lowercased().hasPrefix("file:")
         stallTimeout = settings.stallTimeout
         self.condition = isFile || offset > 0 || segment != nil ? nil : condition
@@ -141,6 +146,17 @@ public final class Download {
             if let ifRange { headerLines.append("If-Range: \(ifRange)") }
         }
         if !headerLines.isEmpty { try easy.setHeaders(headerLines) }
+        if requestedEnd != nil {
+            // A segment gets a connection of its own: HTTP/1.1 is never multiplexed, where streams
+            // on one HTTP/2 connection would share its flow-control window and any cap on it
+            // (docs/cli.md, "Files, requests and connections").
+            try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        } else if url.prefix(8).lowercased() == "https://" {
+            // Until the first connection to a host says whether it speaks HTTP/2 (its TLS
+            // handshake's ALPN), wait for it rather than open one per request; libcurl offers
+            // HTTP/2 over TLS only (`CURL_HTTP_VERSION_2TLS`, its default since 7.62).
+            try easy.set(CURLOPT_PIPEWAIT, 1)
+        }
         let me = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_HEADERFUNCTION, callback: downloadHeaderCallback)
         try easy.set(CURLOPT_HEADERDATA, pointer: me)

@@ -10,13 +10,15 @@ import MirrorKit
 /// queue work under a lock and interrupt the poll with `curl_multi_wakeup`. Finished downloads are
 /// handed back to the sync thread through ``waitForFinished(timeout:)``.
 ///
-/// At most `maxActive` downloads are in the multi handle; more may be submitted (the sync thread
-/// starts up to twice `--jobs` entries, ``Scheduler/readAhead``) and wait here, in order, until
-/// one ends: the transfer thread then adds the next in the same turn. Without that queue each new
-/// request waited for the sync thread to notice the end, verify the file and start the next one,
-/// a round trip between threads per file in which a connection sat idle (5000 × 16 KiB: ~12 %
-/// of the wall time). The limit is kept here rather than left to libcurl's own queue
-/// (`CURLMOPT_MAX_HOST_CONNECTIONS`), which would let HTTP/2 multiplex every request at once.
+/// The multi handle holds as many downloads for one host as ``ConnectionPolicy`` admits: one per
+/// connection, or, once a response from that host came over HTTP/2, this thread's whole share of
+/// the requests, as streams. More may be submitted (the sync thread starts up to twice `--jobs`
+/// entries, ``Scheduler/readAhead``) and wait here, in order, until one ends: the transfer thread
+/// then adds the next in the same turn. Without that queue each new request waited for the sync
+/// thread to notice the end, verify the file and start the next one, a round trip between threads
+/// per file in which a connection sat idle (5000 × 16 KiB: ~12 % of the wall time). The waiting is
+/// kept here rather than left to libcurl's queue of transfers waiting for a connection, which
+/// counts that wait against each transfer's connect timeout.
 public final class TransferEngine {
     private let multi: CurlMulti
     private let condition = Condition()
@@ -36,11 +38,17 @@ public final class TransferEngine {
     private let wakes = WriterWakes()
     /// Downloads in the multi handle, keyed by easy handle. Transfer thread only.
     private var active: [UnsafeMutableRawPointer: Download] = [:]
-    /// Submitted downloads waiting for a place among ``maxActive``, oldest first. Transfer thread only.
+    /// Submitted downloads waiting for a place (``ConnectionPolicy``), oldest first. Transfer thread only.
     private var backlog: [Download] = []
     private var backlogHead = 0
-    /// Downloads at once in the multi handle.
-    private let maxActive: Int
+    /// How many downloads the multi handle holds, per host and in all.
+    private let policy: ConnectionPolicy
+    /// Downloads in the multi handle per ``Download/host``. Transfer thread only.
+    private var runningPerHost: [String: Int] = [:]
+    /// Hosts a response came from over HTTP/2: their requests share connections. Transfer thread only.
+    private var multiplexing: Set<String> = []
+    /// Something ended, arrived or was learnt since the backlog was last looked at. Transfer thread only.
+    private var backlogMayMove = false
     /// Transfers that paused on a whole-file offer this turn (``Download/WholeFile``), handed to
     /// the sync thread at its end. Transfer thread only.
     private var offers: [Download] = []
@@ -52,19 +60,22 @@ public final class TransferEngine {
     /// (``TransferPool``), so the sync thread waits on one queue for all.
     let finished: FinishedDownloads
 
-    /// - Parameter maxActive: downloads at once (nil: no limit here; the host limit still holds).
-    public convenience init(connectionsPerHost: Int = 8, limitRate: RateSchedule? = nil, maxActive: Int? = nil) throws {
-        try self.init(connectionsPerHost: connectionsPerHost, limitRate: limitRate, maxActive: maxActive,
-                      finished: FinishedDownloads())
+    /// - Parameter policy: the limits of this thread (``ConnectionPolicy``, with one thread: the
+    ///   run's own).
+    public convenience init(policy: ConnectionPolicy = ConnectionPolicy(filesInFlight: ConnectionPolicy.defaultFilesInFlight,
+                                                                         connectionsPerHost: ConnectionPolicy.defaultConnections,
+                                                                         segments: 1, threadsWanted: 1),
+                            limitRate: RateSchedule? = nil) throws {
+        try self.init(policy: policy, limitRate: limitRate, finished: FinishedDownloads())
     }
 
-    init(connectionsPerHost: Int, limitRate: RateSchedule?, maxActive: Int?, finished: FinishedDownloads,
+    init(policy: ConnectionPolicy, limitRate: RateSchedule?, finished: FinishedDownloads,
          name: String = "mirror-transfer") throws {
         self.finished = finished
-        self.maxActive = max(1, maxActive ?? Int.max)
+        self.policy = policy
         limiter = limitRate.map { RateLimiter(schedule: $0) }
         multi = try CurlMulti()
-        multi.limit(connectionsPerHost: connectionsPerHost)
+        multi.limit(connectionsPerHost: policy.connectionsPerThread, streams: policy.streamsPerConnection)
         SystemThread.start(name: name) { [unowned self] in self.run() }
     }
 
@@ -121,7 +132,7 @@ public final class TransferEngine {
 
     /// Seconds the transfer thread has slept waiting for its sockets (including a sleep in
     /// progress): when it hardly sleeps, the thread, not the network, limits its files, and one
-    /// more connection on it cannot help (``SegmentPolicy/widen(waited:transferWaited:running:width:)``).
+    /// more connection on it cannot help (``SegmentPolicy/widen(waited:transferWaited:running:width:runRequests:)``).
     public var idleSeconds: Double { idle.seconds }
 
     /// Ends the current (or the next) ``waitForFinished(timeout:)`` at once, from any thread: the
@@ -163,9 +174,10 @@ public final class TransferEngine {
             condition.unlock()
 
             backlog += incoming
+            if !incoming.isEmpty || !cancelSome.isEmpty { backlogMayMove = true }
             for download in cancelSome {
-                if active.removeValue(forKey: download.easy.handle) != nil {
-                    multi.remove(download.easy)
+                if active[download.easy.handle] === download {
+                    removeActive(download)
                 } else if let index = backlog[backlogHead...].firstIndex(where: { $0 === download }) {
                     backlog.remove(at: index)
                 } else {
@@ -183,6 +195,7 @@ public final class TransferEngine {
                     deliver(download)
                 }
                 active.removeAll()
+                runningPerHost.removeAll()
                 backlog.removeAll()
                 backlogHead = 0
             }
@@ -202,11 +215,13 @@ public final class TransferEngine {
             _ = wakes.deferring { multi.perform() }
             var done: [Download] = []
             for (handle, code) in multi.finished() {
-                guard let download = active.removeValue(forKey: handle) else { continue }
-                multi.remove(download.easy)
+                guard let download = active[handle] else { continue }
+                if download.easy.multiplexed { multiplexing.insert(download.host) }
+                removeActive(download)
                 download.finish(code: code)
                 done.append(download)
             }
+            if !done.isEmpty { backlogMayMove = true }
             deliver(done + offers)
             offers.removeAll()
             // Places freed: the waiting downloads start now, not after the poll's timeout.
@@ -223,28 +238,57 @@ public final class TransferEngine {
         condition.unlock()
     }
 
-    /// Moves waiting downloads into the multi handle while there is room (``maxActive``).
+    /// Takes `download` out of the multi handle and its host's count.
+    private func removeActive(_ download: Download) {
+        active.removeValue(forKey: download.easy.handle)
+        multi.remove(download.easy)
+        let left = (runningPerHost[download.host] ?? 1) - 1
+        if left <= 0 { runningPerHost.removeValue(forKey: download.host) } else { runningPerHost[download.host] = left }
+    }
+
+    /// Moves waiting downloads into the multi handle, in order, while their host has room
+    /// (``ConnectionPolicy/admits(runningForHost:multiplexed:)``) and this thread's share of the
+    /// requests is not all running; one whose host is full keeps its place for a later turn.
     private func activateWaiting() {
-        while active.count < maxActive && backlogHead < backlog.count {
+        guard backlogMayMove else { return }
+        backlogMayMove = false
+        var held: [Download] = []
+        var fullHosts: Set<String> = []
+        while active.count < policy.requestsPerThread && backlogHead < backlog.count {
             let download = backlog[backlogHead]
             backlogHead += 1
+            let running = runningPerHost[download.host] ?? 0
+            guard !fullHosts.contains(download.host),
+                  policy.admits(runningForHost: running, multiplexed: multiplexing.contains(download.host)) else {
+                fullHosts.insert(download.host)
+                held.append(download)
+                continue
+            }
             do {
                 download.limiter = limiter
                 download.engineNotice = { [unowned self] in self.offers.append($0) }
                 try multi.add(download.easy)
                 active[download.easy.handle] = download
+                runningPerHost[download.host] = running + 1
             } catch {
                 download.finish(code: CURLE_FAILED_INIT)
                 deliver(download)
             }
         }
+        if !held.isEmpty {
+            // Put back, in their order, before those not yet looked at.
+            backlogHead -= held.count
+            for (i, download) in held.enumerated() { backlog[backlogHead + i] = download }
+        }
+        // The downloads taken leave the array now: a slot behind the head still holds its
+        // download (easy handle, buffers, partial file) alive after it ended. What is left is
+        // at most this thread's share of the read-ahead, so the move is short.
         if backlogHead == backlog.count {
             backlog.removeAll(keepingCapacity: true)
-            backlogHead = 0
-        } else if backlogHead > 1024 {
+        } else if backlogHead > 0 {
             backlog.removeFirst(backlogHead)
-            backlogHead = 0
         }
+        backlogHead = 0
     }
 
     private func deliver(_ download: Download) { deliver([download]) }

@@ -3,26 +3,26 @@
 /// bytes of many files at once uses more than one core. One thread drove every transfer before.
 ///
 /// All engines hand finished downloads to one queue (``FinishedDownloads``), which the sync thread
-/// waits on as it did on one engine. A file keeps its engine for the run: its segments share that
-/// engine's connections (libcurl keeps them per multi handle). With `--limit-rate` there is one
+/// waits on as it did on one engine. A file keeps its engine for the run, but a segmented file's
+/// segments are dealt to the engines in turn from its own (``RunThreads``): each engine holds
+/// only its share of the connections to a host, and each segment wants one of its own. With `--limit-rate` there is one
 /// engine, because the token bucket (``RateLimiter``) belongs to one thread.
 public final class TransferPool {
     private let engines: [TransferEngine]
     private let finished = FinishedDownloads()
 
     /// - Parameters:
-    ///   - threads: engines to run (at least 1; 1 with a rate limit, a timetable included).
-    ///   - connectionsPerHost: libcurl's limit per host, for each engine (the scheduler bounds
-    ///     the requests of the whole run).
-    ///   - maxActive: requests running at once in all (the run's connection limit): each engine
-    ///     runs its share, rounded up, and queues the rest (``TransferEngine``).
-    public init(threads: Int, connectionsPerHost: Int, limitRate: RateSchedule?, maxActive: Int) throws {
-        let count = limitRate == nil ? max(1, threads) : 1
-        let share = (max(1, maxActive) + count - 1) / count
+    ///   - policy: the run's limits (``ConnectionPolicy``): its ``ConnectionPolicy/threads`` engines
+    ///     (1 with a rate limit, a timetable included), each with its share of the connections to
+    ///     one host and of the requests.
+    public init(policy: ConnectionPolicy, limitRate: RateSchedule?) throws {
+        var policy = policy
+        if limitRate != nil { policy.threadsWanted = 1 }
+        let count = policy.threads
         var engines: [TransferEngine] = []
         for i in 0 ..< count {
-            engines.append(try TransferEngine(connectionsPerHost: connectionsPerHost, limitRate: limitRate, maxActive: share,
-                                              finished: finished, name: count == 1 ? "mirror-transfer" : "mirror-xfer-\(i)"))
+            engines.append(try TransferEngine(policy: policy, limitRate: limitRate, finished: finished,
+                                              name: count == 1 ? "mirror-transfer" : "mirror-xfer-\(i)"))
         }
         self.engines = engines
     }

@@ -21,7 +21,7 @@ import MirrorTestSupport
         let report = ConsoleReport(mode: .quiet, isTerminal: false)
         let place = try RunPlace.open(dir.path + "/dest", manifest: manifest, options: options, report: report)
         defer { place.lock.release() }
-        let threads = try RunThreads(options: options, connectionLimit: 1)
+        let threads = try RunThreads(options: options)
         defer { threads.shutdown() }
         let work = EntryWork(options: options, manifest: manifest, place: place, threads: threads, stop: RunStop(deadline: nil),
                              freeConnections: { 1 }, manifestWatch: nil, report: report)
