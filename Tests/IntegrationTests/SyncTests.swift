@@ -77,15 +77,15 @@ import MirrorTestSupport
         // 40 MB = 39,062 KiB (GNU time's %M is in KiB).
         #expect(peakKiB > 0 && peakKiB <= 39_062, "peak RSS \(peakKiB) KiB while syncing 1 GiB")
         print("measured: 1 GiB + 200 files synced in \(first.wallSeconds) s, peak RSS \(peakKiB) KiB")
-        // The 1 GiB file came in segments (the default above 64 MiB): 64 ranges of 16 MiB (eight
+        // The 1 GiB file came in segments (the default above 64 MiB): 32 ranges of 32 MiB (four
         // per connection of the default 8), each asked for once, each answered with exactly that range.
-        #expect(SegmentPolicy.segmentLength(size: 1024 * Self.mib, connections: ConnectionPolicy.defaultSegments) == 16 * Self.mib)
-        let requestsAfterFirst = try fx.requests(atLeast: 264).count
-        #expect(requestsAfterFirst == 264)
+        #expect(SegmentPolicy.segmentLength(size: 1024 * Self.mib, connections: ConnectionPolicy.defaultSegments) == 32 * Self.mib)
+        let requestsAfterFirst = try fx.requests(atLeast: 232).count
+        #expect(requestsAfterFirst == 232)
         let segments = try fx.requestsSoFar().filter { $0.uri == "/disk/image.iso" }
-        let piece = 16 * Self.mib
-        #expect(segments.allSatisfy { $0.status == 206 } && segments.count == 64)
-        #expect(Set(segments.compactMap(\.rangeHeader)) == Set((0..<64).map { "bytes=\(Int64($0) * piece)-\(Int64($0 + 1) * piece - 1)" }))
+        let piece = 32 * Self.mib
+        #expect(segments.allSatisfy { $0.status == 206 } && segments.count == 32)
+        #expect(Set(segments.compactMap(\.rangeHeader)) == Set((0..<32).map { "bytes=\(Int64($0) * piece)-\(Int64($0 + 1) * piece - 1)" }))
 
         let second = try fx.sync()
         #expect(second.exitCode == 0, "\(second)")
