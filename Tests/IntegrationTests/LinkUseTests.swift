@@ -93,6 +93,29 @@ import Testing
         #expect(scene.proxy.counts.mostOpen <= 8, "\(scene.proxy.counts)")
     }
 
+    /// `--json` and the metrics file say what the run saw of the link: a round trip near the one
+    /// the link adds, the connections opened, and the bytes a second.
+    @Test func theRunReportsTheRoundTripAndThroughputItSaw() throws {
+        let scene = try Scene(http2: true, files: 20, size: 64 << 10, link: .init(roundTrip: 0.08))
+        let metrics = scene.fx.dir.path("mirror.prom")
+        let result = try scene.sync(["--json", "--metrics-file", metrics])
+        #expect(result.exitCode == 0, "\(result)")
+        let link = try #require(FaultFixture.json(result)?["link"] as? [String: Any], "\(result.stdout)")
+        let roundTrip = try #require(link["round_trip_ms"] as? Double)
+        #expect(roundTrip >= 80 && roundTrip < 1000, "the link adds 80 ms: \(link)")
+        #expect((link["connections"] as? Int ?? 0) >= 1, "\(link)")
+        #expect((link["bytes_per_second"] as? Int ?? 0) > 0, "\(link)")
+        let samples = try PrometheusText.parse(try String(contentsOfFile: metrics, encoding: .utf8))
+        let seconds = try #require(PrometheusText.value(samples, "mirror_last_run_round_trip_seconds"))
+        #expect(seconds >= 0.08 && seconds < 1, "\(seconds)")
+        #expect((PrometheusText.value(samples, "mirror_last_run_connections_opened") ?? 0) >= 1)
+        #expect((PrometheusText.value(samples, "mirror_last_run_receive_bytes_per_second") ?? 0) > 0)
+
+        // A no-op run sends no request: no link to report.
+        let again = try scene.sync(["--json"])
+        #expect(again.exitCode == 0 && FaultFixture.json(again)?["link"] == nil, "\(again.stdout)")
+    }
+
     @Test func largeFilesInFlightDoNotWidenPastTheSegments() throws {
         // Four large files and --segments 4: each already has a connection, so none takes more.
         let scene = try Scene(http2: false, files: 4, size: 8 << 20, link: .init(roundTrip: 0.01, bytesPerSecond: 5_000_000))

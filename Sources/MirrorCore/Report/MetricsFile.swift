@@ -101,6 +101,15 @@ public enum MetricsFile {
                    [("", "\(s.total)")])
             metric("manifest_files_excluded", "gauge", "Entries of the manifest that --include/--exclude left out in the last sync run.",
                    [("", "\(s.excluded)")])
+            if let roundTrip = s.link.roundTrip {
+                metric("last_run_round_trip_seconds", "gauge",
+                       "Shortest wait from a request sent to its first response byte in the last sync run: about one round trip.",
+                       [("", number(roundTrip))])
+                metric("last_run_connections_opened", "gauge", "Connections the last sync run opened.", [("", "\(s.link.connections)")])
+                metric("last_run_receive_bytes_per_second", "gauge",
+                       "Bytes the last sync run received, over the time from its first request to its last.",
+                       [("", number(s.link.bytesPerSecond(s.bytesTransferred) ?? 0))])
+            }
             metric("last_run_deleted_files", "gauge", "Files the last sync run deleted (--delete, --delete-unlisted).",
                    [("", "\(s.deleted)")])
             metric("last_run_refused_files", "gauge",

@@ -63,12 +63,35 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         }
     }
 
+    /// What the run's requests saw of the network (``LinkSeen``); absent when no request got a
+    /// response. `round_trip_ms`: the shortest wait from a request sent to its first response
+    /// byte; `bytes_per_second`: `bytes_transferred` over the time from the first request to the
+    /// last end.
+    public struct Link: Codable, Equatable, Sendable {
+        public var roundTripMs: Double
+        public var connections: Int
+        public var bytesPerSecond: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case roundTripMs = "round_trip_ms", connections, bytesPerSecond = "bytes_per_second"
+        }
+
+        init?(_ link: LinkSeen, bytes: Int64) {
+            guard let roundTrip = link.roundTrip else { return nil }
+            roundTripMs = (roundTrip * 10_000).rounded() / 10
+            connections = link.connections
+            let rate = link.bytesPerSecond(bytes) ?? 0
+            bytesPerSecond = rate.isFinite && rate < 9e18 ? Int64(rate.rounded()) : 0
+        }
+    }
+
     public var result: String
     /// Why an incomplete run stopped, or what ended a run before it could plan; absent otherwise.
     public var reason: String?
     public var files: Files
     public var bytesTransferred: Int64
     public var resumed: Resumed?
+    public var link: Link?
     /// The run's duration, to the millisecond.
     public var seconds: Double
     public var changed: [Changed]
@@ -90,7 +113,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     public var held: HoldDocument?
 
     enum CodingKeys: String, CodingKey {
-        case result, reason, files, bytesTransferred = "bytes_transferred", resumed, seconds, changed, failures, plan
+        case result, reason, files, bytesTransferred = "bytes_transferred", resumed, link, seconds, changed, failures, plan
         case deletionRefused = "deletion_refused"
         case exitCode = "exit_code", manifest, lastSuccess = "last_success", dryRun = "dry_run", held
     }
@@ -101,6 +124,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         files = Files(total: s.total, upToDate: s.upToDate + s.checked, checked: s.checked, downloaded: s.downloaded,
                       replaced: s.replaced, failed: s.failed, pending: s.pending, deleted: s.deleted, excluded: s.excluded)
         bytesTransferred = s.bytesTransferred
+        link = Link(s.link, bytes: s.bytesTransferred)
         if s.resumedFiles > 0 { resumed = Resumed(files: s.resumedFiles, bytes: s.resumedBytes, rehashedBytes: s.rehashedBytes) }
         seconds = (s.seconds * 1000).rounded() / 1000
         changed = s.results.compactMap { r in

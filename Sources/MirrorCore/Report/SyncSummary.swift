@@ -81,6 +81,8 @@ public struct SyncSummary: Sendable {
     /// Why deleting was refused (``DeletionPolicy/refusal(_:)``): the run then fails (exit 1).
     public var deletionRefused: String?
     public var bytesTransferred: Int64 = 0
+    /// What the run's requests saw of the network (``LinkSeen``).
+    public var link = LinkSeen()
     /// Partial files of earlier runs this run continued, the bytes they kept, and how many of
     /// those were read back from disk to be hashed (docs/journal.md, rule 8).
     public var resumedFiles = 0

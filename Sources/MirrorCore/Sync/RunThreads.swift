@@ -15,6 +15,8 @@ final class RunThreads {
     let committer: CommitThread
     /// The transfer thread the next file to start goes to.
     private var nextShard = 0
+    /// What the run's requests saw of the network (``LinkSeen``), for the summary.
+    private(set) var link = LinkSeen()
 
     init(options: SyncOptions) throws {
         let transfers = try TransferPool(policy: options.connectionPolicy, limitRate: options.limitRate)
@@ -32,7 +34,14 @@ final class RunThreads {
             task.shard = shard
             nextShard += 1
         }
+        link.requestStarted(at: monotonicSeconds())
         transfers.submit(download, shard: shard &+ (download.segment ?? 0))
+    }
+
+    /// Counts what a request that ended saw of the link (``Download/linkSample``).
+    func ended(_ download: Download) {
+        let sample = download.linkSample
+        link.requestEnded(at: monotonicSeconds(), firstByteWait: sample.firstByteWait, connectionsOpened: sample.connectionsOpened)
     }
 
     /// The idle seconds of the transfer thread that runs `task`'s requests.

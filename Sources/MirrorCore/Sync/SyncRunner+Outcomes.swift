@@ -59,6 +59,7 @@ extension SyncRunner {
                 continue
             }
             guard let task = scheduler.ended(download) else { continue }
+            threads?.ended(download)
             apply(work.finished(download, of: task))
         }
     }

@@ -194,7 +194,10 @@ public final class SyncRunner {
         } catch {
             throw SyncError.setup("\(error)")
         }
-        defer { threads.shutdown() }
+        defer {
+            summary.link = threads.link
+            threads.shutdown()
+        }
         guard let place else { return }
         work = EntryWork(options: options, manifest: manifest, place: place, threads: threads, stop: scheduler.stop,
                          freeConnections: { [unowned scheduler] in scheduler.freeConnections },

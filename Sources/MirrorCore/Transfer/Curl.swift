@@ -91,6 +91,18 @@ final class CurlEasy {
         return version >= Int(CURL_HTTP_VERSION_2_0)
     }
 
+    /// What one request saw of the link (``LinkSeen``): the seconds from the request sent
+    /// (`CURLINFO_PRETRANSFER_TIME_T`) to the first response byte (`CURLINFO_STARTTRANSFER_TIME_T`),
+    /// nil when no response came, and the connections it opened (`CURLINFO_NUM_CONNECTS`).
+    var linkSample: (firstByteWait: Double?, connectionsOpened: Int) {
+        var sent: curl_off_t = 0, first: curl_off_t = 0, opened = 0
+        _ = mirror_curl_easy_getinfo_off_t(handle, CURLINFO_PRETRANSFER_TIME_T, &sent)
+        _ = mirror_curl_easy_getinfo_off_t(handle, CURLINFO_STARTTRANSFER_TIME_T, &first)
+        _ = mirror_curl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &opened)
+        let wait: Double? = first > 0 && first >= sent ? Double(first - sent) / 1_000_000 : nil
+        return (wait, max(0, opened))
+    }
+
     /// `CURLINFO_CONNECT_TIME_T`: microseconds from the start of the transfer until its TCP connect
     /// completed; 0 when no connect completed (libcurl records at least 1 µs for one that did,
     /// a reused connection included).

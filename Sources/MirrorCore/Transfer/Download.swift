@@ -83,6 +83,8 @@ public final class Download {
     /// status already said everything, so the outcome is the status's, not libcurl's write error.
     private var discardCut = false
     public private(set) var outcome: DownloadOutcome?
+    /// What this request saw of the link (``CurlEasy/linkSample``), read once it finished.
+    public private(set) var linkSample: (firstByteWait: Double?, connectionsOpened: Int) = (nil, 0)
     /// Set from another thread to stop the transfer at its next callback.
     var cancelled = false
 
@@ -327,6 +329,7 @@ public final class Download {
 
     /// Called on the transfer thread when libcurl reports the transfer done.
     func finish(code: CURLcode) {
+        if !isFile { linkSample = easy.linkSample }
         if verdict == nil && code == CURLE_OK { decide() }  // a response without a body
         if let abortReason {
             outcome = .failed(abortReason)
