@@ -67,6 +67,25 @@ public struct ConnectionPolicy: Sendable, Equatable {
         running < (multiplexed ? requestsPerThread : connectionsPerThread)
     }
 
+    /// How one request meets the connections.
+    public enum Use: Sendable, Equatable {
+        /// HTTP/1.1 (`CURLOPT_HTTP_VERSION`), never multiplexed: a segment, whose connection should
+        /// add a connection's worth, where streams on one HTTP/2 connection share its flow-control
+        /// window and any cap on it.
+        case ownConnection
+        /// `CURLOPT_PIPEWAIT`: until the first connection to the host says whether it speaks
+        /// HTTP/2 (its TLS handshake's ALPN), wait for it rather than open one per request.
+        case waitForMultiplexing
+        /// Plain HTTP and `file:`: libcurl offers HTTP/2 over TLS only (`CURL_HTTP_VERSION_2TLS`,
+        /// its default since 7.62), so there is nothing to wait for.
+        case any
+    }
+
+    public static func use(segment: Bool, url: String) -> Use {
+        if segment { return .ownConnection }
+        return url.prefix(8).lowercased() == "https://" ? .waitForMultiplexing : .any
+    }
+
     /// `CURLMOPT_MAX_CONCURRENT_STREAMS` for each thread: every request it may run, so the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` is the limit that holds (libcurl's default is 100).
     public var streamsPerConnection: Int { max(100, requestsPerThread) }

@@ -148,16 +148,10 @@ public final class Download {
             if let ifRange { headerLines.append("If-Range: \(ifRange)") }
         }
         if !headerLines.isEmpty { try easy.setHeaders(headerLines) }
-        if requestedEnd != nil {
-            // A segment gets a connection of its own: HTTP/1.1 is never multiplexed, where streams
-            // on one HTTP/2 connection would share its flow-control window and any cap on it
-            // (docs/cli.md, "Files, requests and connections").
-            try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
-        } else if url.prefix(8).lowercased() == "https://" {
-            // Until the first connection to a host says whether it speaks HTTP/2 (its TLS
-            // handshake's ALPN), wait for it rather than open one per request; libcurl offers
-            // HTTP/2 over TLS only (`CURL_HTTP_VERSION_2TLS`, its default since 7.62).
-            try easy.set(CURLOPT_PIPEWAIT, 1)
+        switch ConnectionPolicy.use(segment: requestedEnd != nil, url: url) {
+        case .ownConnection: try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        case .waitForMultiplexing: try easy.set(CURLOPT_PIPEWAIT, 1)
+        case .any: break
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_HEADERFUNCTION, callback: downloadHeaderCallback)

@@ -30,6 +30,14 @@ import Testing
         #expect(p.requestsPerThread == 22)
     }
 
+    @Test func aSegmentTakesAConnectionOfItsOwnAndHTTPSRequestsWaitForTheFirst() {
+        #expect(ConnectionPolicy.use(segment: true, url: "https://h/a") == .ownConnection)
+        #expect(ConnectionPolicy.use(segment: true, url: "http://h/a") == .ownConnection)
+        #expect(ConnectionPolicy.use(segment: false, url: "HTTPS://h/a") == .waitForMultiplexing)
+        #expect(ConnectionPolicy.use(segment: false, url: "http://h/a") == .any)
+        #expect(ConnectionPolicy.use(segment: false, url: "file:///a") == .any)
+    }
+
     @Test func aHostGetsOneRequestPerConnectionUntilItIsKnownToMultiplex() {
         let p = policy(threads: 1)
         #expect(p.admits(runningForHost: 15, multiplexed: false))
