@@ -1,3 +1,5 @@
+import MirrorKit
+
 /// What the network looked like to a run, so an admin can tell a site whose files wait on round
 /// trips from one whose bytes wait on bandwidth (docs/cli.md, "Output" and "Metrics"): the
 /// shortest wait from a request sent to its first response byte (about one round trip, plus the
@@ -7,9 +9,7 @@ public struct LinkSeen: Sendable, Equatable {
     /// The shortest wait for a first response byte, in seconds; nil before any response.
     public private(set) var roundTrip: Double?
     /// Connections opened (libcurl's `CURLINFO_NUM_CONNECTS`, summed).
-    public private(set) var connections = 0
-    /// Requests that got a response.
-    public private(set) var responses = 0
+    public private(set) var connections: Int64 = 0
     /// Monotonic time of the first request handed to a transfer thread, and of the last one
     /// seen ending.
     private var firstStart: Double?
@@ -23,9 +23,8 @@ public struct LinkSeen: Sendable, Equatable {
 
     mutating func requestEnded(at now: Double, firstByteWait: Double?, connectionsOpened: Int) {
         lastEnd = now
-        connections = connections.addingReportingOverflow(connectionsOpened).overflow ? Int.max : connections + connectionsOpened
+        connections = connections.addingClamped(Int64(connectionsOpened))
         guard let wait = firstByteWait, wait >= 0 else { return }
-        responses += 1
         roundTrip = min(roundTrip ?? wait, wait)
     }
 

@@ -69,7 +69,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
     /// last end.
     public struct Link: Codable, Equatable, Sendable {
         public var roundTripMs: Double
-        public var connections: Int
+        public var connections: Int64
         public var bytesPerSecond: Int64
 
         enum CodingKeys: String, CodingKey {

@@ -40,7 +40,6 @@ public final class TransferEngine {
     private var active: [UnsafeMutableRawPointer: Download] = [:]
     /// Submitted downloads waiting for a place (``ConnectionPolicy``), oldest first. Transfer thread only.
     private var backlog: [Download] = []
-    private var backlogHead = 0
     /// How many downloads the multi handle holds, per host and in all.
     private let policy: ConnectionPolicy
     /// Downloads in the multi handle per ``Download/host``. Transfer thread only.
@@ -178,7 +177,7 @@ public final class TransferEngine {
             for download in cancelSome {
                 if active[download.easy.handle] === download {
                     removeActive(download)
-                } else if let index = backlog[backlogHead...].firstIndex(where: { $0 === download }) {
+                } else if let index = backlog.firstIndex(where: { $0 === download }) {
                     backlog.remove(at: index)
                 } else {
                     continue
@@ -189,7 +188,7 @@ public final class TransferEngine {
             }
             if cancel || stop {
                 for (_, download) in active { multi.remove(download.easy) }
-                for download in Array(active.values) + backlog[backlogHead...] {
+                for download in Array(active.values) + backlog {
                     download.cancelled = true
                     download.finish(code: CURLE_ABORTED_BY_CALLBACK)
                     deliver(download)
@@ -197,7 +196,6 @@ public final class TransferEngine {
                 active.removeAll()
                 runningPerHost.removeAll()
                 backlog.removeAll()
-                backlogHead = 0
             }
             if stop { break }
             for download in accept where active[download.easy.handle] === download && download.wholeFile == .offered {
@@ -225,7 +223,7 @@ public final class TransferEngine {
             deliver(done + offers)
             offers.removeAll()
             // Places freed: the waiting downloads start now, not after the poll's timeout.
-            if !done.isEmpty && backlogHead < backlog.count { continue }
+            if !done.isEmpty && !backlog.isEmpty { continue }
             var timeout: Int32 = active.isEmpty ? 1000 : 200
             if let limiter, limiter.hasPaused { timeout = min(timeout, Int32(max(1, (limiter.wait() * 1000).rounded(.up)))) }
             idle.beginWait()
@@ -254,9 +252,10 @@ public final class TransferEngine {
         backlogMayMove = false
         var held: [Download] = []
         var fullHosts: Set<String> = []
-        while active.count < policy.requestsPerThread && backlogHead < backlog.count {
-            let download = backlog[backlogHead]
-            backlogHead += 1
+        var taken = 0
+        while active.count < policy.requestsPerThread && taken < backlog.count {
+            let download = backlog[taken]
+            taken += 1
             let running = runningPerHost[download.host] ?? 0
             guard !fullHosts.contains(download.host),
                   policy.admits(runningForHost: running, multiplexed: multiplexing.contains(download.host)) else {
@@ -275,20 +274,11 @@ public final class TransferEngine {
                 deliver(download)
             }
         }
-        if !held.isEmpty {
-            // Put back, in their order, before those not yet looked at.
-            backlogHead -= held.count
-            for (i, download) in held.enumerated() { backlog[backlogHead + i] = download }
-        }
-        // The downloads taken leave the array now: a slot behind the head still holds its
-        // download (easy handle, buffers, partial file) alive after it ended. What is left is
-        // at most this thread's share of the read-ahead, so the move is short.
-        if backlogHead == backlog.count {
-            backlog.removeAll(keepingCapacity: true)
-        } else if backlogHead > 0 {
-            backlog.removeFirst(backlogHead)
-        }
-        backlogHead = 0
+        // The downloads looked at leave the array now, the held ones back at its head in their
+        // order: a slot left behind would keep its download (easy handle, buffers, partial file)
+        // alive after it ended. What is left is at most this thread's share of the read-ahead,
+        // so the move is short.
+        backlog.replaceSubrange(0 ..< taken, with: held)
     }
 
     private func deliver(_ download: Download) { deliver([download]) }
