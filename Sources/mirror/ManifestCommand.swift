@@ -46,6 +46,12 @@ struct ManifestGroup: ParsableCommand {
                 about 20 KB); --chunks-format 1 writes the text index of 64 KiB chunks that clients \
                 before version 2 read (docs/manifest.md, "Chunk indexes").
 
+                With --serial N and --expires, the manifest also carries serial: N and expires: \
+                TIME, which machines syncing it with --trust hold it to: a serial lower than the \
+                highest they accepted, or a time past, is refused (docs/signing.md, "Versions"). \
+                Raise the serial with every publish. A mirror older than 0.2 refuses these keys: \
+                upgrade them before the publisher adds them.
+
                 Exits 0 once the manifest is written, 64 for an unusable --base-url, 1 when DIR or \
                 a file in it cannot be read (nothing is written then).
 
@@ -94,11 +100,28 @@ struct ManifestGroup: ParsableCommand {
         @Flag(name: .long, help: "Both --mtime and --mode.")
         var preserve = false
 
+        @Option(name: .long, help: ArgumentHelp("Write serial: N, a whole number raised with every publish; machines syncing with --trust refuse a lower one (docs/signing.md).", valueName: "N"))
+        var serial: Int64?
+
+        @Option(name: .long, help: ArgumentHelp("Write expires: the time (RFC 3339, 2027-01-31T00:00:00Z) or the time from now (30d, 12h) after which machines syncing with --trust refuse the manifest.", valueName: "TIME|DURATION"))
+        var expires: String?
+
         @Flag(name: .long, help: "Print no summary line (notes of skipped files are still printed).")
         var quiet = false
 
+        /// `--expires` as a time: RFC 3339, or a duration from now (whole seconds, UTC).
+        static func expiry(_ text: String, now: Int64) throws -> FileTime {
+            if case .success(let time) = RFC3339.parse(text) { return time }
+            guard let span = try? TimeSpan(parsing: text), span.seconds > 0, span.seconds < 1e11 else {
+                throw ValidationError("--expires must be an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (30d, 12h), not \(text)")
+            }
+            return FileTime(seconds: now + Int64(span.seconds.rounded(.up)))
+        }
+
         func validate() throws {
             guard ParseOrder.checksMeaning else { return }
+            if let serial, serial < 0 { throw ValidationError("--serial must be a whole number ≥ 0") }
+            if let expires { _ = try Self.expiry(expires, now: 0) }
             if let jobs, jobs < 1 || jobs > 256 { throw ValidationError("--jobs must be between 1 and 256") }
             if ChunkIndex.Format(rawValue: chunksFormat) == nil { throw ValidationError("--chunks-format must be 1 or 2") }
         }
@@ -114,7 +137,9 @@ struct ManifestGroup: ParsableCommand {
             let options = ManifestWriter.Options(mtime: mtime || preserve, mode: mode || preserve,
                                                  chunksAbove: chunks || chunksDir != nil ? chunksAbove.bytes : nil,
                                                  chunksFolder: chunksDir,
-                                                 chunksFormat: ChunkIndex.Format(rawValue: chunksFormat) ?? .binary)
+                                                 chunksFormat: ChunkIndex.Format(rawValue: chunksFormat) ?? .binary,
+                                                 serial: serial,
+                                                 expires: try expires.map { try Self.expiry($0, now: Int64(currentUnixTime())) })
             do {
                 let result = try ManifestWriter.create(directory: directory, baseURL: baseURL, excluding: excluded,
                                                        threads: jobs ?? WorkerPool.coreCount, options: options)

@@ -16,7 +16,13 @@ struct ManifestSign: ParsableCommand {
             its public half (`openssl pkey -in KEY.pem -pubout -out PUB.pem`) to `mirror sync --trust`.
 
             Exit codes: 0 signed; 64 unusable key (unreadable, not PEM, encrypted, not Ed25519); \
-            65 unreadable or invalid manifest; 73 the signature file cannot be written.
+            65 unreadable or invalid manifest, or one whose expires is past; 73 the signature \
+            file cannot be written.
+
+            A manifest without expires is signed with a note: a mirror could then serve it for \
+            ever and machines would never know (docs/signing.md, "Versions"); one without a \
+            serial, with a note that nothing stops a mirror from serving an older one. One whose \
+            expires is already past is refused: every machine syncing with --trust would refuse it.
             """
     )
 
@@ -33,8 +39,21 @@ struct ManifestSign: ParsableCommand {
         let report = ConsoleReport(mode: .text)
         do {
             let signingKey = try SigningKey.load(path: key)
+            let manifest = try ManifestLoader.load(path: file)
+            if let expires = manifest.expires, expires.seconds <= Int64(currentUnixTime()) {
+                throw ManifestError(file: file, message: "expires \(RFC3339.format(expires) ?? "\(expires.seconds)") is past: "
+                                    + "every machine syncing with --trust would refuse it; write a later one (manifest create --expires 30d)")
+            }
             let written = try ManifestSignature.signFile(manifestPath: file, key: signingKey, outputPath: output)
             print(Formatting.forPeople("signed \(file): \(written)"))
+            if manifest.serial == nil {
+                report.warning("note: \(file) has no serial: nothing stops a mirror from serving an older signed manifest "
+                               + "(manifest create --serial N)")
+            }
+            if manifest.expires == nil {
+                report.warning("note: \(file) has no expires: a mirror could serve it for ever and machines would not know "
+                               + "(manifest create --expires 30d)")
+            }
         } catch let error as ExitCoded {
             // An unusable key (64), an unreadable or invalid manifest (65).
             report.fatal(error.description)

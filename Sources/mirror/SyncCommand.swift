@@ -175,8 +175,8 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Append timestamped lines (start, each changed or failed file, summary) to PATH.", valueName: "PATH"))
     var logFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("Use the manifest only if its signature verifies with this Ed25519 public key (PEM).", valueName: "PUB.pem"))
-    var trust: String?
+    @Option(name: .long, help: ArgumentHelp("Use the manifest only if its signature verifies with this Ed25519 public key (PEM), or with any key of this folder; repeat to trust several (a key rotation). Holds DEST to the manifest's serial and expires.", valueName: "PUB.pem"))
+    var trust: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("The manifest's signature file (default: MANIFEST.sig); needs --trust.", valueName: "PATH"))
     var signature: String?
@@ -189,7 +189,7 @@ struct Sync: ParsableCommand {
 
     func validate() throws {
         guard ParseOrder.checksMeaning else { return }
-        if signature != nil && trust == nil { throw ValidationError("--signature needs --trust PUB.pem") }
+        if signature != nil && trust.isEmpty { throw ValidationError("--signature needs --trust PUB.pem") }
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard connections >= 1 && connections <= 256 else { throw ValidationError("--connections must be between 1 and 256") }
         guard segments >= 1 && segments <= 16 else { throw ValidationError("--segments must be between 1 and 16") }
@@ -266,7 +266,7 @@ struct Sync: ParsableCommand {
         }
         let request = SyncRequest(manifest: manifest, options: options,
                                   jitter: jitter?.seconds,
-                                  trustKey: trust, signature: signature, metricsFile: metricsFile, logFile: logFile,
+                                  trustKeys: trust, signature: signature, metricsFile: metricsFile, logFile: logFile,
                                   json: json, started: started)
         throw ExitCode(SyncSession.run(request, report: report))
     }

@@ -120,13 +120,18 @@ public enum RemoteManifest {
     ///   there is none) before a fetched manifest is used or saved, and before a saved copy is used;
     ///   what it throws ends the load, and a refused manifest never replaces the last good copy.
     public static func load(url: String, destination: String, settings: TransferSettings = TransferSettings(),
-                            saveCopy: Bool = true, verify: (([UInt8], [UInt8]?) throws -> Void)? = nil) throws -> Result {
+                            saveCopy: Bool = true, verify: (([UInt8], [UInt8]?) throws -> Void)? = nil,
+                            admit: ((Manifest, String) throws -> Void)? = nil) throws -> Result {
         try load(url: url, cache: Cache(destination: destination, saving: saveCopy), settings: settings, useCopy: true,
-                 verify: verify)
+                 verify: verify, admit: admit)
     }
 
+    /// `admit`: asked of a manifest fetched now, with the SHA-256 of its bytes, after it parsed and
+    /// before it is kept as the last good copy (``SerialGate``: an older signed manifest must not
+    /// replace the copy a later run would fall back on).
     private static func load(url: String, cache: Cache, settings: TransferSettings, useCopy: Bool,
-                             verify: (([UInt8], [UInt8]?) throws -> Void)?, warnings: [String] = []) throws -> Result {
+                             verify: (([UInt8], [UInt8]?) throws -> Void)?, admit: ((Manifest, String) throws -> Void)?,
+                             warnings: [String] = []) throws -> Result {
         let name = redactedURL(url)
         var warnings = warnings
         var saved: Cache.Saved?
@@ -179,7 +184,7 @@ public enum RemoteManifest {
             }
             // Refused by its signature, or no longer parses (a newer mirror's rules?): ask again
             // without validators.
-            return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify, warnings: warnings)
+            return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify, admit: admit, warnings: warnings)
         }
         guard response.isSuccess else {
             let copy = verified(saved)
@@ -207,6 +212,7 @@ public enum RemoteManifest {
             }
         }
         let manifest = try ManifestLoader.parse(response.body, sourceName: name)
+        try admit?(manifest, Cache.sha256(response.body))
         do {
             if let credential = credentialURL(in: manifest) {
                 // Never on disk: the copy would hold the credential word for word.

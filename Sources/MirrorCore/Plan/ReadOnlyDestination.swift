@@ -8,6 +8,8 @@ struct ReadOnlyDestination {
     var destination: Destination?
     var journal: Journal?
     var partials: FileDescriptor?
+    /// The state folder (`.mirror`), nil when there is none yet.
+    var state: FileDescriptor?
     /// DEST is a generation store (`--atomic`), as seen when it was opened.
     var isAtomic: Bool
 
@@ -20,6 +22,6 @@ struct ReadOnlyDestination {
         let state = try? dest?.stateFolder(create: false)
         let journal = state.flatMap { try? Journal(folder: $0, displayPath: destPath + "/.mirror/journal", readOnly: true) }
         let partials = try? dest?.stateFolder("partial", create: false)
-        return ReadOnlyDestination(destination: dest, journal: journal, partials: partials ?? nil, isAtomic: atomic)
+        return ReadOnlyDestination(destination: dest, journal: journal, partials: partials ?? nil, state: state ?? nil, isAtomic: atomic)
     }
 }

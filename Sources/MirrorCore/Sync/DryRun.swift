@@ -43,6 +43,10 @@ struct DryRun {
         } catch let error as SystemError {
             throw SyncError.destination(error)
         }
+        // A signed manifest the run would refuse (an older serial, an expired one) is refused here too.
+        if let sha256 = options.signedManifestSHA256 {
+            try SerialGate.admit(manifest, sha256: sha256, state: disk.state, record: false)
+        }
         let atomic = options.atomic || disk.isAtomic
         // A conversion the run would refuse (a file of the user's the switch would drop) is
         // refused here too, with the same words (``ConversionCheck``).

@@ -29,7 +29,7 @@ extension ManifestWriterError: ExitCoded {
 extension SyncError: ExitCoded {
     public var exitStatus: Int32 {
         switch self {
-        case .manifest: return ExitStatus.invalidManifest
+        case .manifest, .manifestRefused: return ExitStatus.invalidManifest
         case .noDestination: return ExitStatus.usage
         case .destination, .noSpace: return ExitStatus.cannotWrite
         case .locked: return ExitStatus.tryLater

@@ -82,6 +82,11 @@ final class RunPlace {
             throw SystemError("create", identity.displayPath + "/" + Destination.stateFolderName, code: ENOENT)
         }
         do {
+            // A signed manifest is held to the serial DEST accepted last, first of all: a refusal
+            // changes nothing under DEST (docs/signing.md, "Versions").
+            if let sha256 = options.signedManifestSHA256, let state = lock.stateFolder {
+                try SerialGate.admit(manifest, sha256: sha256, state: state, record: true)
+            }
             // A plain DEST about to become atomic: refused, with nothing moved, when the switch
             // would drop a file mirror did not install (``ConversionCheck``).
             if options.atomic || lock.stateIsInStore, ConversionCheck.isDue(identity) {

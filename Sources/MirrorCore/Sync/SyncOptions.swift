@@ -60,6 +60,10 @@ public struct SyncOptions: Sendable {
     public var retries = 5
     /// Back-off before the first retry; doubles with each further failure (capped at 60 s).
     public var retryBaseDelay = 1.0
+    /// Set by the session once the manifest's signature verified (`--trust`): the SHA-256 of the
+    /// bytes verified. The run then holds the manifest to the serial DEST accepted last
+    /// (``SerialPolicy``) as soon as it holds DEST's lock, before anything is fetched or changed.
+    public var signedManifestSHA256: String?
 
     public init(manifestPath: String) {
         self.manifestPath = manifestPath
@@ -106,6 +110,9 @@ public enum SyncError: Error, CustomStringConvertible {
     /// which no generation can hold: a few of their folders (escaped) and how many there are.
     /// Refused whatever the options; nothing under DEST changed.
     case conversionOfNested(destination: String, nested: [String], count: Int)
+    /// A signed manifest older than, or other than, the one DEST accepted, or past its `expires`
+    /// (``SerialPolicy``). Nothing under DEST changed.
+    case manifestRefused(manifest: String, SerialPolicy.Refusal)
 
     public var description: String {
         switch self {
@@ -123,6 +130,8 @@ public enum SyncError: Error, CustomStringConvertible {
             return "\(dest) was not made atomic: it holds \(files) that mirror did not install and the manifest does not list "
                 + "(\(paths.joined(separator: ", "))\(more)), which the first generation would drop; move them away, "
                 + "or pass --delete-unlisted to let the conversion delete them (nothing was changed)"
+        case .manifestRefused(let manifest, let refusal):
+            return SerialPolicy.describe(refusal, manifest: manifest)
         case .conversionOfNested(let dest, let nested, let count):
             let more = count > nested.count ? " and \(count - nested.count) more" : ""
             let which = count == 1 ? "another mirror destination" : "\(count) other mirror destinations"

@@ -9,8 +9,9 @@ public struct SyncRequest: Sendable {
     public var options: SyncOptions
     /// `--jitter`: seconds of the longest random delay before starting.
     public var jitter: Double?
-    /// `--trust` (a PEM file) and `--signature` (the signature file, default `MANIFEST.sig`).
-    public var trustKey: String?
+    /// `--trust` (PEM files, or folders of them; any one may have signed) and `--signature` (the
+    /// signature file, default `MANIFEST.sig`).
+    public var trustKeys: [String]
     public var signature: String?
     public var metricsFile: String?
     public var logFile: String?
@@ -18,12 +19,12 @@ public struct SyncRequest: Sendable {
     /// Unix time the command started (for the metrics file).
     public var started: Double
 
-    public init(manifest: String, options: SyncOptions, jitter: Double?, trustKey: String?, signature: String?,
+    public init(manifest: String, options: SyncOptions, jitter: Double?, trustKeys: [String], signature: String?,
                 metricsFile: String?, logFile: String?, json: Bool, started: Double) {
         self.manifest = manifest
         self.options = options
         self.jitter = jitter
-        self.trustKey = trustKey
+        self.trustKeys = trustKeys
         self.signature = signature
         self.metricsFile = metricsFile
         self.logFile = logFile
@@ -69,7 +70,8 @@ public enum SyncSession {
         do {
             let clockStart = monotonicSeconds()
             // The key is read first: a wrong --trust file is a usage error (64), whatever the manifest.
-            let trusted = try request.trustKey.map { ManifestTrust(key: try TrustedKey.load(path: $0), signaturePath: request.signature) }
+            let trusted = request.trustKeys.isEmpty ? nil
+                : ManifestTrust(keys: try TrustedKey.load(paths: request.trustKeys), signaturePath: request.signature)
             if let seconds = request.jitter, seconds > 0 {
                 // Never sleep past the deadline: the run then stops at once with "deadline passed".
                 let delay = min(Jitter.draw(upTo: seconds), options.deadline ?? .infinity)
@@ -197,7 +199,7 @@ public enum SyncSession {
         case is ManifestError, is SignatureError: return .invalidManifest
         case let error as SyncError:
             switch error {
-            case .manifest: return .invalidManifest
+            case .manifest, .manifestRefused: return .invalidManifest
             case .locked: return .locked
             case .destination, .noSpace: return .unwritable
             case .noDestination, .setup: return .error
@@ -237,7 +239,9 @@ public enum SyncSession {
         guard RemoteManifest.isURL(manifest), let dest = options.destination else {
             let loaded: Manifest
             if let trust {
-                loaded = try ManifestLoader.load(path: manifest, trust: trust)
+                let verified = try ManifestLoader.loadVerified(path: manifest, trust: trust)
+                loaded = verified.manifest
+                options.signedManifestSHA256 = verified.sha256
             } else if let lookAhead {
                 loaded = try ManifestLoader.load(path: manifest) { lookAhead.offer($0, $1) }
             } else {
@@ -248,9 +252,22 @@ public enum SyncSession {
         // The kept copy lives in DEST: a file there is the first thing to say, not a failure to
         // keep it (Destination.openExisting says so, as it does for the run itself).
         do { _ = try Destination.openExisting(dest) } catch let error as SystemError { throw SyncError.destination(error) }
+        // A signed manifest DEST would refuse (an older serial, past its expires) is refused before
+        // it replaces the last good copy; the run checks again, and records, under DEST's lock.
+        let admit: ((Manifest, String) throws -> Void)? = trust == nil ? nil : { fetched, sha256 in
+            let state = try? Destination.openExisting(dest)?.stateFolder(create: false)
+            try SerialGate.admit(fetched, sha256: sha256, state: state ?? nil, record: false)
+        }
         let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: options.transfer, saveCopy: !options.dryRun,
-                                              verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) })
+                                              verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) }, admit: admit)
         for warning in fetched.warnings { report.warning(warning) }
+        // The bytes parsed are the bytes whose signature verified (fetched, or the kept copy).
+        if trust != nil {
+            guard let sha256 = fetched.provenance.sha256 else {
+                throw ManifestError(file: redactedURL(manifest), message: "refused: the verified manifest's digest is unknown")
+            }
+            options.signedManifestSHA256 = sha256
+        }
         let name = redactedURL(manifest)
         if !fetched.isReadNow {
             options.transfer.security.manifestIsLocal = false

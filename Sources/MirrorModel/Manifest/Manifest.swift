@@ -16,6 +16,13 @@ public struct Manifest: Sendable {
     /// The `destination` key, as written (relative paths are relative to the manifest's folder).
     public var destination: String?
     public var entries: [ManifestEntry]
+    /// `serial`: a whole number the publisher raises with every publish (docs/manifest.md). With
+    /// `--trust`, a DEST refuses a manifest whose serial is below the highest it accepted
+    /// (docs/signing.md, "Versions"): what stops a mirror from serving an older signed manifest.
+    public var serial: Int64?
+    /// `expires`: after this time the manifest is refused with `--trust` (docs/signing.md): what
+    /// stops a mirror from serving the same signed manifest for ever.
+    public var expires: FileTime?
 
     /// The most a manifest's sizes may add up to (2^62 bytes, 4 EiB; docs/manifest.md): with each
     /// size at most ``ManifestEntry/largestSize`` too, no sum of them in planning, the space check,
@@ -23,8 +30,10 @@ public struct Manifest: Sendable {
     public static let largestTotal: Int64 = 1 << 62
 
     public init(sourceName: String, version: Int = 1, baseURL: String? = nil, mirrors: [String] = [],
-                destination: String? = nil, entries: [ManifestEntry]) {
+                destination: String? = nil, entries: [ManifestEntry], serial: Int64? = nil, expires: FileTime? = nil) {
         self.sourceName = sourceName
+        self.serial = serial
+        self.expires = expires
         self.version = version
         self.baseURL = baseURL
         self.mirrors = mirrors

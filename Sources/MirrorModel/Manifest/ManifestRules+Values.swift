@@ -95,13 +95,13 @@ extension ManifestRules {
         }
     }
 
-    func timestamp(_ node: YAMLTree.Ref) throws -> FileTime {
+    func timestamp(_ node: YAMLTree.Ref, key: String = "mtime") throws -> FileTime {
         guard tree.kind(node) == .scalar, !tree.isNull(node) else {
-            throw error(node, "mtime must be an RFC 3339 timestamp like \"2026-11-01T12:00:00Z\", got \(tree.describe(node))")
+            throw error(node, "\(key) must be an RFC 3339 timestamp like \"2026-11-01T12:00:00Z\", got \(tree.describe(node))")
         }
         switch RFC3339.parse(bytes: tree.bytes(node)) {
         case .success(let time): return time
-        case .failure(let failure): throw error(node, "mtime \(quoted(tree.string(node))) \(failure.reason)")
+        case .failure(let failure): throw error(node, "\(key) \(quoted(tree.string(node))) \(failure.reason)")
         }
     }
 

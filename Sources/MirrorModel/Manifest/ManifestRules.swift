@@ -2,7 +2,7 @@
 /// `ManifestRules+Entries.swift`, scalar formats in `ManifestRules+Values.swift`.
 struct ManifestRules {
     static let emptyMessage = "manifest is empty: expected a mapping with version and files"
-    static let topKeys = ["version", "base_url", "mirrors", "destination", "files"]
+    static let topKeys = ["version", "serial", "expires", "base_url", "mirrors", "destination", "files"]
     static let supportedVersion = 1
 
     /// `var` only for ``ManifestEntryStream``, which shows the rules one item at a time.
@@ -82,8 +82,10 @@ struct ManifestRules {
             guard !value.utf8.contains(0) else { throw error(node, "destination contains a NUL character") }
             destination = value
         }
+        let serial = try values["serial"].map { try integer($0, "serial must be a whole number ≥ 0, raised with every publish") }
+        let expires = try values["expires"].map { try timestamp($0, key: "expires") }
         let entries = try self.entries(filesNode)
         return Manifest(sourceName: file, version: ManifestRules.supportedVersion, baseURL: baseURL,
-                        mirrors: mirrors, destination: destination, entries: entries)
+                        mirrors: mirrors, destination: destination, entries: entries, serial: serial, expires: expires)
     }
 }

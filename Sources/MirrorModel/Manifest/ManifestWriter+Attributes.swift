@@ -22,9 +22,16 @@ extension ManifestWriter {
         /// `--chunks-format`: the index format (docs/manifest.md, "Chunk indexes"); version 1 for a
         /// fleet whose clients read only that one.
         public var chunksFormat: ChunkIndex.Format
+        /// `--serial`: the manifest's `serial` (docs/signing.md, "Versions"); nil: none written.
+        public var serial: Int64?
+        /// `--expires`: the manifest's `expires`, in UTC; nil: none written. Only when asked, so
+        /// that an unchanged tree still gives the same bytes.
+        public var expires: FileTime?
 
         public init(mtime: Bool = false, mode: Bool = false, chunksAbove: Int64? = nil, chunksFolder: String? = nil,
-                    chunksFormat: ChunkIndex.Format = .binary) {
+                    chunksFormat: ChunkIndex.Format = .binary, serial: Int64? = nil, expires: FileTime? = nil) {
+            self.serial = serial
+            self.expires = expires
             self.mtime = mtime
             self.mode = mode
             self.chunksAbove = chunksAbove

@@ -127,12 +127,14 @@ public enum ManifestWriter {
                 throw ManifestWriterError("\(root.display(files[index].path)): not hashed")
             }
         }
-        return Result(files: files, skipped: skipped, notes: notes, yaml: render(baseURL: base, files: files))
+        return Result(files: files, skipped: skipped, notes: notes, yaml: render(baseURL: base, files: files, serial: options.serial, expires: options.expires))
     }
 
     /// The manifest text for `files` (already sorted and hashed).
-    public static func render(baseURL: String, files: [FoundFile]) -> String {
+    public static func render(baseURL: String, files: [FoundFile], serial: Int64? = nil, expires: FileTime? = nil) -> String {
         var out = "version: 1\n"
+        if let serial { out += "serial: \(serial)\n" }
+        if let expires, let text = RFC3339.format(FileTime(seconds: expires.seconds)) { out += "expires: \(quoted(text))\n" }
         out += "base_url: \(quoted(baseURL))\n"
         if files.isEmpty { return out + "files: []\n" }
         out += "files:\n"

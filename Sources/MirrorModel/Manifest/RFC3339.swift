@@ -5,14 +5,14 @@ import MirrorFS
 /// Written out rather than using Foundation's date formatters: they accept more than the grammar
 /// (lenient fields, locale effects), differ across platforms, and drop digits of the fraction; here
 /// every rule is explicit and all 9 fractional digits survive, as `struct timespec` can hold them.
-enum RFC3339 {
+public enum RFC3339 {
     /// Why a text is not a timestamp, phrased to follow `mtime "…" `.
-    struct Failure: Error, Equatable { var reason: String }
+    public struct Failure: Error, Equatable { public var reason: String }
 
     /// `full-date "T" full-time`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`. `T` and `Z` may be lower
     /// case (§5.6 NOTE). The fraction may have 1 to 9 digits. Second 60 (a leap second, §5.7) is
     /// accepted and counts as the first second of the next minute, which is what POSIX time does.
-    static func parse(_ text: String) -> Result<FileTime, Failure> {
+    public static func parse(_ text: String) -> Result<FileTime, Failure> {
         parse(bytes: Array(text.utf8)[...])
     }
 
@@ -110,7 +110,7 @@ enum RFC3339 {
     /// nanoseconds as a fraction when there are any (`…:00.5Z`, trailing zeros dropped), so the
     /// same time is always the same text. Nil for a year outside 0000–9999, which the
     /// four-digit `date-fullyear` of RFC 3339 §5.6 cannot hold.
-    static func format(_ time: FileTime) -> String? {
+    public static func format(_ time: FileTime) -> String? {
         let days = Int(time.seconds >= 0 ? time.seconds / 86_400 : (time.seconds - 86_399) / 86_400)
         let second = Int(time.seconds - Int64(days) * 86_400)
         let (year, month, day) = civilFromDays(days)

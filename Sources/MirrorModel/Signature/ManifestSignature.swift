@@ -43,7 +43,8 @@ public struct SignatureError: Error, CustomStringConvertible, Equatable, Sendabl
         case .malformed(let detail):
             return "\(manifest): refused: signature \(signature) is malformed: \(detail)"
         case .mismatch:
-            return "\(manifest): refused: signature \(signature) does not match the manifest and the trusted key \(key) (the manifest was changed after signing, or signed with another key)"
+            let keys = key.contains(", ") ? "any of the trusted keys \(key)" : "the trusted key \(key)"
+            return "\(manifest): refused: signature \(signature) does not match the manifest and \(keys) (the manifest was changed after signing, or signed with another key)"
         }
     }
 }

@@ -4,16 +4,44 @@ import MirrorKit
 import Glibc
 #endif
 
-/// What `mirror sync --trust PUB.pem [--signature PATH]` asks for: a manifest is used only if its
-/// detached signature verifies with this key.
+/// What `mirror sync --trust PUB.pem [--trust NEW.pem …] [--signature PATH]` asks for: a manifest
+/// is used only if its detached signature verifies with one of these keys. More than one key is
+/// how a publisher rotates its key with no day on which machines refuse (docs/signing.md,
+/// "Rotating the key"): machines trust the old and the new key, the publisher signs with the new
+/// one, and the old key is then dropped from the machines.
 public struct ManifestTrust: Sendable {
-    public var key: TrustedKey
+    /// At least one.
+    public var keys: [TrustedKey]
     /// The signature file; nil means the manifest's path + `.sig`.
     public var signaturePath: String?
 
-    public init(key: TrustedKey, signaturePath: String? = nil) {
-        self.key = key
+    public init(keys: [TrustedKey], signaturePath: String? = nil) {
+        self.keys = keys
         self.signaturePath = signaturePath
+    }
+
+    public init(key: TrustedKey, signaturePath: String? = nil) {
+        self.init(keys: [key], signaturePath: signaturePath)
+    }
+
+    /// The key files as named in messages: one name, or the names joined.
+    public var keyNames: String { keys.map(\.name).joined(separator: ", ") }
+
+    /// Checks `signature` over `bytes` against each key in turn: the first that verifies wins. A
+    /// malformed signature is malformed whatever the key; a mismatch with every key names them all.
+    public func verify(_ bytes: [UInt8], signature: [UInt8], manifestName: String, signatureName: String) throws {
+        var mismatch: SignatureError?
+        for key in keys {
+            do {
+                try ManifestSignature.verify(manifest: bytes, signature: signature, trustedKey: key,
+                                             manifestName: manifestName, signatureName: signatureName)
+                return
+            } catch let error as SignatureError where error.cause == .mismatch {
+                mismatch = error
+            }
+        }
+        throw SignatureError(manifest: manifestName, signature: signatureName, key: keyNames,
+                             cause: mismatch?.cause ?? .mismatch)
     }
 }
 
@@ -23,6 +51,13 @@ extension ManifestLoader {
     /// manifest that is not trusted never reaches the YAML parser. Throws ``SignatureError`` for a
     /// missing, malformed or wrong signature, ``ManifestError`` for an unreadable or invalid manifest.
     public static func load(path: String, displayName: String? = nil, trust: ManifestTrust) throws -> Manifest {
+        try loadVerified(path: path, displayName: displayName, trust: trust).manifest
+    }
+
+    /// The same, with the SHA-256 of the bytes verified and parsed (lowercase hex): what a DEST
+    /// records with the manifest's serial (docs/signing.md, "Versions"), of these bytes and not of
+    /// the file read again, which may have changed since.
+    public static func loadVerified(path: String, displayName: String? = nil, trust: ManifestTrust) throws -> (manifest: Manifest, sha256: String) {
         let name = displayName ?? path
         let bytes: [UInt8]
         do {
@@ -32,9 +67,11 @@ extension ManifestLoader {
         }
         let signaturePath = trust.signaturePath ?? ManifestSignature.defaultPath(for: path)
         let signature = try ManifestTrust.readSignature(signaturePath, manifestName: name, trust: trust)
-        try ManifestSignature.verify(manifest: bytes, signature: signature, trustedKey: trust.key,
-                                     manifestName: name, signatureName: signaturePath)
-        return try parse(bytes, sourceName: name)
+        try trust.verify(bytes, signature: signature, manifestName: name, signatureName: signaturePath)
+        let manifest = try parse(bytes, sourceName: name)
+        let hasher = Hasher(.sha256)
+        hasher.update(bytes)
+        return (manifest, hasher.finalize().hex)
     }
 }
 
@@ -83,7 +120,7 @@ extension ManifestTrust {
             let cause: SignatureError.Cause = code.errno == EFBIG
                 ? .malformed(detail: "larger than \(ManifestSignature.maxFileSize) bytes; a signature file has one line of 88 base64 characters")
                 : .missing(detail: String(cString: strerror(code.errno)))
-            throw SignatureError(manifest: manifestName, signature: path, key: trust.key.name, cause: cause)
+            throw SignatureError(manifest: manifestName, signature: path, key: trust.keyNames, cause: cause)
         }
     }
 
@@ -100,11 +137,10 @@ extension ManifestTrust {
                 signature = try readSignature(path, manifestName: name, trust: trust)
             }
             guard let signature else {
-                throw SignatureError(manifest: name, signature: signatureName, key: trust.key.name,
+                throw SignatureError(manifest: name, signature: signatureName, key: trust.keyNames,
                                      cause: .missing(detail: "the server has no signature file for it"))
             }
-            try ManifestSignature.verify(manifest: bytes, signature: signature, trustedKey: trust.key,
-                                         manifestName: name, signatureName: signatureName)
+            try trust.verify(bytes, signature: signature, manifestName: name, signatureName: signatureName)
         }
     }
 }

@@ -38,6 +38,38 @@ public struct TrustedKey: Sendable {
         try TrustedKey(pem: readKeyFile(path), name: path)
     }
 
+    /// `--trust`, given once or more: each a key file, or a folder whose regular files ending in
+    /// `.pem` or `.pub` are each a key (sorted by name; anything else in it is ignored, and a
+    /// folder with no key is a usage error). Any one of the keys may have signed the manifest.
+    public static func load(paths: [String]) throws -> [TrustedKey] {
+        var keys: [TrustedKey] = []
+        for path in paths {
+            var status = stat()
+            guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+                keys.append(try load(path: path))
+                continue
+            }
+            guard let folder = opendir(path) else {
+                throw SignatureKeyError(file: path, message: "cannot read the folder: " + String(cString: strerror(errno)))
+            }
+            var names: [String] = []
+            while let entry = readdir(folder) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name.hasSuffix(".pem") || name.hasSuffix(".pub") { names.append(name) }
+            }
+            closedir(folder)
+            let files = names.sorted().map { path + (path.hasSuffix("/") ? "" : "/") + $0 }.filter { file in
+                var status = stat()
+                return stat(file, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+            }
+            guard !files.isEmpty else {
+                throw SignatureKeyError(file: path, message: "a folder with no key (no file ending in .pem or .pub)")
+            }
+            for file in files { keys.append(try load(path: file)) }
+        }
+        return keys
+    }
+
     /// Parses PEM text already in memory; `name` is used in messages.
     public init(pem: [UInt8], name: String) throws {
         key = try EVPKey.read(pem: pem, name: name, kind: .publicKey)
