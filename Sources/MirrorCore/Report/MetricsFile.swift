@@ -47,6 +47,9 @@ public struct RunMetrics: Sendable {
     /// Unix end of the last run that ended `ok`: from the journal (``SyncSummary/lastSuccess``),
     /// else carried over from the file this one replaces (a run that ended before reading it).
     public var lastSuccess: Double?
+    /// The manifest's `serial` and `expires` (Unix seconds), when it has them (docs/signing.md).
+    public var manifestSerial: Int64?
+    public var manifestExpires: Int64?
 
     public init(manifest: String, destination: String?, start: Double, end: Double, result: Result,
                 exitCode: Int32, summary: SyncSummary?, provenance: ManifestProvenance? = nil) {
@@ -119,6 +122,13 @@ public enum MetricsFile {
         if let success = m.lastSuccess {
             metric(lastSuccessMetric, "gauge",
                    "Unix time at which the last sync run that left every file present and verified ended.", [("", number(success))])
+        }
+        if let serial = m.manifestSerial {
+            metric("manifest_serial", "gauge", "The serial of the last run's manifest (raised with every publish).", [("", "\(serial)")])
+        }
+        if let expires = m.manifestExpires {
+            metric("manifest_expiry_timestamp_seconds", "gauge",
+                   "Unix time after which the last run's manifest is refused with --trust (its expires).", [("", "\(expires)")])
         }
         if let p = m.provenance {
             metric("manifest_source", "gauge",

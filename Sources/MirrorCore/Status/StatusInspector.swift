@@ -113,6 +113,8 @@ public struct DestinationStatus: Sendable {
     public var lastSuccess: RunRecord?
     /// The manifest this status was made with (a file, or the copy kept for a URL); set by the caller.
     public var manifest: ManifestProvenance?
+    /// The newest signed manifest this DEST accepted with `--trust` (``AcceptedManifests``).
+    public var acceptedSerial: AcceptedManifest?
     /// The pid of a sync holding the destination's lock right now, when one does.
     public var runningPid: Int?
     /// A run that took the lock and never ended (killed, or the machine stopped), when nothing
@@ -228,6 +230,7 @@ public enum StatusInspector {
                                        lastRun: journal?.lastRun, lastSuccess: journal?.lastSuccess, runningPid: state.flatMap(lockHolder),
                                        hasJournal: hasJournal)
         status.reserve(manifest.entries.count)
+        status.acceptedSerial = state.flatMap { try? AcceptedManifests.read(in: $0) }
         // Planned as a sync plans (a thread per core, in manifest order); only what is not done is kept.
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials),
                                     journal: journal)

@@ -27,6 +27,15 @@ extension DestinationStatus {
             lines.append("last success: none recorded")
         }
         if let manifest { lines.append("manifest: \(manifest.describe(now: now))") }
+        if let accepted = acceptedSerial {
+            var line = "signed manifest: serial \(accepted.serial) accepted (--trust refuses a lower one)"
+            if let expires = accepted.expires {
+                let when = Formatting.utcTimestamp(expires)
+                line += Double(expires) > now ? "; expires \(when) (in \(Formatting.duration(Double(expires) - now)))"
+                    : "; expired \(when): a run with --trust refuses it until the publisher signs a new one"
+            }
+            lines.append(line)
+        }
         return lines
     }
 }

@@ -60,6 +60,8 @@ public enum SyncSession {
 
         var destination = options.destination
         var provenance: ManifestProvenance?
+        /// The manifest's `serial` and `expires`, once it is loaded (for the metrics file).
+        var versions: (serial: Int64?, expires: Int64?) = (nil, nil)
         var summary: SyncSummary?
         /// Entries the filter left out (``PathFilter``).
         var excluded = 0
@@ -98,6 +100,7 @@ public enum SyncSession {
             var (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
                                                     digest: request.json || request.metricsFile != nil, lookAhead: lookAhead)
             provenance = origin
+            versions = (loaded.serial, loaded.expires?.seconds)
             if let filter = options.filter {
                 (loaded, excluded) = select(loaded, filter, report: report)
             }
@@ -180,8 +183,10 @@ public enum SyncSession {
                 // The `dest` label is DEST's absolute path, however the command line spelled it, so
                 // that one DEST is one series (``DestinationIdentity``).
                 let absolute = destination.map { (try? DestinationIdentity.resolve($0).path) ?? $0 }
-                let metrics = RunMetrics(manifest: manifest, destination: absolute, start: request.started, end: currentUnixTime(),
+                var metrics = RunMetrics(manifest: manifest, destination: absolute, start: request.started, end: currentUnixTime(),
                                          result: result, exitCode: code, summary: summary, provenance: provenance)
+                metrics.manifestSerial = versions.serial
+                metrics.manifestExpires = versions.expires
                 do {
                     try MetricsFile.write(metrics, to: metricsFile)
                 } catch {

@@ -68,7 +68,7 @@ let invalidManifests: [InvalidManifest] = [
 
     // Top level
     InvalidManifest("unknown top-level key", F.yaml("version: 1", "base-url: https://x/", "files: []"),
-                    2, 1, "unknown key \"base-url\"; allowed keys: version, base_url, mirrors, destination, files"),
+                    2, 1, "unknown key \"base-url\"; allowed keys: version, serial, expires, base_url, mirrors, destination, files"),
     InvalidManifest("merge key is an unknown key", F.yaml("version: 1", "<<: {files: []}", "files: []"),
                     2, 1, "unknown key \"<<\""),
     InvalidManifest("wrong version", F.yaml("version: 2", "files: []", "future_key: 1"),
