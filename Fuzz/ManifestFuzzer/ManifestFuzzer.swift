@@ -3,6 +3,7 @@
 // runs libFuzzer with -timeout and -rss_limit_mb), and what is accepted must keep the spec's promises.
 
 @testable import MirrorModel
+@testable import MirrorState
 
 func fuzzManifest(_ bytes: [UInt8]) {
     // The fast reader must build libyaml's very tree for every input it accepts (FastManifestScanner).
@@ -30,6 +31,21 @@ func fuzzManifest(_ bytes: [UInt8]) {
         }
         if !seen.insert(entry.path).inserted { fatalError("duplicate path accepted: \(entry.path)") }
     }
+    // What the space check and the plan do with the sizes (at most 2^62 in all, docs/manifest.md):
+    // a sum that could pass Int64.max would trap here, as it once trapped every sync.
+    let files = manifest.entries.map { SpaceCheck.File(size: $0.size, allocated: 0) }
+    for blockSize: Int64 in [1, 512, 4096, 1 << 20] where SpaceCheck(blockSize: blockSize).needed(files) < 0 {
+        fatalError("negative space needed for a block of \(blockSize)")
+    }
+    if manifest.entries.clampedSum(\.size) > Manifest.largestTotal { fatalError("sizes past 2^62 accepted") }
+    // serial and expires against the extremes of what a DEST may have accepted: a verdict, never a trap.
+    let digest = String(repeating: "0", count: 64)
+    for accepted in [nil, AcceptedManifest(serial: 0, sha256: digest, expires: nil),
+                     AcceptedManifest(serial: Int64.max, sha256: digest, expires: Int64.min)] {
+        for now in [Int64.min, 0, Int64.max] {
+            _ = SerialPolicy(serial: manifest.serial, sha256: digest, expires: manifest.expires, now: now).judge(after: accepted)
+        }
+    }
 }
 
 private func load(_ bytes: [UInt8], _ reader: ManifestLoader.Reader) -> Result<Manifest, ManifestError> {
@@ -47,6 +63,7 @@ private func same(_ a: Result<Manifest, ManifestError>, _ b: Result<Manifest, Ma
     switch (a, b) {
     case (.success(let x), .success(let y)):
         return x.baseURL == y.baseURL && x.mirrors == y.mirrors && x.destination == y.destination && x.entries == y.entries
+            && x.serial == y.serial && x.expires == y.expires
     case (.failure(let x), .failure(let y)):
         return x == y
     default:

@@ -195,4 +195,27 @@ import MirrorTestSupport
         #expect(oldOnly.exitCode == 65, "\(oldOnly)")
         #expect(oldOnly.stderr.contains("does not match the manifest and the trusted key \(p.publicKey)"), "\(oldOnly.stderr)")
     }
+
+    @Test func statusAndTheMetricsFileShowTheSerialAndTheExpiry() throws {
+        let p = try published()
+        let metrics = p.fx.dir.path("mirror.prom")
+        let v2 = try sync(p, p.v2, ["--metrics-file", metrics])
+        try #require(v2.exitCode == 0, "\(v2)")
+        let expires = try #require(try String(contentsOfFile: p.v2, encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("expires: ") }).dropFirst("expires: ".count).trimmingCharacters(in: ["\""])
+        let prom = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(prom.contains("\nmirror_manifest_serial{"), "\(prom)")
+        #expect(prom.split(separator: "\n").contains { $0.hasPrefix("mirror_manifest_serial{") && $0.hasSuffix("} 2") }, "\(prom)")
+        #expect(prom.contains("\nmirror_manifest_expiry_timestamp_seconds{"), "\(prom)")
+
+        let text = try Mirror.run(["status", p.v2, "--dest", p.fx.dest])
+        #expect(text.exitCode == 0, "\(text)")
+        #expect(text.stdout.contains("signed manifest: serial 2 accepted (--trust refuses a lower one); expires \(expires) (in "),
+                "\(text.stdout)")
+        let json = try Mirror.run(["status", p.v2, "--dest", p.fx.dest, "--json"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let signed = try #require(document["signed_manifest"] as? [String: Any], "\(json.stdout)")
+        #expect(signed["serial"] as? Int == 2)
+        #expect(signed["expires"] as? String == expires)
+    }
 }

@@ -83,6 +83,20 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     public var entries: [Entry]
     /// An atomic DEST's generations; absent for a plain DEST.
     public var generations: Generations?
+    /// The newest signed manifest DEST accepted with `--trust` (docs/signing.md, "Versions");
+    /// absent when none carried a serial.
+    public var signedManifest: SignedManifest?
+
+    public struct SignedManifest: Codable, Equatable, Sendable {
+        public var serial: Int64
+        /// RFC 3339, UTC, and Unix seconds; absent when the manifest has no `expires`.
+        public var expires: String?
+        public var expiresUnix: Int64?
+
+        enum CodingKeys: String, CodingKey {
+            case serial, expires, expiresUnix = "expires_unix"
+        }
+    }
 
     public struct InterruptedRun: Codable, Equatable, Sendable {
         /// RFC 3339, UTC, and Unix seconds: when it took the lock.
@@ -107,7 +121,7 @@ public struct StatusDocument: Codable, Equatable, Sendable {
     enum CodingKeys: String, CodingKey {
         case destination, destinationExists = "destination_exists", syncRunning = "sync_running", syncPid = "sync_pid"
         case files, bytes, lastRun = "last_run", interruptedRun = "interrupted_run", entries, lastSuccess = "last_success"
-        case manifest, generations
+        case manifest, generations, signedManifest = "signed_manifest"
     }
 
     public init(_ status: DestinationStatus) {
@@ -140,6 +154,9 @@ public struct StatusDocument: Codable, Equatable, Sendable {
         self.entries = entries
         generations = status.generations.map { Generations(kept: $0.kept, current: $0.current, building: $0.building,
                                                                     hold: $0.hold.map(HoldDocument.init)) }
+        signedManifest = status.acceptedSerial.map {
+            SignedManifest(serial: $0.serial, expires: $0.expires.map(Formatting.utcTimestamp), expiresUnix: $0.expires)
+        }
     }
 }
 
