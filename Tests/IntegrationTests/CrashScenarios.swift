@@ -177,6 +177,26 @@ enum CrashScenarios {
         world.syncOptions = ["--atomic", "--delete-unlisted", "--max-delete", "100%"]
     }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions })
 
+    /// A signed manifest with a higher serial (docs/signing.md, "Versions"): the recorded run
+    /// records serial 2 in the state folder (replaced whole: a temporary file, `fsync`, `rename`,
+    /// `fsync` of the folder) before it fetches anything. No power-cut state may leave a serial the
+    /// next run cannot read, nor one that refuses the manifest the run was recording.
+    static let signedSerial = CrashScenario(name: "signedManifestSerial", prepare: { world in
+        let key = world.fx.dir.path("signing.pem"), trusted = world.fx.dir.path("signing.pub")
+        try TestKeys.openssl(["genpkey", "-algorithm", "ed25519", "-out", key])
+        try TestKeys.openssl(["pkey", "-in", key, "-pubout", "-out", trusted])
+        func publishSigned(_ files: [String: [UInt8]], serial: Int) throws {
+            try world.publishCreated(files, publisher: ["--serial", "\(serial)", "--expires", "30d"])
+            try expectExit(try world.run(["manifest", "sign", world.fx.manifestPath, "--key", key]), [0], "manifest sign")
+        }
+        world.syncOptions = ["--trust", trusted]
+        let notes = TestData.bytes(count: 2000, seed: 21)
+        try publishSigned(["s/one.bin": TestData.bytes(count: 30_000, seed: 22), "notes.txt": notes], serial: 1)
+        try expectExit(try world.sync(), [0], "the first signed sync")
+        try publishSigned(["s/one.bin": TestData.bytes(count: 30_000, seed: 23), "notes.txt": notes,
+                           "s/two.bin": TestData.bytes(count: 12_000, seed: 24)], serial: 2)
+    }, recorded: { world in ["sync", world.fx.manifestPath, "--dest", world.dest] + world.syncOptions })
+
     /// Starts a sync of `world` that checkpoints every 0.2 s and kills it (SIGKILL) once the
     /// journal holds a `partial` record with `containing` in it (or the run ended).
     static func killOnceJournaled(_ world: CrashWorld, _ what: String, containing: String) throws {

@@ -43,4 +43,5 @@ import MirrorTestSupport
     @Test func resumedOneStream() throws { try Self.explore(CrashScenarios.resumedOneStream) }
     @Test func conversionDroppingUsersFile() throws { try Self.explore(CrashScenarios.conversionDroppingUsersFile) }
     @Test func resumedSegmentsIntoAGeneration() throws { try Self.explore(CrashScenarios.resumedSegmentsAtomic) }
+    @Test func signedManifestSerial() throws { try Self.explore(CrashScenarios.signedSerial) }
 }
