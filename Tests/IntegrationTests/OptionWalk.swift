@@ -20,7 +20,9 @@ import MirrorTestSupport
 ///    held at left-out paths (none with `--delete-excluded`), and every generation, once listed,
 ///    never changes (bytes, mode, time, inode);
 /// 4. a dry run, a refused conversion (a user's file, or a nested DEST even with
-///    `--delete-unlisted`) and a run whose signature does not verify change nothing;
+///    `--delete-unlisted`), a run whose signature does not verify and, with `--trust`, a
+///    manifest whose serial is below one DEST surely accepted (exit 65) change nothing; every
+///    `--trust` run that is not one of those is a new publish with the next serial;
 /// 5. what `verify` finds corrupt, the next `sync` repairs; a waiter stopped by SIGTERM exits 75;
 ///    a sync of the manifest a rollback held against changes nothing until `rollback --release`;
 /// 6. `--json` is one JSON object, the metrics file names the exit code, the log ends the run.
@@ -47,8 +49,10 @@ struct OptionWalk {
     /// Every generation seen, as it was when first listed, and the version whose run made it.
     var generations: [Int: [String: OptionWorld.Look]] = [:]
     var builtBy: [Int: Int] = [:]
-    /// After a rollback: the versions a sync of which changes nothing until the hold is released.
-    var heldAgainst: Set<Int> = []
+    /// After a rollback: the manifest files (by path) a sync of which changes nothing until the
+    /// hold is released. By file, not version: a hold names manifests by their bytes, and a new
+    /// signed publish of a version (another serial) is another manifest, which releases it.
+    var heldAgainst: Set<String> = []
     var log: [String] = []
     var counts: [String: Int] = [:]
     var atomicSteps = 0
@@ -121,16 +125,17 @@ struct OptionWalk {
     /// The environment of every command: the variable `--auth-header-env` names.
     static let environment = ["MIRROR_WALK_AUTH": "Bearer lab-walk"]
 
-    mutating func drawRun(waiting: Bool = false) -> OptionRun {
+    mutating func drawRun(waiting: Bool = false) throws -> OptionRun {
         if rng.chance(0.4) { current = rng.below(OptionWorld.versionCount) }
         let run = OptionRun.draw(&rng, world: world, version: current, atomic: atomic, waiting: waiting)
+        if run.trust == .right, let serial = run.serial { try world.publishSigned(current, serial: serial) }
         optionsUsed.formUnion(run.args.filter { $0.hasPrefix("-") }.map { $0.split(separator: "=").first.map(String.init) ?? $0 })
         if run.filter != 0 { filteredSteps += 1 }
         return run
     }
 
     mutating func sync(_ step: Int, _ ending: Ending) throws -> [String] {
-        var run = drawRun()
+        var run = try drawRun()
         let before = try Snapshot(self)
         let result: ProcessResult
         let how: String

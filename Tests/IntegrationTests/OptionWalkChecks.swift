@@ -40,6 +40,24 @@ extension OptionWalk {
         if result.signal == nil && ![0, 1, 65, 75].contains(result.exitCode) { problems.append("unexpected exit code: \(context)") }
         problems += outputProblems(run, result, context: context)
         let now = try Snapshot(self)
+        // A --trust run past DEST's lock records its serial, dry runs aside (docs/signing.md).
+        if run.trust == .right, !run.dryRun, result.signal == nil, [0, 1].contains(result.exitCode), let serial = run.serial {
+            world.surelyAccepted = max(world.surelyAccepted, serial)
+        }
+        // A manifest older than one DEST accepted is refused and changes nothing.
+        if run.trust == .rollback {
+            counts["rollback refused", default: 0] += 1
+            if result.signal == nil && result.exitCode != 65 && !(how == "(deadline)" && result.exitCode == 75) {
+                problems.append("a manifest older than the serial DEST accepted was not refused (exit 65): \(context)")
+            } else if result.signal == nil && result.exitCode == 65 && !result.stderr.contains("is older than serial") {
+                problems.append("a rollback was refused for another reason: \(context)")
+            }
+            if now.fingerprint != before.fingerprint {
+                problems.append("invariant 4: a refused rollback changed DEST: "
+                                + "\(Set(now.fingerprint).symmetricDifference(before.fingerprint).sorted().prefix(8))\n\(context)")
+            }
+            return problems
+        }
         // A dry run and a manifest whose signature does not verify change nothing.
         if run.dryRun || run.trust == .wrongSignature {
             if run.trust == .wrongSignature && result.signal == nil && result.exitCode != 65 {
@@ -82,7 +100,7 @@ extension OptionWalk {
             }
         }
         if result.signal == nil && result.exitCode == 0 {
-            if atomic && heldAgainst.contains(run.version) && before.shown != nil {
+            if atomic && heldAgainst.contains(run.args[1]) && before.shown != nil {
                 counts["held", default: 0] += 1
                 if now.shown != before.shown { problems.append("invariant 5: a held DEST switched from g\(before.shown!) to g\(now.shown.map(String.init) ?? "none")\n\(context)") }
                 return problems
@@ -91,11 +109,11 @@ extension OptionWalk {
             problems += atomic ? checkAtomic(run, before: before, now: now, context: context)
                                : checkPlain(run, before: before, now: now, context: context)
             if problems.isEmpty { tampered.subtract(world.versions[run.version].keys.filter(world.filters[run.filter].selects)) }
-        } else if atomic && !heldAgainst.isEmpty && !heldAgainst.contains(run.version) {
+        } else if atomic && !heldAgainst.isEmpty && !heldAgainst.contains(run.args[1]) {
             // A sync of another manifest releases the hold as it starts (docs/cli.md, "A rollback
             // holds"), before anything can stop it: one that then fails, or is killed, may have
             // released it. What the hold holds against now is what it says.
-            heldAgainst = Set(try heldVersions())
+            heldAgainst = Set(try heldManifests())
         }
         return problems
     }

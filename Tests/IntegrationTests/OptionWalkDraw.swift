@@ -5,7 +5,10 @@ import MirrorTestSupport
 /// other option, and what the checks need to know of them.
 struct OptionRun {
     enum Deleting: String { case none, delete, unlisted, excluded }
-    enum Trust { case none, right, wrongSignature }
+    /// `right`: a new publish, signed, with a serial above every earlier one; `rollback`: a
+    /// manifest signed earlier with a serial below one DEST surely accepted, which must be
+    /// refused (docs/signing.md, "Versions").
+    enum Trust { case none, right, wrongSignature, rollback }
 
     var version: Int
     var filter: Int
@@ -14,6 +17,8 @@ struct OptionRun {
     var unlimited: Bool
     var dryRun = false
     var trust = Trust.none
+    /// The serial of a `right` or `rollback` run's manifest (``OptionWorld/signedPath(_:)``).
+    var serial: Int?
     var json = false
     var quiet = false
     var metricsFile: String?
@@ -64,11 +69,23 @@ struct OptionRun {
         if rng.chance(0.15) { args += ["--auth-header-env", "MIRROR_WALK_AUTH"] }
         if rng.chance(0.3) {
             run.trust = rng.chance(0.9) ? .right : .wrongSignature
+            if run.trust == .right && world.surelyAccepted > 1 && rng.chance(0.15) { run.trust = .rollback }
             args += ["--trust", world.publicKey]
-            if run.trust == .wrongSignature {
+            switch run.trust {
+            case .wrongSignature:
                 args += ["--signature", world.manifestPath((version + 1) % OptionWorld.versionCount) + ".sig"]
-            } else if rng.chance(0.5) {
-                args += ["--signature", world.manifestPath(version) + ".sig"]
+            case .right:
+                // A new publish of this version: the walk makes and signs it before the run.
+                let serial = world.nextSerial()
+                run.serial = serial
+                args[1] = world.signedPath(serial)
+                if rng.chance(0.5) { args += ["--signature", world.signedPath(serial) + ".sig"] }
+            case .rollback:
+                let serial = 1 + rng.below(world.surelyAccepted - 1)
+                run.serial = serial
+                args[1] = world.signedPath(serial)
+            case .none:
+                break
             }
         }
         switch rng.below(5) {

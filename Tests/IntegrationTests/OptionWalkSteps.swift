@@ -56,7 +56,7 @@ extension OptionWalk {
         let sync = try Mirror.run(["sync", world.manifestPath(current), "--dest", world.dest] + (atomic ? ["--atomic", "--max-delete", "100%"] : []),
                                   environment: Self.environment, timeout: 180)
         note(step, "sync v\(current) after verify → exit \(sync.exitCode)", kind: "sync-after-verify")
-        if sync.exitCode == 0, atomic && heldAgainst.contains(current) {
+        if sync.exitCode == 0, atomic && heldAgainst.contains(world.manifestPath(current)) {
             return problems
         }
         if sync.exitCode == 0, (try OptionWorld.look(file))?.sha256 != world.versions[current][path]?.sha256 {
@@ -77,7 +77,7 @@ extension OptionWalk {
         }
         var problems: [String] = []
         if shown == before { problems.append("rollback exited 0 and DEST did not switch\n\(result)") }
-        heldAgainst = Set(try heldVersions())
+        heldAgainst = Set(try heldManifests())
         return problems
     }
 
@@ -89,21 +89,21 @@ extension OptionWalk {
         return [0, 1].contains(result.exitCode) ? [] : ["rollback --release exited \(result.exitCode)\n\(result)"]
     }
 
-    /// The versions whose manifest the hold names (`status --json`, `generations.hold.manifests`).
-    func heldVersions() throws -> [Int] {
+    /// The manifest files the hold names (`status --json`, `generations.hold.manifests`): the
+    /// versions' own and the signed publishes'.
+    func heldManifests() throws -> [String] {
         let result = try Mirror.run(["status", world.manifestPath(current), "--dest", world.dest, "--json"], timeout: 60)
         guard let object = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any],
               let hold = (object["generations"] as? [String: Any])?["hold"] as? [String: Any],
               let manifests = hold["manifests"] as? [String] else { return [] }
-        return (0..<OptionWorld.versionCount).filter { v in
-            (try? TestData.sha256(ofFileAt: world.manifestPath(v))).map(manifests.contains) == true
-        }
+        let files = (0..<OptionWorld.versionCount).map(world.manifestPath) + (0..<world.serialsDrawn).map { world.signedPath($0 + 1) }
+        return files.filter { (try? TestData.sha256(ofFileAt: $0)).map(manifests.contains) == true }
     }
 
     /// A sync holds DEST (stopped with SIGSTOP once its pid is in the lock file); a second one
     /// with `--wait` waits, and SIGTERM ends the wait: exit 75, nothing done. Then the first goes on.
     mutating func waiterStopped(_ step: Int) throws -> [String] {
-        let runA = drawRun()
+        let runA = try drawRun()
         let before = try Snapshot(self)
         let a = try Mirror.start(runA.args, environment: Self.environment)
         defer { if a.isRunning { a.signal(SIGKILL); a.signal(SIGCONT) } }

@@ -110,6 +110,30 @@ final class OptionWorld {
     }
 
     func manifestPath(_ version: Int) -> String { fx.dir.path("m\(version).yaml") }
+
+    /// The publisher's key, for the walk's signed publishes with a serial.
+    var privateKey: String { keys.dir.path("publisher.pem") }
+    /// Serials handed to `--trust` runs so far; each publish takes the next.
+    private(set) var serialsDrawn = 0
+    /// The highest serial a run surely recorded in DEST (it exited 0 or 1 past the lock, not a dry run).
+    var surelyAccepted = 0
+
+    func nextSerial() -> Int {
+        serialsDrawn += 1
+        return serialsDrawn
+    }
+
+    /// The signed manifest of serial `serial` (``publishSigned(_:serial:)``).
+    func signedPath(_ serial: Int) -> String { fx.dir.path("s\(serial).yaml") }
+
+    /// Publishes `version` again as a new manifest with `serial: serial` after `version: 1`, and signs it.
+    func publishSigned(_ version: Int, serial: Int) throws {
+        let text = try String(contentsOfFile: manifestPath(version), encoding: .utf8)
+        guard text.hasPrefix("version: 1\n") else { throw HarnessError("m\(version).yaml does not start with version: 1") }
+        try ("version: 1\nserial: \(serial)\n" + text.dropFirst("version: 1\n".count)).write(toFile: signedPath(serial), atomically: true, encoding: .utf8)
+        let signed = try Mirror.run(["manifest", "sign", signedPath(serial), "--key", privateKey], timeout: 60)
+        guard signed.exitCode == 0 else { throw HarnessError("manifest sign s\(serial): \(signed)") }
+    }
     var dest: String { fx.dest }
     func destPath(_ path: String) -> String { fx.dest + "/" + path }
 
