@@ -18,6 +18,10 @@ func fuzzManifest(_ bytes: [UInt8]) {
     let whole = load(bytes, ManifestLoader.Reader(fastPath: false, streaming: false))
     let events = load(bytes, ManifestLoader.Reader(fastPath: false, streaming: true))
     let production = load(bytes, ManifestLoader.Reader())
+    // Paths checked without the table while they come sorted must give the table's verdict and message.
+    var tableOnly = ManifestLoader.Reader()
+    tableOnly.sortedPaths = false
+    if !same(load(bytes, tableOnly), production) { fatalError("the sorted-path check and the path table disagree") }
     if !same(events, whole) { fatalError("the streamed libyaml reader and the whole tree disagree: \(events) vs \(whole)") }
     if !same(production, whole) { fatalError("the loader and the whole tree disagree: \(production) vs \(whole)") }
     guard case .success(let manifest) = production else { return }

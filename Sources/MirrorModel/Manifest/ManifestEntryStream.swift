@@ -19,8 +19,9 @@ struct ManifestEntryStream {
     /// table is written when made, so it is sized for the usual ~100 bytes an entry and grows
     /// past that. Reserved at the first item, when this value is the builder's own copy: reserved
     /// sooner, the arrays would be shared with the caller's copy and copied at the first append.
-    init(file: String, inputSize: Int = 0, observer: ManifestLoader.EntryObserver? = nil) {
+    init(file: String, inputSize: Int = 0, observer: ManifestLoader.EntryObserver? = nil, sortedPaths: Bool = true) {
         rules = ManifestRules(tree: YAMLTree(), file: file)
+        rules.paths = PathIndex(sortedPrelude: sortedPaths)
         self.inputSize = inputSize
         self.observer = observer
     }

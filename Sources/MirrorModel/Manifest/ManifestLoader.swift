@@ -74,11 +74,15 @@ public enum ManifestLoader {
         var releaseStep: Int?
         /// Told of each entry as it is read (streaming only).
         var observer: EntryObserver?
+        /// Check paths that come sorted without the path table (``PathIndex``); false: the table
+        /// from the first path on (the fuzzer compares the two).
+        var sortedPaths = true
     }
 
     static func manifest(from bytes: inout [UInt8], sourceName: String, reader: Reader = Reader()) throws -> Manifest {
         let parsed = try parseTree(&bytes, sourceName: sourceName, reader: reader)
         var rules = ManifestRules(tree: parsed.tree, file: sourceName)
+        rules.paths = PathIndex(sortedPrelude: reader.sortedPaths)
         rules.streamed = parsed.entries?.output
         return try rules.manifest()
     }
@@ -104,7 +108,8 @@ public enum ManifestLoader {
         do {
             parsed = try YAMLParser.parse(bytes, fastPath: reader.fastPath,
                                           entries: reader.streaming ? ManifestEntryStream(file: sourceName, inputSize: bytes.count,
-                                                                                          observer: reader.observer) : nil,
+                                                                                          observer: reader.observer,
+                                                                                          sortedPaths: reader.sortedPaths) : nil,
                                           releaseStep: reader.releaseStep)
         } catch let e as YAMLError {
             throw ManifestError(file: sourceName, line: e.line, column: e.column, message: e.message)

@@ -23,6 +23,8 @@ struct PathIndexTests {
         var index = PathIndex()
         var entries: [ManifestEntry] = []
 
+        init(sortedPrelude: Bool = true) { index = PathIndex(sortedPrelude: sortedPrelude) }
+
         mutating func insert(_ path: String, line: Int) -> String? {
             let bytes = ManifestPath(path)
             let refused = index.insert(bytes, line: line, after: entries)
@@ -100,5 +102,46 @@ struct PathIndexTests {
         let b = Array((folder + "/b").utf8).withUnsafeBufferPointer { listing.entryIndex($0) }
         #expect(folderIsAFolder && fileIsAFile && !folderIsAFile)
         #expect(b == 1)
+    }
+
+    /// Paths that come sorted are checked without the table until one does not (``PathIndex``'s
+    /// sorted prelude): every verdict and message must be the table's. Short paths over a few
+    /// bytes that sort around `/` (`-` and `.` below it, letters above), mostly in order, so
+    /// that files turn into folders of later paths, repeats follow, and order breaks now and then.
+    @Test(arguments: [UInt64(11), 12, 13, 14, 15, 16])
+    func pathsCheckedInOrderGetTheTablesVerdicts(seed: UInt64) {
+        var random = Random(state: seed &* 0x9E37_79B9_7F4A_7C15 | 1)
+        let alphabet: [Character] = ["a", "b", "-", ".", "/"]
+        for round in 0 ..< 200 {
+            var paths: [String] = []
+            for _ in 0 ..< 2 + random.below(12) {
+                var path = String((0 ..< 1 + random.below(5)).map { _ in alphabet[random.below(alphabet.count)] })
+                while path.hasPrefix("/") || path.hasSuffix("/") || path.contains("//") { path = "a" + path.replacingOccurrences(of: "//", with: "/a/") + "b" }
+                paths.append(path)
+            }
+            // Mostly sorted by bytes, with a repeat or a swap now and then.
+            paths.sort { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            if random.below(3) == 0 {
+                let pick = random.below(paths.count)
+                paths.insert(paths[pick], at: min(paths.count, pick + 1 + random.below(3)))
+            }
+            if random.below(4) == 0, paths.count > 2 { paths.swapAt(random.below(paths.count), random.below(paths.count)) }
+            var sorted = Reading(sortedPrelude: true)
+            var table = Reading(sortedPrelude: false)
+            for (i, path) in paths.enumerated() {
+                let line = 4 + 3 * i
+                let a = sorted.insert(path, line: line), b = table.insert(path, line: line)
+                #expect(a == b, "seed \(seed), round \(round): \(paths), \(path): \(a ?? "accepted") vs \(b ?? "accepted")")
+            }
+        }
+    }
+
+    @Test func aFileBecomesAFolderPastPathsThatSortBetween() {
+        var reading = Reading()
+        #expect(reading.insert("a/b", line: 4) == nil)
+        #expect(reading.insert("a/b-x", line: 7) == nil)
+        #expect(reading.insert("a/b.txt", line: 10) == nil)
+        #expect(reading.insert("a/b/c", line: 13)
+                == "path \"a/b/c\" (line 13) is inside \"a/b\", which is listed as a file on line 4; a path cannot be both a file and a folder")
     }
 }
