@@ -24,7 +24,29 @@ extension ReasonedArgument {
 
     /// For `@Option(transform:)`.
     @Sendable public static func parse(_ text: String) throws -> Self {
-        try Self(parsing: text)
+        do {
+            return try Self(parsing: text)
+        } catch {
+            throw ValueWithComment.unless(text, error)
+        }
+    }
+}
+
+/// A value that did not parse and holds a `#`: most likely a comment that a systemd
+/// `EnvironmentFile=` kept in the value (`DEADLINE=50m   # keep it below the period` gives
+/// `--deadline "50m   # keep it below the period"`: systemd.exec(5) has no trailing comments).
+/// Said with the reason, so the conf line can be put right.
+struct ValueWithComment: Error, CustomStringConvertible {
+    var reason: String
+
+    var description: String {
+        reason + "; the value holds a '#': a comment after a value in /etc/mirror/NAME.conf (a systemd "
+            + "EnvironmentFile) or a shell variable becomes part of the value, so put comments on lines of their own"
+    }
+
+    /// `error`, or the same with the hint when `text` holds a `#`.
+    static func unless(_ text: String, _ error: Error) -> Error {
+        text.contains("#") ? ValueWithComment(reason: "\(error)") : error
     }
 }
 
@@ -45,6 +67,10 @@ extension RateSchedule: ExpressibleByArgument {
 
     /// For `@Option(transform:)`: the thrown reason is printed after the parser's own words.
     @Sendable public static func parse(_ text: String) throws -> RateSchedule {
-        try RateSchedule(parsing: text)
+        do {
+            return try RateSchedule(parsing: text)
+        } catch {
+            throw ValueWithComment.unless(text, error)
+        }
     }
 }

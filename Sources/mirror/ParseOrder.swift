@@ -16,11 +16,29 @@ enum ParseOrder {
     /// The error to report for `arguments`, whose parse failed with `failure`.
     static func firstError(of arguments: [String], after failure: Error) -> Error {
         if let unknown = CommandSuggestion.unknownCommand(in: arguments, root: Mirror.self) { return unknown }
+        if let dest = destWithoutOption(in: arguments) { return dest }
         do {
             _ = try $checksMeaning.withValue(false) { try Mirror.parseAsRoot(arguments) }
         } catch let wordsAlone {
             return wordsAlone
         }
         return failure
+    }
+
+    /// `mirror sync MANIFEST DEST`, rsync's habit, which the parser calls an unexpected argument:
+    /// when the words parse with `--dest` put before one of them (the last first), that is the
+    /// mistake to name. Decided by the parser, not by its message.
+    static func destWithoutOption(in arguments: [String]) -> ValidationError? {
+        guard let command = arguments.first, ["sync", "status", "verify"].contains(command),
+              !arguments.contains(where: { $0 == "--dest" || $0.hasPrefix("--dest=") }) else { return nil }
+        for i in arguments.indices.dropFirst(2).reversed() where !arguments[i].hasPrefix("-") {
+            var fixed = arguments
+            fixed.insert("--dest", at: i)
+            if (try? $checksMeaning.withValue(false) { try Mirror.parseAsRoot(fixed) }) != nil {
+                return ValidationError("Unexpected argument '\(arguments[i])': the destination goes after --dest "
+                                       + "(mirror \(command) MANIFEST --dest \(arguments[i]))")
+            }
+        }
+        return nil
     }
 }

@@ -40,6 +40,40 @@ import MirrorTestSupport
         }
     }
 
+    /// DEST as a second argument, rsync's habit: the parser's "unexpected argument" with the
+    /// `--dest` it was meant to be.
+    @Test func aDestinationGivenAsASecondArgumentIsShownWithDest() throws {
+        for command in ["sync", "status", "verify"] {
+            let (result, dir) = try mirror([command, "m.yaml", "--jobs", "4", "/srv/lab"].filter { command == "sync" || !["--jobs", "4"].contains($0) })
+            #expect(result.exitCode == 64, "\(command): \(result)")
+            #expect(result.stderr.contains("Unexpected argument '/srv/lab': the destination goes after --dest (mirror \(command) MANIFEST --dest /srv/lab)"),
+                    "\(command): \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: dir.path("m.yaml")))
+        }
+        // Another stray word is left to the parser's own words.
+        let (other, _) = try mirror(["sync", "m.yaml", "--dest", "DEST", "extra"])
+        #expect(other.exitCode == 64 && other.stderr.contains("Unexpected argument 'extra'") && !other.stderr.contains("goes after --dest"),
+                "\(other.stderr)")
+    }
+
+    /// A value with a comment after it, as a systemd EnvironmentFile keeps it (`DEADLINE=50m  # …`):
+    /// the reason, and where the `#` came from.
+    @Test func aCommentKeptInAConfValueIsNamed() throws {
+        for (option, value) in [("--deadline", "50m   # keep it below the timer's period"), ("--limit-rate", "20M # by day")] {
+            let (result, _) = try mirror(["sync", "m.yaml", "--dest", "DEST", option, value])
+            #expect(result.exitCode == 64, "\(option): \(result)")
+            #expect(result.stderr.contains("the value holds a '#': a comment after a value in /etc/mirror/NAME.conf"), "\(result.stderr)")
+        }
+        // The example conf the package ships puts every comment on a line of its own.
+        let conf = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../contrib/systemd/mirror.conf")
+        for line in try String(contentsOf: conf, encoding: .utf8).split(separator: "\n") {
+            let setting = line.hasPrefix("#") ? line.dropFirst() : line[...]
+            guard let equals = setting.firstIndex(of: "="), setting[..<equals].allSatisfy({ $0.isUppercase || $0 == "_" }),
+                  !setting[..<equals].isEmpty else { continue }
+            #expect(!setting[equals...].contains("#"), "a value with a comment after it: \(line)")
+        }
+    }
+
     /// Item 8: `--deadline 45`, meant as minutes, once stopped the run after 45 s.
     @Test func aDurationWithoutAUnitIsRefusedWithTheUnitsToAdd() throws {
         for option in ["--deadline", "--stall-timeout", "--jitter"] {
