@@ -83,10 +83,23 @@ struct SelectionOptions: ParsableArguments {
         return found
     }
 
+    /// The most a rules file may hold: rules are lines of patterns, and `/dev/zero` once had the
+    /// run allocate 2 GB before it failed.
+    static let largestRulesFile = 16 << 20
+
     private func readRules(_ path: String) throws -> [PathFilter.Rule] {
+        // A FIFO without a writer would block the open for ever (a cron job that never ends), and a
+        // device has no end: only a regular file is read.
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+            let what = info.st_mode & S_IFMT == S_IFIFO ? "a FIFO" : info.st_mode & S_IFMT == S_IFDIR ? "a folder" : "not a regular file"
+            throw ValidationError("--filter-from \(path): \(what); give a file of rules (one pattern a line)")
+        }
         let bytes: [UInt8]
         do {
-            bytes = try WholeFile.read(path)
+            bytes = try WholeFile.read(path, limit: Self.largestRulesFile)
+        } catch let failure as WholeFile.Failure where failure.errno == EFBIG {
+            throw ValidationError("--filter-from \(path): larger than \(Self.largestRulesFile >> 20) MiB; a file of rules has a pattern a line")
         } catch let failure as WholeFile.Failure {
             throw ValidationError("--filter-from \(path): cannot read it: \(String(cString: strerror(failure.errno)))")
         }

@@ -74,6 +74,19 @@ import MirrorTestSupport
         }
     }
 
+    /// `--filter-from` names a file of rules: a device (`/dev/zero` once allocated 2 GB before it
+    /// failed) or a FIFO with no writer (the run waited for ever) is refused at once.
+    @Test func aFilterFromThatIsNoRegularFileIsRefusedAtOnce() throws {
+        let dir = try TemporaryDirectory()
+        let fifo = dir.path("rules.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for (path, what) in [("/dev/zero", "not a regular file"), (fifo, "a FIFO"), (dir.path(""), "a folder")] {
+            let result = try Mirror.run(["sync", "m.yaml", "--dest", dir.path("DEST"), "--filter-from", path], timeout: 30)
+            #expect(result.exitCode == 64, "\(path): \(result)")
+            #expect(result.stderr.contains("--filter-from \(path): \(what); give a file of rules"), "\(result.stderr)")
+        }
+    }
+
     /// Item 8: `--deadline 45`, meant as minutes, once stopped the run after 45 s.
     @Test func aDurationWithoutAUnitIsRefusedWithTheUnitsToAdd() throws {
         for option in ["--deadline", "--stall-timeout", "--jitter"] {
