@@ -25,6 +25,9 @@ import MirrorTestSupport
         #expect(!result.stderr.contains("Too many open files"))
         let lines = result.stderr.split(separator: "\n").filter { $0.contains("cannot reach http://127.0.0.1:\(port):") }
         #expect(lines.count == 1, "\(result.stderr.suffix(2000))")
+        // Nothing failed on its content: the summary says the files were not reached.
+        let summary = (result.stdout + result.stderr).split(separator: "\n").last { $0.contains("(stopped: no source could be reached") }
+        #expect(summary.map { $0.contains(" not reached") && !$0.contains(" failed") } == true, "\(summary ?? "no summary line")")
         let partials = (try? FileManager.default.contentsOfDirectory(atPath: dir.path("dest/.mirror/partial"))) ?? []
         #expect(partials.isEmpty, "\(partials.count) partial files left")
         #expect(result.wallSeconds < 30)

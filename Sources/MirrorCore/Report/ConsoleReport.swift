@@ -144,7 +144,12 @@ public final class ConsoleReport {
         if s.downloaded > 0 { parts.append("\(s.downloaded) downloaded" + (s.copied > 0 ? " (\(s.copied) copied from this machine)" : "")) }
         if s.replaced > 0 { parts.append("\(s.replaced) replaced") }
         if s.deleted > 0 { parts.append("\(s.deleted) deleted") }
-        if s.failed > 0 { parts.append("\(s.failed) failed" + (s.refused > 0 ? " (\(s.refused) refused before, not downloaded again)" : "")) }
+        // A file whose server could not be reached did not fail on its content: said apart.
+        let failedOnContent = s.failed - s.notReached
+        if failedOnContent > 0 {
+            parts.append("\(failedOnContent) failed" + (s.refused > 0 ? " (\(s.refused) refused before, not downloaded again)" : ""))
+        }
+        if s.notReached > 0 { parts.append("\(s.notReached) not reached") }
         if s.pending > 0 { parts.append("\(s.pending) not finished") }
         let current = s.upToDate + s.checked
         if current > 0 { parts.append("\(current) up to date") }

@@ -15,6 +15,8 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var downloaded: Int
         public var replaced: Int
         public var failed: Int
+        /// Of `failed`: their server could not be reached.
+        public var notReached: Int
         public var pending: Int
         /// Files removed by `--delete`/`--delete-unlisted`; not manifest entries, not in `total`.
         public var deleted: Int
@@ -22,7 +24,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         public var excluded: Int
 
         enum CodingKeys: String, CodingKey {
-            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, pending, deleted, excluded
+            case total, upToDate = "up_to_date", checked, downloaded, replaced, failed, notReached = "not_reached", pending, deleted, excluded
         }
     }
 
@@ -122,7 +124,7 @@ public struct SyncDocument: Codable, Equatable, Sendable {
         result = s.result.name
         if case .incomplete(let why) = s.result { reason = redactingURLs(in: why) }
         files = Files(total: s.total, upToDate: s.upToDate + s.checked, checked: s.checked, downloaded: s.downloaded,
-                      replaced: s.replaced, failed: s.failed, pending: s.pending, deleted: s.deleted, excluded: s.excluded)
+                      replaced: s.replaced, failed: s.failed, notReached: s.notReached, pending: s.pending, deleted: s.deleted, excluded: s.excluded)
         bytesTransferred = s.bytesTransferred
         link = Link(s.link, bytes: s.bytesTransferred)
         if s.resumedFiles > 0 { resumed = Resumed(files: s.resumedFiles, bytes: s.resumedBytes, rehashedBytes: s.rehashedBytes) }

@@ -72,6 +72,9 @@ public struct SyncSummary: Sendable {
     /// Of `failed`: the server still holds the file an earlier run refused, so it was not
     /// downloaded again (docs/cli.md, "A file the server holds wrong").
     public var refused = 0
+    /// Of `failed`: the server could not be reached (connection refused, timed out, a name that
+    /// does not resolve), so nothing is known to be wrong with the file (said "not reached").
+    public var notReached = 0
     /// Not finished because the run stopped early.
     public var pending = 0
     /// Of `downloaded` and `replaced`: copied from a file on this machine (reuse by content).

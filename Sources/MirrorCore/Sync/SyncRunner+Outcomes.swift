@@ -99,6 +99,7 @@ extension SyncRunner {
         let message = redactingURLs(in: failure)
         summary.failed += 1
         if cause == .refusedBefore { summary.refused += 1 }
+        if unreachable { summary.notReached += 1 }
         var result = EntryResult(path: entry.path, outcome: .failed(message), size: entry.size, source: nil)
         result.cause = cause
         result.host = source.map { redactedURL(hostKey(of: $0)) }
