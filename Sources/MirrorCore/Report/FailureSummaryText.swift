@@ -38,7 +38,9 @@ extension FailureSummaryPolicy.Decision {
             guard group.count > 1 else { return "\(group.paths.first ?? ""): \(group.firstMessage)" }
             let from = group.key.host.map { " from \($0)" } ?? ""
             let rest = group.count > group.paths.count ? ", …" : ""
-            return "\(group.count) files failed: \(group.key.cause.words)\(from) (\(group.paths.joined(separator: ", "))\(rest))"
+            // Files whose server could not be reached did not fail on their content.
+            let outcome = group.key.cause == .unreachable ? "not reached" : "failed"
+            return "\(group.count) files \(outcome): \(group.key.cause.words)\(from) (\(group.paths.joined(separator: ", "))\(rest))"
         }
         if more > 0 {
             let others = moreGroups == 0 ? "" : moreGroups == 1 ? " (1 more cause or host)" : " (\(moreGroups) more causes or hosts)"

@@ -35,6 +35,14 @@ import MirrorCore
         #expect(decision.lines(listing: Self.log) == ["gone.bin: server answered HTTP 404 (Not Found) (last tried https://media.example.org/gone.bin)"])
     }
 
+    /// A server that could not be reached says nothing of the files: they are "not reached".
+    @Test func filesWhoseServerWasNotReachedAreSaidSo() {
+        var groups = FailureGroups()
+        Self.add(&groups, 3, .unreachable)
+        #expect(policy.decide(groups).lines(listing: Self.log).first?.hasPrefix("3 files not reached: cannot reach the server from https://media.example.org") == true,
+                "\(policy.decide(groups).lines(listing: Self.log))")
+    }
+
     @Test func failuresAllNamedInAHandfulOfLinesNeedNoMoreLine() {
         var groups = FailureGroups()
         Self.add(&groups, 3, .httpStatus(503))
