@@ -93,7 +93,7 @@ struct DryRun {
                 let route = router.route(index)
                 line = itemize ? ItemizedChange.fetch(entry, replacing: replacing, route, source: firstSource(entry)).line
                     : DryRun.line(entry, replacing: replacing, route)
-                totals.add(route)
+                totals.add(route, replacing: replacing)
             case .blocked(let why):
                 line = itemize ? ItemizedChange(action: .blocked, reason: "not-a-file", bytes: 0, source: nil, path: entry.path).line
                     : "blocked \(entry.path): \(why)"
@@ -182,13 +182,14 @@ struct DryRun {
 }
 
 extension DryRunTotals {
-    /// Counts an entry fetched from zero by its route.
-    mutating func add(_ route: FetchRoute) {
+    /// Counts an entry fetched from zero by its route; `replacing`: a file at its path goes
+    /// (the plan line says `replace`, and so do the totals).
+    mutating func add(_ route: FetchRoute, replacing: Bool = false) {
         switch route {
         case .copy: copies += 1
-        case .delta: deltas += 1; files += 1
-        case .whole: files += 1
+        case .delta: deltas += 1; files += 1; replacements += replacing ? 1 : 0
+        case .whole: files += 1; replacements += replacing ? 1 : 0
         }
-        bytes += route.fetchedBytes
+        bytes = bytes.addingClamped(route.fetchedBytes)
     }
 }

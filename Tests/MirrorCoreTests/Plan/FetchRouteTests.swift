@@ -50,6 +50,21 @@ import Testing
         #expect(plain.line == "mirror: dry run: 1 file to download (3.9 KiB), 0 to delete; nothing was changed")
     }
 
+    /// A file that replaces one at its path is `replace` in its plan line, and in the totals too
+    /// (they said `download` for both); a copy is a copy whatever was there.
+    @Test func theTotalsSayReplaceAsThePlanLinesDo() {
+        var totals = DryRunTotals()
+        totals.add(.whole(fetched: 1000, noDelta: nil))
+        totals.add(.whole(fetched: 1000, noDelta: nil), replacing: true)
+        totals.add(.delta(from: "/d/b", atItsPath: true, fetched: 48), replacing: true)
+        totals.add(.copy(from: "/d/a"), replacing: true)
+        #expect(totals.files == 3 && totals.replacements == 2 && totals.copies == 1)
+        #expect(totals.line == "mirror: dry run: 1 file to download and 2 to replace (2.0 KiB, 1 as a delta), 1 to copy, 0 to delete; nothing was changed")
+        var replacing = DryRunTotals()
+        replacing.add(.whole(fetched: 4000, noDelta: nil), replacing: true)
+        #expect(replacing.line == "mirror: dry run: 1 file to replace (3.9 KiB), 0 to delete; nothing was changed")
+    }
+
     /// `--json`'s `dry_run` gains `deltas` and `copies`; a document without them still decodes.
     @Test func theJSONTotalsAddFieldsAndOlderDocumentsStillDecode() throws {
         var totals = DryRunTotals()
