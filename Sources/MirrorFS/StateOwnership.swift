@@ -36,13 +36,16 @@ public enum StateOwnership {
         case nil:
             return
         case .owner(let owner):
-            // Never "chown it": the folder may be another user's, planted or not, and taking it
-            // over would keep whatever they put in it.
-            throw SystemError("trust", "\(displayPath) (it belongs to uid \(owner), not to uid \(me) who runs mirror; "
-                + "remove it, and run again)", code: EPERM)
+            // "chown" only for the case the README describes (a run as another account made it);
+            // the folder may also be another user's, planted, and taking it over would keep what
+            // they put in it: then removing it is the way.
+            throw SystemError("trust", displayPath, code: EPERM,
+                              detail: "it belongs to uid \(owner), not to uid \(me) who runs mirror. If a run as uid \(owner) made it "
+                                + "(a DEST synced as root, now by a service account): chown -R \(me) \(displayPath); otherwise remove it. "
+                                + "Then run again")
         case .writableByOthers(let mode):
-            throw SystemError("trust", "\(displayPath) (others may write it: mode \(String(mode, radix: 8)); "
-                + "chmod go-w it, or remove it, and run again)", code: EPERM)
+            throw SystemError("trust", displayPath, code: EPERM,
+                              detail: "others may write it (mode \(String(mode, radix: 8))): chmod go-w \(displayPath), or remove it. Then run again")
         }
     }
 }

@@ -53,7 +53,10 @@ struct LocalAttackerTests {
 
         let refused = try fx.sync(["--segments", "1"])
         #expect(refused.exitCode == 73, "\(refused)")
-        #expect(refused.stderr.contains(".mirror (it belongs to uid 65534"), "\(refused.stderr)")
+        // The advice last, with the chown for a DEST another account synced, and the removal.
+        #expect(refused.stderr.contains(".mirror: Operation not permitted; it belongs to uid 65534, not to uid \(geteuid()) who runs mirror. "
+                                        + "If a run as uid 65534 made it (a DEST synced as root, now by a service account): "
+                                        + "chown -R \(geteuid()) \(fx.dest)/.mirror; otherwise remove it. Then run again"), "\(refused.stderr)")
         #expect(!fx.exists(fx.destPath("data.bin")))
 
         try FileManager.default.removeItem(atPath: fx.dest + "/.mirror")
@@ -72,12 +75,13 @@ struct LocalAttackerTests {
         #expect(chmod(fx.dest + "/.mirror", 0o777) == 0)
         let refused = try fx.sync()
         #expect(refused.exitCode == 73, "\(refused)")
-        #expect(refused.stderr.contains("others may write it"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("others may write it (mode 777): chmod go-w \(fx.dest)/.mirror, or remove it. Then run again"),
+                "\(refused.stderr)")
 
         #expect(chmod(fx.dest + "/.mirror", 0o755) == 0)
         #expect(chown(fx.dest + "/.mirror/journal", Self.nobody, Self.nobody) == 0)
         let journal = try fx.sync()
         #expect(journal.exitCode == 73, "\(journal)")
-        #expect(journal.stderr.contains("journal (it belongs to uid 65534"), "\(journal.stderr)")
+        #expect(journal.stderr.contains("journal: Operation not permitted; it belongs to uid 65534"), "\(journal.stderr)")
     }
 }
