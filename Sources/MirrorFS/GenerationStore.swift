@@ -91,7 +91,7 @@ public final class GenerationStore: Sendable {
     /// user's alone (``StateOwnership``), and stops with exit 73 otherwise. Reading commands
     /// (status, verify) do not ask: they trust nothing they find there.
     package func requireOwnership() throws {
-        try StateOwnership.require(store, store.displayPath)
+        try StateOwnership.require(store, store.displayPath, mayChown: false)
         for entry in try store.entryNames() {
             let name = String(decoding: entry, as: UTF8.self)
             guard GenerationStore.number(name) != nil || name == GenerationStore.buildingName else { continue }
@@ -100,7 +100,7 @@ public final class GenerationStore: Sendable {
             if entry.withCString({ fstatat(store.fd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0, FileStatus(st).isSymlink { continue }
             let folder = try openFolder(name)
             defer { folder.close() }
-            try StateOwnership.require(folder, folder.displayPath)
+            try StateOwnership.require(folder, folder.displayPath, mayChown: false)
         }
     }
 
@@ -315,7 +315,7 @@ extension GenerationStore {
         let fd = openat(store.fd, Destination.stateFolderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if fd < 0 { throw SystemError("open folder", display) }
         let folder = FileDescriptor(fd: fd, displayPath: display)
-        try StateOwnership.require(folder, display)
+        try StateOwnership.require(folder, display, mayChown: false)
         return folder
     }
 }

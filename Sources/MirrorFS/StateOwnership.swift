@@ -30,7 +30,11 @@ public enum StateOwnership {
     }
 
     /// Throws (`EPERM`, so the run stops with exit 73) unless `fd` (`fstat`) passes ``problem(_:)``.
-    public static func require(_ fd: FileDescriptor, _ displayPath: String) throws {
+    ///
+    /// `mayChown`: the advice may name `chown -R` for another account's earlier runs (a DEST's
+    /// state, as the README says); false for a generation store, whose every generation would
+    /// have to change hands and which someone else may have made first to steer the switch.
+    public static func require(_ fd: FileDescriptor, _ displayPath: String, mayChown: Bool = true) throws {
         let me = geteuid()
         switch problem(try fd.stat()) {
         case nil:
@@ -39,10 +43,11 @@ public enum StateOwnership {
             // "chown" only for the case the README describes (a run as another account made it);
             // the folder may also be another user's, planted, and taking it over would keep what
             // they put in it: then removing it is the way.
+            let chown = "If a run as uid \(owner) made it (a DEST synced as root, now by a service account): "
+                + "chown -R \(me) \(displayPath); otherwise remove it. "
             throw SystemError("trust", displayPath, code: EPERM,
-                              detail: "it belongs to uid \(owner), not to uid \(me) who runs mirror. If a run as uid \(owner) made it "
-                                + "(a DEST synced as root, now by a service account): chown -R \(me) \(displayPath); otherwise remove it. "
-                                + "Then run again")
+                              detail: "it belongs to uid \(owner), not to uid \(me) who runs mirror"
+                                + (mayChown ? ". " + chown : ": remove it (mirror never takes over a store another user made). ") + "Then run again")
         case .writableByOthers(let mode):
             throw SystemError("trust", displayPath, code: EPERM,
                               detail: "others may write it (mode \(String(mode, radix: 8))): chmod go-w \(displayPath), or remove it. Then run again")

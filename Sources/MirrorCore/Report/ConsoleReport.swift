@@ -117,7 +117,7 @@ public final class ConsoleReport {
             if summary.excluded > 0 { line += " (\(summary.excluded) \(summary.excluded == 1 ? "entry" : "entries") left out by the filter)" }
             printOut(line)
         case .text, .summary:
-            let news = summary.changed > 0 || summary.deleted > 0 || summary.failed > 0 || summary.result != .ok
+            let news = summary.changed > 0 || summary.deleted > 0 || summary.failed > 0 || summary.result != .ok || summary.published != nil
             if news || isTerminal { printOut(ConsoleReport.summaryLine(summary)) }
         }
     }
@@ -156,6 +156,9 @@ public final class ConsoleReport {
         if parts.isEmpty { parts.append("no files") }
         if s.excluded > 0 { parts.append("\(s.excluded) left out by the filter") }
         var line = "mirror: " + parts.joined(separator: ", ")
+        if let published = s.published {
+            line += "; generation \(published.generation) published" + (published.previous.map { " (was \($0))" } ?? "")
+        }
         if s.bytesTransferred > 0 { line += "; \(Formatting.bytes(s.bytesTransferred)) transferred" }
         line += " in \(Formatting.duration(s.seconds))"
         if case .incomplete(let why) = s.result { line += " (stopped: \(why); a rerun continues)" }

@@ -81,6 +81,20 @@ public struct SyncSummary: Sendable {
     public var copied = 0
     /// Files removed by `--delete` or `--delete-unlisted` (not manifest entries: not in `total`).
     public var deleted = 0
+    /// An atomic run that switched DEST to a new generation: which, and the one shown before.
+    /// Said in the summary line even when no file was fetched (a roll forward after a rollback's
+    /// hold is released links every file from the generations kept).
+    public var published: Published?
+
+    public struct Published: Equatable, Sendable {
+        public var generation: Int
+        public var previous: Int?
+
+        public init(generation: Int, previous: Int?) {
+            self.generation = generation
+            self.previous = previous
+        }
+    }
     /// Why deleting was refused (``DeletionPolicy/refusal(_:)``): the run then fails (exit 1).
     public var deletionRefused: String?
     public var bytesTransferred: Int64 = 0

@@ -198,6 +198,9 @@ struct AtomicBuild {
     struct Publication {
         /// DEST shows the new generation.
         var published = false
+        /// The generation published, and the one DEST showed before, when it was one.
+        var generation: Int?
+        var previous: Int?
         /// The files of the previous set that the new one drops, reported as deleted.
         var dropped: [EntryResult] = []
         /// The deletion guardrails refused the publish (``DeletionPolicy``), or it failed with
@@ -230,9 +233,11 @@ struct AtomicBuild {
             }
             try building.syncAll()
             let vouched = verifiedStatuses(in: building)
+            if case .generation(let shown) = store.current() { publication.previous = shown }
             let n = try store.sealBuilding()
             try store.switchTo(n)
             publication.published = true
+            publication.generation = n
             recordBuiltFrom(generation: n)
             for file in dropped {
                 let result = EntryResult(path: String(decoding: file.path, as: UTF8.self), outcome: .deleted, size: file.status.size, source: nil)

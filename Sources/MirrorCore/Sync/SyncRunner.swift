@@ -293,6 +293,9 @@ public final class SyncRunner {
         }
         if let refusal = publication.refusal { summary.deletionRefused = refusal }
         if let fatal = publication.fatal { ending.keepFirstFatal(fatal) }
+        if let generation = publication.generation {
+            summary.published = SyncSummary.Published(generation: generation, previous: publication.previous)
+        }
     }
 
     func finishRun() {
