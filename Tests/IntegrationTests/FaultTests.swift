@@ -91,6 +91,9 @@ import MirrorTestSupport
         let second = requests.dropFirst().first
         #expect(second?.rangeHeader == "bytes=\(2 * Self.mib)-" && second?.status == 200, "\(requests)")
         #expect(second?.bodyBytesSent == Int64(bytes.count) && fx.server.requestCount == 2, "\(requests)")
+        // The cost is said, with its cause: the bytes already there are fetched again.
+        #expect(result.stderr.contains("ignores range requests (it answered a resume with the whole file): files from it are "
+                                       + "fetched again from their first byte (a.bin: "), "\(result.stderr)")
     }
 
     /// A 206 whose Content-Range is not the range asked for: refused before a byte is written, and

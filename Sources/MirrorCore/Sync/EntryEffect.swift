@@ -29,6 +29,9 @@ enum EntryEffect {
     case notTried(path: String)
     /// A partial file of an earlier run was resumed: the bytes kept, and those read back to hash.
     case resumed(kept: Int64, rehashed: Int64)
+    /// A resume was answered with the whole file (`200` to a `Range` request): the `dropped`
+    /// bytes already there are fetched again. Said once per host a run (the cost has a cause).
+    case rangeIgnored(source: String, path: String, dropped: Int64)
 }
 
 /// A failure of one entry, as `--summary`, `--json`, the journal and `status` show it.

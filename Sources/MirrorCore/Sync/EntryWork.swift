@@ -222,6 +222,7 @@ final class EntryWork {
                 threads.transfers.cancel([download])
                 return
             }
+            if partial.length > 0 { emit(.rangeIgnored(source: download.url, path: task.entry.path, dropped: partial.length)) }
             partial.restartFromZero()
             task.attempt.begin(at: 0)
             threads.transfers.acceptWholeFile(download)

@@ -39,6 +39,12 @@ extension SyncRunner {
                 summary.resumedFiles += 1
                 summary.resumedBytes += kept
                 summary.rehashedBytes += rehashed
+            case .rangeIgnored(let source, let path, let dropped):
+                let host = redactedURL(hostKey(of: source))
+                if rangeIgnoredHosts.insert(host).inserted {
+                    report.warning("\(host) ignores range requests (it answered a resume with the whole file): files from it are "
+                                   + "fetched again from their first byte (\(path): \(Formatting.bytes(dropped)) already here)")
+                }
             }
         }
     }

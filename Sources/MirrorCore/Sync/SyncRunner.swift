@@ -48,6 +48,8 @@ public final class SyncRunner {
     var knownUpToDate: PlanLookAhead.Decided?
     /// What stopped the run short, if anything, and the result it ends with (``RunEnding``).
     var ending = RunEnding()
+    /// Hosts that answered a resume with the whole file, said once each (``EntryEffect/rangeIgnored(source:path:dropped:)``).
+    var rangeIgnoredHosts: Set<String> = []
     let startTime: Double
 
     public init(manifest: Manifest, options: SyncOptions, report: ConsoleReport) {
