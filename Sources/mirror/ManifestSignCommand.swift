@@ -16,8 +16,8 @@ struct ManifestSign: ParsableCommand {
             its public half (`openssl pkey -in KEY.pem -pubout -out PUB.pem`) to `mirror sync --trust`.
 
             Exit codes: 0 signed; 64 unusable key (unreadable, not PEM, encrypted, not Ed25519); \
-            65 unreadable or invalid manifest, or one whose expires is past; 73 the signature \
-            file cannot be written.
+            65 invalid manifest, or one whose expires is past; 66 manifest file cannot be read; \
+            73 the signature file cannot be written.
 
             A manifest without expires is signed with a note: a mirror could then serve it for \
             ever and machines would never know (docs/signing.md, "Versions"); one without a \

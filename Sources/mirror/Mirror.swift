@@ -17,7 +17,8 @@ struct Mirror: ParsableCommand {
             checksum, and renamed into place only once verified.
 
             Exit codes: 0 all files verified; 1 some entries failed; 64 usage error; \
-            65 invalid manifest; 73 destination not writable; 75 try again later \
+            65 invalid manifest; 66 manifest file cannot be read; 73 destination not writable; \
+            75 try again later \
             (locked, deadline passed, or no source reachable).
             """,
         version: BuildInfo.versionLine,

@@ -21,7 +21,8 @@ struct Status: ParsableCommand {
 
             Safe beside a running sync: it takes no lock and writes nothing, not even DEST/.mirror. \
             To check the bytes themselves, use `mirror verify`. Exits 0 whatever the state of the \
-            files; 65 for an invalid manifest (or, for a URL, no usable kept copy), 64 when no destination is known, 1 when DEST or \
+            files; 65 for an invalid manifest (or, for a URL, no usable kept copy), 66 for a manifest file that cannot \
+            be read, 64 when no destination is known, 1 when DEST or \
             its journal cannot be read, or standard output cannot be written.
             """
     )

@@ -51,7 +51,8 @@ struct Sync: ParsableCommand {
             (exit 73 otherwise, with the fix): what is in it is trusted only that far.
 
             Exit codes: 0 every file verified; 1 some files failed; 64 usage; 65 invalid \
-            manifest or signature; 73 the destination cannot be written; 75 try again later \
+            manifest or signature; 66 manifest file cannot be read; 73 the destination cannot be \
+            written; 75 try again later \
             (stopped by --deadline or a signal, a server that cannot be reached, the lock held).
 
             Many machines on one uplink: --prefer BASE_URL asks a site cache or a neighbour \

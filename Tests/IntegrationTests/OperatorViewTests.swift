@@ -82,8 +82,15 @@ import MirrorTestSupport
         let create = try run(["manifest", "create", file, "--base-url", "http://x/"])
         #expect(create.stderr.contains("cannot use \(file) as the folder to describe (it is a file, not a folder)"), "\(create.stderr)")
         let folder = try run(["sync", dir.path, "--dest", dir.path("d")])
-        #expect(folder.exitCode == 65)
+        // Nothing read: 66 (EX_NOINPUT), not an invalid manifest's 65.
+        #expect(folder.exitCode == 66, "\(folder)")
         #expect(folder.stderr.contains("\(dir.path): this is a folder, not a manifest file"), "\(folder.stderr)")
+        // A manifest path that does not exist (a typo in a cron line) is 66 for every command that reads one.
+        for command in [["sync"], ["status"], ["verify"]] {
+            let missing = try run(command + [dir.path("no-such.yaml"), "--dest", dir.path("d")])
+            #expect(missing.exitCode == 66, "\(command): \(missing)")
+            #expect(missing.stderr.contains("no-such.yaml: cannot read manifest: No such file or directory"), "\(missing.stderr)")
+        }
     }
 
     /// Item 5: a server that takes every connection and sends nothing. Two stalls without a byte

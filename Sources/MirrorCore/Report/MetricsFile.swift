@@ -18,7 +18,7 @@ public struct RunMetrics: Sendable {
     /// How a run ended, as the `result` label of `mirror_last_run_result`.
     public enum Result: String, Sendable, CaseIterable {
         case ok, failed, incomplete
-        /// The manifest could not be read or broke a rule (exit 65).
+        /// The manifest could not be read (exit 66) or broke a rule (exit 65).
         case invalidManifest = "invalid_manifest"
         /// Another run held the destination's lock (exit 75).
         case locked

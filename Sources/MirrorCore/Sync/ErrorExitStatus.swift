@@ -6,8 +6,9 @@ import MirrorModel
 /// gives it the code of what it was doing.
 
 extension ManifestError: ExitCoded {
-    /// Unreadable or invalid manifest: 65 (`EX_DATAERR`).
-    public var exitStatus: Int32 { ExitStatus.invalidManifest }
+    /// A manifest file that cannot be read at all: 66 (`EX_NOINPUT`, a wrong path in a cron line
+    /// or a conf); one that was read and breaks a rule: 65 (`EX_DATAERR`).
+    public var exitStatus: Int32 { cannotRead ? ExitStatus.manifestUnreadable : ExitStatus.invalidManifest }
 }
 
 extension SignatureError: ExitCoded {
@@ -29,7 +30,8 @@ extension ManifestWriterError: ExitCoded {
 extension SyncError: ExitCoded {
     public var exitStatus: Int32 {
         switch self {
-        case .manifest, .manifestRefused: return ExitStatus.invalidManifest
+        case .manifest(let error): return error.exitStatus
+        case .manifestRefused: return ExitStatus.invalidManifest
         case .noDestination: return ExitStatus.usage
         case .destination, .noSpace: return ExitStatus.cannotWrite
         case .locked: return ExitStatus.tryLater

@@ -4,6 +4,7 @@ public enum ExitStatus {
     public static let entriesFailed: Int32 = 1
     public static let usage: Int32 = 64          // EX_USAGE
     public static let invalidManifest: Int32 = 65 // EX_DATAERR
+    public static let manifestUnreadable: Int32 = 66 // EX_NOINPUT
     public static let cannotWrite: Int32 = 73    // EX_CANTCREAT
     public static let tryLater: Int32 = 75       // EX_TEMPFAIL
 

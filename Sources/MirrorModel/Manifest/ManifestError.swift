@@ -11,12 +11,16 @@ public struct ManifestError: Error, CustomStringConvertible, Equatable, Sendable
     /// 1-based column (in characters, as libyaml counts them), or nil.
     public var column: Int?
     public var message: String
+    /// The manifest file could not be read at all (missing, not readable, a folder): nothing is
+    /// known of its contents. Exit 66 (`EX_NOINPUT`) rather than an invalid manifest's 65.
+    public var cannotRead = false
 
-    public init(file: String, line: Int? = nil, column: Int? = nil, message: String) {
+    public init(file: String, line: Int? = nil, column: Int? = nil, message: String, cannotRead: Bool = false) {
         self.file = file
         self.line = line
         self.column = column
         self.message = message
+        self.cannotRead = cannotRead
     }
 
     /// `FILE:LINE:COL: message`, or `FILE: message` when there is no position.

@@ -35,9 +35,10 @@ public enum ManifestLoader {
                 return try WholeFile.read(path)
             } catch let code as WholeFile.Failure {
                 if code.errno == EISDIR {
-                    throw ManifestError(file: name, message: "this is a folder, not a manifest file: give the manifest's path (FOLDER/manifest.yaml, say)")
+                    throw ManifestError(file: name, message: "this is a folder, not a manifest file: give the manifest's path (FOLDER/manifest.yaml, say)",
+                                        cannotRead: true)
                 }
-                throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
+                throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)), cannotRead: true)
             }
         }
         // These bytes are this function's only: the scanner may give back the pages it has read

@@ -63,7 +63,7 @@ extension ManifestLoader {
         do {
             bytes = try WholeFile.read(path)
         } catch let code as WholeFile.Failure {
-            throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
+            throw ManifestError(file: name, message: "cannot read manifest: " + String(cString: strerror(code.errno)), cannotRead: true)
         }
         let signaturePath = trust.signaturePath ?? ManifestSignature.defaultPath(for: path)
         let signature = try ManifestTrust.readSignature(signaturePath, manifestName: name, trust: trust)
@@ -87,7 +87,7 @@ extension ManifestSignature {
         do {
             bytes = try WholeFile.read(manifestPath)
         } catch let code as WholeFile.Failure {
-            throw ManifestError(file: manifestPath, message: "cannot read manifest: " + String(cString: strerror(code.errno)))
+            throw ManifestError(file: manifestPath, message: "cannot read manifest: " + String(cString: strerror(code.errno)), cannotRead: true)
         }
         _ = try ManifestLoader.parse(bytes, sourceName: manifestPath)
         let text = try sign(manifest: bytes, key: key)
