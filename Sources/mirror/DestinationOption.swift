@@ -21,9 +21,17 @@ struct ManifestAndDestination: ParsableArguments {
 
     /// ``load()``, then the entries `--include`/`--exclude`/`--filter-from` select, with how
     /// many they left out (a rule that matches no entry is a warning, as for `sync`).
+    ///
+    /// Without any of those options, the rules the last sync of DEST recorded (``RememberedSelection``),
+    /// said on standard error: the files it left out are not missing.
     func loadSelected() throws -> (manifest: Manifest, destination: String, provenance: ManifestProvenance?, excluded: Int) {
-        let filter = try selection.filterOrExit()
+        var filter = try selection.filterOrExit()
         let (manifest, destination, provenance) = try load()
+        if filter == nil, let last = LastSelection.of(destination: destination) {
+            filter = last
+            ConsoleReport(mode: .text).warning("the selection of the last sync: \(LastSelection.options(last)) "
+                                               + "(give --include '**' for every entry)")
+        }
         guard let filter else { return (manifest, destination, provenance, 0) }
         let (selected, excluded) = SyncSession.select(manifest, filter, report: ConsoleReport(mode: .text))
         return (selected, destination, provenance, excluded)

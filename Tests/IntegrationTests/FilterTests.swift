@@ -41,11 +41,23 @@ import MirrorTestSupport
         #expect(!status.stdout.contains("missing"), "\(status)")
         let verify = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest, "--include", "courses/bio101"])
         #expect(verify.exitCode == 0 && verify.stdout.contains("2 good of 2 (2 left out by the filter)"), "\(verify)")
-        let unfiltered = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest])
-        #expect(unfiltered.exitCode == 1 && unfiltered.stdout.contains("2 missing"), "\(unfiltered)")
+        // Without options, both count what the last sync selected (it recorded its rules), and say so.
+        for command in ["status", "verify"] {
+            let remembered = try Mirror.run([command, fx.manifestPath, "--dest", fx.dest])
+            #expect(remembered.exitCode == 0 && remembered.stdout.contains(command == "status" ? "2 selected of 4" : "2 good of 2")
+                    && !remembered.stdout.contains("missing"), "\(command): \(remembered)")
+            #expect(remembered.stderr.contains("the selection of the last sync: --include 'courses/bio101' (give --include '**' for every entry)"),
+                    "\(remembered.stderr)")
+        }
+        let every = try Mirror.run(["verify", fx.manifestPath, "--dest", fx.dest, "--include", "**"])
+        #expect(every.exitCode == 1 && every.stdout.contains("2 missing"), "\(every)")
 
         let again = try fx.sync(["--include", "courses/bio101"])
         #expect(again.exitCode == 0 && again.stdout.isEmpty, "\(again)")
+        // A sync with no selection syncs everything, and status then counts everything again.
+        #expect(try fx.sync().exitCode == 0)
+        let whole = try Mirror.run(["status", fx.manifestPath, "--dest", fx.dest])
+        #expect(whole.stdout.contains("files: 4 in the manifest") && !whole.stderr.contains("selection"), "\(whole)")
     }
 
     /// The order of the options decides, across `--include`, `--exclude` and `--filter-from`:

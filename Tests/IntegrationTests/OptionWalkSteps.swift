@@ -47,7 +47,9 @@ extension OptionWalk {
         guard utimensat(AT_FDCWD, file, &times, 0) == 0 else { throw HarnessError.posix("utimensat \(file)") }
         // The test's own change: every generation sharing the file shows it (hard links).
         generations = [:]
-        let verify = try Mirror.run(["verify", world.manifestPath(current), "--dest", world.dest], environment: Self.environment, timeout: 120)
+        // Every entry, whatever the last sync selected (verify alone counts what it selected).
+        let verify = try Mirror.run(["verify", world.manifestPath(current), "--dest", world.dest, "--include", "**"],
+                                    environment: Self.environment, timeout: 120)
         note(step, "damage \(path) in place (size and mtime kept), verify v\(current) → exit \(verify.exitCode)", kind: "verify")
         var problems: [String] = []
         if verify.exitCode != 1 || !verify.stderr.contains(path) {

@@ -80,6 +80,12 @@ public final class SyncRunner {
         do {
             let place = try RunPlace.open(destPath, manifest: manifest, options: options, report: report, early: early?.handOver())
             self.place = place
+            // What this run selects, for `status` and `verify` run without options (docs/cli.md).
+            do {
+                try RememberedSelection.write(options.filter?.rules, in: place.stateFolder)
+            } catch {
+                report.warning("cannot record this run's selection for status and verify: \(error)")
+            }
             lock = place.lock
             switch try AtomicBuild.start(place, manifest: manifest, options: options, digest: origin.digest, report: report,
                                          known: knownUpToDate) {
