@@ -194,11 +194,13 @@ private let sha = ManifestFixture.sha256
     let m = try ManifestLoader.load(path: path, displayName: "shown.yaml")
     #expect(m.sourceName == "shown.yaml")
 
+    // Nothing read: `cannotRead`, which exits 66 where an invalid manifest exits 65.
     #expect(throws: ManifestError(file: dir.path + "/missing.yaml",
-                                  message: "cannot read manifest: No such file or directory")) {
+                                  message: "cannot read manifest: No such file or directory", cannotRead: true)) {
         try ManifestLoader.load(path: dir.path + "/missing.yaml")
     }
-    #expect(throws: ManifestError(file: "d", message: "this is a folder, not a manifest file: give the manifest's path (FOLDER/manifest.yaml, say)")) {
+    #expect(throws: ManifestError(file: "d", message: "this is a folder, not a manifest file: give the manifest's path (FOLDER/manifest.yaml, say)",
+                                  cannotRead: true)) {
         try ManifestLoader.load(path: dir.path, displayName: "d")
     }
 }
