@@ -171,9 +171,7 @@ extension RemoteManifest {
         }
 
         static func sha256(_ bytes: [UInt8]) -> String {
-            let hasher = Hasher(.sha256)
-            hasher.update(bytes)
-            return hasher.finalize().hex
+            Hasher.digest(.sha256, of: bytes).hex
         }
 
         enum Opened {

@@ -14,8 +14,9 @@ public enum LastSelection {
         return PathFilter(rules: rules)
     }
 
-    /// `--exclude 'media/' --include '*.txt'`: the rules as options, for the line that says so.
+    /// `--exclude 'media/' --include '*.txt'`: the rules as options (``PathFilter/Rule/description``),
+    /// for the line that says so.
     public static func options(_ filter: PathFilter) -> String {
-        filter.rules.map { "--\($0.action == .include ? "include" : "exclude") '\($0.pattern.text)'" }.joined(separator: " ")
+        filter.rules.map(\.description).joined(separator: " ")
     }
 }

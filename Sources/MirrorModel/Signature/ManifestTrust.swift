@@ -69,9 +69,7 @@ extension ManifestLoader {
         let signature = try ManifestTrust.readSignature(signaturePath, manifestName: name, trust: trust)
         try trust.verify(bytes, signature: signature, manifestName: name, signatureName: signaturePath)
         let manifest = try parse(bytes, sourceName: name)
-        let hasher = Hasher(.sha256)
-        hasher.update(bytes)
-        return (manifest, hasher.finalize().hex)
+        return (manifest, Hasher.digest(.sha256, of: bytes).hex)
     }
 }
 

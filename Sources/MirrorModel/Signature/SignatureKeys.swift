@@ -1,4 +1,5 @@
 import COpenSSL
+import MirrorFS
 import MirrorKit
 
 #if canImport(Glibc)
@@ -49,15 +50,19 @@ public struct TrustedKey: Sendable {
                 keys.append(try load(path: path))
                 continue
             }
-            guard let folder = opendir(path) else {
+            let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else {
                 throw SignatureKeyError(file: path, message: "cannot read the folder: " + String(cString: strerror(errno)))
             }
-            var names: [String] = []
-            while let entry = readdir(folder) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name.hasSuffix(".pem") || name.hasSuffix(".pub") { names.append(name) }
+            let folder = FileDescriptor(fd: fd, displayPath: path)
+            defer { folder.close() }
+            let names: [String]
+            do {
+                names = try folder.entryNames().map { String(decoding: $0, as: UTF8.self) }
+                    .filter { $0.hasSuffix(".pem") || $0.hasSuffix(".pub") }
+            } catch {
+                throw SignatureKeyError(file: path, message: "cannot read the folder: \(error)")
             }
-            closedir(folder)
             let files = names.sorted().map { path + (path.hasSuffix("/") ? "" : "/") + $0 }.filter { file in
                 var status = stat()
                 return stat(file, &status) == 0 && status.st_mode & S_IFMT == S_IFREG

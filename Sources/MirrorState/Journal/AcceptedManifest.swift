@@ -66,7 +66,7 @@ public enum AcceptedManifests {
             values[parts[0]] = parts[1]
         }
         guard let serial = values["serial"].flatMap({ Int64($0) }), serial >= 0,
-              let sha256 = values["sha256"], sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else { return nil }
+              let sha256 = values["sha256"].map(String.init), HoldFile.isDigest(sha256) else { return nil }
         var expires: Int64?
         if let text = values["expires"] {
             guard let seconds = Int64(text) else { return nil }

@@ -23,7 +23,11 @@ public enum RememberedSelection {
         guard let text = try StateFile.read(fileName, in: state, trust: true, maximumSize: maximumSize),
               text.hasPrefix(header + "\n") else { return nil }
         let rules = try? PathFilter.rules(fromFile: Array(text.utf8.dropFirst(header.utf8.count + 1)), name: "the last sync's selection")
-        return rules.flatMap { $0.isEmpty ? nil : $0 }
+        // Named as the options they were given as, so that every message about a rule (one that
+        // matches no entry) reads as it did for the sync.
+        return rules.flatMap { $0.isEmpty ? nil : $0 }?.map {
+            PathFilter.Rule($0.action, $0.pattern, origin: $0.action == .include ? "--include" : "--exclude")
+        }
     }
 
     /// Records `rules` (nil or none: removes the record), unless the file already says the same.
