@@ -85,12 +85,17 @@ final class RunPlace {
             // A signed manifest is held to the serial DEST accepted last, first of all: a refusal
             // changes nothing under DEST (docs/signing.md, "Versions").
             if let sha256 = options.signedManifestSHA256, let state = lock.stateFolder {
-                try SerialGate.admit(manifest, sha256: sha256, state: state, record: true)
+                try SerialGate.admit(manifest, sha256: sha256, state: state, record: false)
             }
             // A plain DEST about to become atomic: refused, with nothing moved, when the switch
             // would drop a file mirror did not install (``ConversionCheck``).
             if options.atomic || lock.stateIsInStore, ConversionCheck.isDue(identity) {
                 try ConversionCheck.require(destPath, state: lock.stateFolder, manifest: manifest, options: options)
+            }
+            // Recorded once nothing can refuse the run any more, still before any request: a
+            // refused conversion leaves DEST as it was, its serial record included.
+            if let sha256 = options.signedManifestSHA256, let state = lock.stateFolder {
+                try SerialGate.admit(manifest, sha256: sha256, state: state, record: true)
             }
             var (destination, generations, current) = try openDestination(destPath, identity: identity, lock: lock, options: options)
             guard let state = try destination.stateFolder(create: true),
