@@ -40,6 +40,8 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Metalink files (RFC 5854) are XML: read with libxml2's streaming reader, no DTD, no entities.
+        .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         // Header-only: Linux system calls Swift's Glibc module does not expose (syncfs, openat2).
         .systemLibrary(name: "CLinux"),
         // Header-only: the commit `scripts/package` builds from, for `mirror --version` (a C
@@ -57,7 +59,7 @@ let package = Package(
         ),
         .target(
             name: "MirrorModel",
-            dependencies: ["MirrorKit", "MirrorFS", "CYAML", "COpenSSL", "CZlib", "CLinux"],
+            dependencies: ["MirrorKit", "MirrorFS", "CYAML", "COpenSSL", "CZlib", "CXML2", "CLinux"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(

@@ -47,6 +47,8 @@ public struct Manifest: Sendable {
         switch entry.url {
         case .absolute(let url):
             return [url]
+        case .mirrored(let urls):
+            return urls
         case .relative(let reference):
             let bases = (baseURL.map { [$0] } ?? []) + mirrors
             return bases.compactMap { URLReference.resolve(reference, against: $0) }
@@ -73,6 +75,9 @@ public struct ManifestEntry: Sendable, Hashable {
         case absolute(String)
         /// A reference relative to `base_url` (and each mirror). Already percent-encoded.
         case relative(String)
+        /// Absolute URLs of the same bytes, tried in this order: a Metalink file's `<url>`s by
+        /// priority (``Metalink``). Mirrors do not apply; a YAML manifest never makes one.
+        case mirrored([String])
     }
 
     // The stored properties are in the order that packs them (Swift lays a struct out in

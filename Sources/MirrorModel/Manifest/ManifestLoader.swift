@@ -81,6 +81,16 @@ public enum ManifestLoader {
     }
 
     static func manifest(from bytes: inout [UInt8], sourceName: String, reader: Reader = Reader()) throws -> Manifest {
+        // A Metalink file (RFC 5854) is a manifest too, told by its first bytes, never by its name
+        // (docs/manifest.md, "Metalink"). A checksum list needs the sizes from the server first:
+        // `PublishedList` in MirrorCore makes a YAML manifest of it before it gets here.
+        if Metalink.looksLike(bytes) {
+            return try Metalink.parse(bytes, sourceName: sourceName).manifest(sourceName: sourceName)
+        }
+        if ChecksumList.looksLike(bytes) {
+            throw ManifestError(file: sourceName, line: 1, message: "this is a checksum list (SHA256SUMS), which mirror reads "
+                + "only as the manifest a run is given (it asks the server for the sizes first), not here")
+        }
         let parsed = try parseTree(&bytes, sourceName: sourceName, reader: reader)
         var rules = ManifestRules(tree: parsed.tree, file: sourceName)
         rules.paths = PathIndex(sortedPrelude: reader.sortedPaths)
