@@ -46,7 +46,7 @@ struct ManifestAndDestination: ParsableArguments {
                 let kept = try RemoteManifest.keptCopy(url: manifest, destination: dest)
                 return (kept.manifest, dest, kept.provenance)
             }
-            let loaded = try ManifestLoader.load(path: manifest)
+            let loaded = try SyncSession.readLocalManifest(manifest)
             var options = SyncOptions(manifestPath: manifest)
             options.destination = dest
             return (loaded, try SyncRunner.destinationPath(manifest: loaded, options: options), ManifestProvenance.ofFile(manifest))

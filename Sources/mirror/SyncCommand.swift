@@ -182,6 +182,9 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The manifest's signature file (default: MANIFEST.sig); needs --trust.", valueName: "PATH"))
     var signature: String?
 
+    @Option(name: .long, help: ArgumentHelp("Use a checksum list (SHA256SUMS) or Metalink file only if its OpenPGP signature (LIST.gpg, .sign, .asc, or clearsigned) verifies with a key of this keyring, checked by gpgv.", valueName: "KEYRING.gpg"))
+    var keyring: String?
+
     /// The defaults of SyncOptions and TransferSettings, as the options show them.
     static let defaultSegmentsAbove = ByteCount(bytes: SyncOptions(manifestPath: "").segmentThreshold)
     static let defaultStallTimeout = TimeSpan(seconds: Double(TransferSettings().stallTimeout))
@@ -268,7 +271,7 @@ struct Sync: ParsableCommand {
         let request = SyncRequest(manifest: manifest, options: options,
                                   jitter: jitter?.seconds,
                                   trustKeys: trust, signature: signature, metricsFile: metricsFile, logFile: logFile,
-                                  json: json, started: started)
+                                  json: json, started: started, keyring: keyring)
         throw ExitCode(SyncSession.run(request, report: report))
     }
 }

@@ -5,7 +5,9 @@ import MirrorTestSupport
 /// other option, and what the checks need to know of them.
 struct OptionRun {
     enum Deleting: String { case none, delete, unlisted, excluded }
-    /// `right`: a new publish, signed, with a serial above every earlier one; `rollback`: a
+    /// `right`: a new publish, signed, with a serial above every earlier one; `wrongSignature`:
+    /// another manifest's signature, or `--keyring` alone (which checks no YAML manifest): refused
+    /// with nothing changed; `rollback`: a
     /// manifest signed earlier with a serial below one DEST surely accepted, which must be
     /// refused (docs/signing.md, "Versions").
     enum Trust { case none, right, wrongSignature, rollback }
@@ -72,6 +74,10 @@ struct OptionRun {
             if run.trust == .right && world.surelyAccepted > 1 && rng.chance(0.15) { run.trust = .rollback }
             args += ["--trust", world.publicKey]
             switch run.trust {
+            case .wrongSignature where rng.chance(0.5):
+                // A YAML manifest with only --keyring, which checks OpenPGP-signed lists: refused too.
+                args.removeLast(2)
+                args += ["--keyring", world.keyring]
             case .wrongSignature:
                 args += ["--signature", world.manifestPath((version + 1) % OptionWorld.versionCount) + ".sig"]
             case .right:

@@ -38,6 +38,10 @@ final class OptionWorld {
     let fx: SyncFixture
     let keys: TestKeys
     let publicKey: String
+    /// An OpenPGP keyring (`--keyring`): it checks checksum lists, so a run of the walk's YAML
+    /// manifests with it and without `--trust` must be refused.
+    let openPGP: OpenPGPKeys
+    let keyring: String
     let caFile: String
     let netrc: String
     let seedFolder: String
@@ -51,6 +55,8 @@ final class OptionWorld {
         keys = try TestKeys()
         let pair = try keys.generateEd25519("publisher")
         publicKey = pair.publicKey
+        openPGP = try OpenPGPKeys()
+        keyring = try openPGP.exportKeyring()
         caFile = keys.dir.path("lab-ca.pem")
         try TestKeys.openssl(["req", "-x509", "-newkey", "ed25519", "-nodes", "-keyout", keys.dir.path("lab-ca.key"),
                               "-out", caFile, "-subj", "/CN=lab", "-days", "2"])

@@ -119,19 +119,33 @@ public enum RemoteManifest {
     /// - Parameter verify: `--trust`: called with the manifest's bytes and its signature (nil when
     ///   there is none) before a fetched manifest is used or saved, and before a saved copy is used;
     ///   what it throws ends the load, and a refused manifest never replaces the last good copy.
+    ///   - verifyCopy: the check of a kept copy, when it differs from `verify`'s (a checksum list
+    ///     is kept as the YAML manifest made of it, which its OpenPGP signature no longer covers).
+    ///   - prepare: what the fetched bytes become once verified (``PublishedList``: a checksum list
+    ///     is made into a YAML manifest); what it returns is parsed and kept as the copy.
     public static func load(url: String, destination: String, settings: TransferSettings = TransferSettings(),
                             saveCopy: Bool = true, verify: (([UInt8], [UInt8]?) throws -> Void)? = nil,
-                            admit: ((Manifest, String) throws -> Void)? = nil) throws -> Result {
+                            verifyCopy: (([UInt8], [UInt8]?) throws -> Void)? = nil,
+                            admit: ((Manifest, String) throws -> Void)? = nil,
+                            prepare: (([UInt8]) throws -> [UInt8])? = nil) throws -> Result {
         try load(url: url, cache: Cache(destination: destination, saving: saveCopy), settings: settings, useCopy: true,
-                 verify: verify, admit: admit)
+                 checks: Checks(verify: verify, verifyCopy: verifyCopy ?? verify, admit: admit, prepare: prepare))
+    }
+
+    /// What a fetch checks and makes of the bytes (``load(url:destination:settings:saveCopy:verify:verifyCopy:admit:prepare:)``).
+    private struct Checks {
+        var verify: (([UInt8], [UInt8]?) throws -> Void)?
+        var verifyCopy: (([UInt8], [UInt8]?) throws -> Void)?
+        var admit: ((Manifest, String) throws -> Void)?
+        var prepare: (([UInt8]) throws -> [UInt8])?
     }
 
     /// `admit`: asked of a manifest fetched now, with the SHA-256 of its bytes, after it parsed and
     /// before it is kept as the last good copy (``SerialGate``: an older signed manifest must not
     /// replace the copy a later run would fall back on).
-    private static func load(url: String, cache: Cache, settings: TransferSettings, useCopy: Bool,
-                             verify: (([UInt8], [UInt8]?) throws -> Void)?, admit: ((Manifest, String) throws -> Void)?,
+    private static func load(url: String, cache: Cache, settings: TransferSettings, useCopy: Bool, checks: Checks,
                              warnings: [String] = []) throws -> Result {
+        let (verify, admit) = (checks.verify, checks.admit)
         let name = redactedURL(url)
         var warnings = warnings
         var saved: Cache.Saved?
@@ -151,9 +165,9 @@ public enum RemoteManifest {
         // served) before they are gunzipped or parsed, and only when the copy is about to be used
         // (a --signature file may already be the next manifest's); one that fails is discarded.
         func verified(_ copy: Cache.Saved?) -> Cache.Saved? {
-            guard let copy, let verify else { return copy }
+            guard let copy, let verifyCopy = checks.verifyCopy else { return copy }
             do {
-                try verify(copy.bytes, copy.signature)
+                try verifyCopy(copy.bytes, copy.signature)
                 return copy
             } catch {
                 warnings.append("\(name): the last good copy of the manifest is not used: \(error)")
@@ -184,7 +198,7 @@ public enum RemoteManifest {
             }
             // Refused by its signature, or no longer parses (a newer mirror's rules?): ask again
             // without validators.
-            return try load(url: url, cache: cache, settings: settings, useCopy: false, verify: verify, admit: admit, warnings: warnings)
+            return try load(url: url, cache: cache, settings: settings, useCopy: false, checks: checks, warnings: warnings)
         }
         guard response.isSuccess else {
             let copy = verified(saved)
@@ -211,6 +225,7 @@ public enum RemoteManifest {
                 (response, signature) = (again, againSignature)
             }
         }
+        if let prepare = checks.prepare { response.body = try prepare(response.body) }
         let manifest = try ManifestLoader.parse(response.body, sourceName: name)
         try admit?(manifest, Cache.sha256(response.body))
         do {
@@ -238,7 +253,7 @@ public enum RemoteManifest {
     }
 
     /// The last good copy, when the fetch failed. It was checked (digest, owner, signature under
-    /// `--trust`) by ``load(url:cache:settings:useCopy:verify:warnings:)`` before it gets here.
+    /// `--trust`) by ``load(url:cache:settings:useCopy:checks:warnings:)`` before it gets here.
     private static func fallBack(_ saved: Cache.Saved?, url: String, reason: String, warnings: [String]) throws -> Result {
         let name = redactedURL(url)
         guard let saved, let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) else {
@@ -297,6 +312,7 @@ public enum RemoteManifest {
             switch entry.explicitURL {
             case nil: continue
             case .absolute(let url): if matches(url) { return url }
+            case .mirrored(let urls): if let url = urls.first(where: matches) { return url }
             // A network-path reference (`//user:pass@host/x`, RFC 3986 §4.2) has an authority too.
             case .relative(let reference): if reference.hasPrefix("//"), matches("x:" + reference) { return reference }
             }

@@ -21,6 +21,22 @@ extension SignatureKeyError: ExitCoded {
     public var exitStatus: Int32 { ExitStatus.usage }
 }
 
+extension OpenPGPError: ExitCoded {
+    /// A checksum list or Metalink file whose OpenPGP signature does not vouch for it: 65, as a
+    /// manifest whose Ed25519 signature fails.
+    public var exitStatus: Int32 { ExitStatus.invalidManifest }
+}
+
+extension KeyringError: ExitCoded {
+    /// `--keyring` names a file gpgv cannot use, or gpgv is missing: a usage error, 64.
+    public var exitStatus: Int32 { ExitStatus.usage }
+}
+
+extension PublishedListError: ExitCoded {
+    /// 75 when the server may tell the sizes later (no answer, 5xx); 65 otherwise.
+    var exitStatus: Int32 { isTransient ? ExitStatus.tryLater : ExitStatus.invalidManifest }
+}
+
 extension ManifestWriterError: ExitCoded {
     /// 64 when the command line is wrong (`--base-url`, `-o`); 1 when DIR or a file in it
     /// cannot be read.

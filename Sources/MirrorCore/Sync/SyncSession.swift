@@ -13,6 +13,8 @@ public struct SyncRequest: Sendable {
     /// signature file, default `MANIFEST.sig`).
     public var trustKeys: [String]
     public var signature: String?
+    /// `--keyring`: the OpenPGP keyring that checks a checksum list's or Metalink file's signature.
+    public var keyring: String?
     public var metricsFile: String?
     public var logFile: String?
     public var json: Bool
@@ -20,7 +22,8 @@ public struct SyncRequest: Sendable {
     public var started: Double
 
     public init(manifest: String, options: SyncOptions, jitter: Double?, trustKeys: [String], signature: String?,
-                metricsFile: String?, logFile: String?, json: Bool, started: Double) {
+                metricsFile: String?, logFile: String?, json: Bool, started: Double, keyring: String? = nil) {
+        self.keyring = keyring
         self.manifest = manifest
         self.options = options
         self.jitter = jitter
@@ -74,6 +77,7 @@ public enum SyncSession {
             // The key is read first: a wrong --trust file is a usage error (64), whatever the manifest.
             let trusted = request.trustKeys.isEmpty ? nil
                 : ManifestTrust(keys: try TrustedKey.load(paths: request.trustKeys), signaturePath: request.signature)
+            let keyring = try request.keyring.map(OpenPGPKeyring.load(path:))
             if let seconds = request.jitter, seconds > 0 {
                 // Never sleep past the deadline: the run then stops at once with "deadline passed".
                 let delay = min(Jitter.draw(upTo: seconds), options.deadline ?? .infinity)
@@ -86,7 +90,7 @@ public enum SyncSession {
             } : nil
             // A run takes DEST's lock and reads its journal meanwhile (EarlyPlace), for a local
             // manifest: a signed or fetched one is checked whole before DEST is touched.
-            let readsAhead = trusted == nil && !RemoteManifest.isURL(manifest)
+            let readsAhead = trusted == nil && keyring == nil && !RemoteManifest.isURL(manifest)
             let early = readsAhead && !options.dryRun ? options.destination.flatMap { EarlyPlace.open($0, atomic: options.atomic) } : nil
             defer { early?.abandon() }
             // Both plan against what they read while the entries are read (PlanLookAhead).
@@ -97,7 +101,7 @@ public enum SyncSession {
             // With --trust, nothing is requested (but the manifest) or changed on disk before the
             // signature verifies.
             let localStatus = RemoteManifest.isURL(manifest) ? nil : ManifestWatch.status(ofFile: manifest)
-            var (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted,
+            var (loaded, origin) = try loadManifest(manifest, options: &options, report: report, trust: trusted, keyring: keyring,
                                                     digest: request.json || request.metricsFile != nil, lookAhead: lookAhead)
             provenance = origin
             versions = (loaded.serial, loaded.expires?.seconds)
@@ -201,7 +205,8 @@ public enum SyncSession {
     /// What the metrics file says of a run that `error` ended before it had a summary.
     private static func runResult(for error: ExitCoded) -> RunMetrics.Result {
         switch error {
-        case is ManifestError, is SignatureError: return .invalidManifest
+        case is ManifestError, is SignatureError, is OpenPGPError: return .invalidManifest
+        case let error as PublishedListError: return error.isTransient ? .unreachable : .invalidManifest
         case let error as SyncError:
             switch error {
             case .manifest, .manifestRefused: return .invalidManifest
@@ -239,11 +244,13 @@ public enum SyncSession {
     /// (``RequestSecurity/manifestIsLocal``): only one read now from the local disk, as the
     /// command line named it, has it.
     private static func loadManifest(_ manifest: String, options: inout SyncOptions, report: ConsoleReport,
-                                     trust: ManifestTrust?, digest: Bool,
+                                     trust: ManifestTrust?, keyring: OpenPGPKeyring?, digest: Bool,
                                      lookAhead: PlanLookAhead? = nil) throws -> (Manifest, ManifestProvenance?) {
         guard RemoteManifest.isURL(manifest), let dest = options.destination else {
             let loaded: Manifest
-            if let trust {
+            if let prepared = try PublishedList.prepareLocal(manifest, trusted: trust != nil, keyring: keyring) {
+                loaded = try ManifestLoader.parse(prepared, sourceName: manifest)
+            } else if let trust {
                 let verified = try ManifestLoader.loadVerified(path: manifest, trust: trust)
                 loaded = verified.manifest
                 options.signedManifestSHA256 = verified.sha256
@@ -263,8 +270,15 @@ public enum SyncSession {
             let state = try? Destination.openExisting(dest)?.stateFolder(create: false)
             try SerialGate.admit(fetched, sha256: sha256, state: state ?? nil, record: false)
         }
-        let fetched = try RemoteManifest.load(url: manifest, destination: dest, settings: options.transfer, saveCopy: !options.dryRun,
-                                              verify: trust.map { ManifestTrust.remoteCheck($0, url: manifest) }, admit: admit)
+        // --trust checks YAML manifests, --keyring the lists and Metalink files (PublishedList).
+        let check = trust.map { ManifestTrust.remoteCheck($0, url: manifest) }
+        let settings = options.transfer
+        let fetched = try RemoteManifest.load(
+            url: manifest, destination: dest, settings: settings, saveCopy: !options.dryRun,
+            verify: check.map { check in { bytes, signature in if !PublishedList.isPublished(bytes) { try check(bytes, signature) } } },
+            verifyCopy: check.map { check in { bytes, signature in if !PublishedList.isKeptList(bytes) { try check(bytes, signature) } } },
+            admit: admit,
+            prepare: { try PublishedList.prepare($0, place: .remote(url: manifest, settings: settings), trusted: trust != nil, keyring: keyring) })
         for warning in fetched.warnings { report.warning(warning) }
         // The bytes parsed are the bytes whose signature verified (fetched, or the kept copy).
         if trust != nil {
