@@ -106,6 +106,9 @@ struct ManifestGroup: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Write expires: the time (RFC 3339, 2027-01-31T00:00:00Z) or the time from now (30d, 12h) after which machines syncing with --trust refuse the manifest.", valueName: "TIME|DURATION"))
         var expires: String?
 
+        @Option(name: .long, help: ArgumentHelp("Also write a Metalink 4 file of the same files to FILE (for aria2c, wget2 and other Metalink clients).", valueName: "FILE"))
+        var metalink: String?
+
         @Flag(name: .long, help: "Print no summary line (notes of skipped files are still printed).")
         var quiet = false
 
@@ -130,7 +133,7 @@ struct ManifestGroup: ParsableCommand {
             let report = ConsoleReport(mode: .text)
             // The output and its signature, as they are now (a rerun in place finds both).
             var excluded = ManifestExclusions(patterns: exclude)
-            for path in output.map({ [$0, $0 + ".sig"] }) ?? [] {
+            for path in (output.map({ [$0, $0 + ".sig"] }) ?? []) + (metalink.map { [$0] } ?? []) {
                 var st = stat()
                 if lstat(path, &st) == 0 { excluded.files.append((UInt64(st.st_dev), UInt64(st.st_ino))) }
             }
@@ -145,6 +148,9 @@ struct ManifestGroup: ParsableCommand {
                                                        threads: jobs ?? WorkerPool.coreCount, options: options)
                 for skipped in result.skipped { report.fatal("skipped \(skipped.path): \(skipped.reason)") }
                 for note in result.notes { report.warning("\(note.path): \(note.reason)") }
+                if let metalink {
+                    try ManifestWriter.writeAtomically(MetalinkWriter.render(baseURL: baseURL, files: result.files), to: metalink)
+                }
                 if let output {
                     try ManifestWriter.writeAtomically(result.yaml, to: output)
                 } else {

@@ -5,8 +5,9 @@ import CXML2
 ///
 /// Safe by construction for input from the network: no network access (`XML_PARSE_NONET`), no
 /// entity substitution and no DTD loading (neither `XML_PARSE_NOENT` nor `XML_PARSE_DTDLOAD` is
-/// set), and a document type declaration is refused as a node (``Node/doctype``) before any
-/// content after it is read, which stops "billion laughs" and external entities alike. libxml2
+/// set), and a document type declaration met is refused as a node (``Node/doctype``); the caller
+/// refuses one on the bytes first (``Metalink/parse(_:sourceName:)``), since the reader parses
+/// ahead of the nodes it returns. libxml2
 /// prints nothing (`XML_PARSE_NOERROR`, `XML_PARSE_NOWARNING`): its first error is kept for the
 /// message (`xmlTextReaderSetStructuredErrorHandler`).
 final class XMLReader {
@@ -56,8 +57,15 @@ final class XMLReader {
         buffer.deallocate()
     }
 
-    /// The line of the node last read.
-    var line: Int { Int(xmlTextReaderGetParserLineNumber(reader)) }
+    /// The line of the node last read (`xmlGetLineNo` of the reader's current node: the parser
+    /// itself may be lines ahead).
+    var line: Int {
+        if let node = xmlTextReaderCurrentNode(reader) {
+            let number = xmlGetLineNo(node)
+            if number > 0 { return Int(number) }
+        }
+        return Int(xmlTextReaderGetParserLineNumber(reader))
+    }
 
     /// The next node that matters (comments, processing instructions and whitespace are skipped),
     /// nil at the end of the document. Throws at the first error libxml2 reports.
