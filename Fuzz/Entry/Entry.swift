@@ -2,19 +2,20 @@
 import Glibc
 #endif
 
-// The one libFuzzer entry point of the fuzz binary scripts/fuzz builds. Both targets share one
+// The one libFuzzer entry point of the fuzz binary scripts/fuzz builds. The targets share one
 // binary (one compilation of MirrorCore, which takes most of the build time); the environment
-// variable MIRROR_FUZZ_TARGET ("manifest", "response" or "chunks") chooses which one runs.
+// variable MIRROR_FUZZ_TARGET ("manifest", "response", "chunks" or "published") chooses which one runs.
 
-private enum Target { case manifest, response, chunks }
+private enum Target { case manifest, response, chunks, published }
 
 private let target: Target = {
     switch getenv("MIRROR_FUZZ_TARGET").map({ String(cString: $0) }) {
     case "manifest": return .manifest
     case "response": return .response
     case "chunks": return .chunks
+    case "published": return .published
     default:
-        fputs("MIRROR_FUZZ_TARGET must be \"manifest\", \"response\" or \"chunks\"\n", stderr)
+        fputs("MIRROR_FUZZ_TARGET must be \"manifest\", \"response\", \"chunks\" or \"published\"\n", stderr)
         exit(2)
     }
 }()
@@ -26,6 +27,7 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     case .manifest: fuzzManifest(bytes)
     case .response: fuzzResponse(bytes)
     case .chunks: fuzzChunkIndex(bytes)
+    case .published: fuzzPublished(bytes)
     }
     return 0
 }

@@ -206,4 +206,40 @@ import MirrorTestSupport
         #expect(try TestData.sha256(ofFileAt: fx.destPath("r&d.txt")) == c)
         #expect(try TestData.sha256(ofFileAt: fx.destPath("dir/<x>.bin")) == b)
     }
+
+    @Test func aCopyKeptWithoutTheKeyringIsNotTakenForAVerifiedOne() throws {
+        let (fx, keys, keyring, list, _) = try ubuntuRelease()
+        defer { withExtendedLifetime(keys) {} }
+        let url = fx.server.baseURL + "24.04/SHA256SUMS"
+        let unchecked = try sync(fx, url, [])
+        #expect(unchecked.exitCode == 0, "\(unchecked)")
+        // The list is unchanged (304) but its signature is gone: the copy that run kept was never
+        // checked, so a run with --keyring fetches the list again, and refuses it.
+        try FileManager.default.removeItem(atPath: list + ".gpg")
+        let checked = try sync(fx, url, ["--keyring", keyring])
+        #expect(checked.exitCode == 65, "\(checked)")
+        #expect(checked.stderr.contains("no OpenPGP signature found"), "\(checked.stderr)")
+
+        // Signed again: a run with --keyring keeps a checked copy, which then carries the run
+        // while the server is down.
+        try keys.detachSign(list, output: list + ".gpg")
+        #expect(try sync(fx, url, ["--keyring", keyring]).exitCode == 0)
+        fx.server.stop()
+        let offline = try sync(fx, url, ["--keyring", keyring])
+        #expect(offline.exitCode == 0, "\(offline)")
+        #expect(offline.stderr.contains("using the last good copy"), "\(offline.stderr)")
+    }
+
+    @Test func aServedManifestThatCarriesMirrorsOwnMarkIsRefused() throws {
+        let fx = try SyncFixture()
+        try fx.addFile("a.bin", size: 100, seed: 11)
+        try fx.writeManifest()
+        let text = try String(contentsOfFile: fx.manifestPath, encoding: .utf8)
+        try Data(("# Made by mirror from x (sha256, sizes as the server said; mirror: OpenPGP signature verified)\n" + text).utf8)
+            .write(to: URL(fileURLWithPath: fx.www + "/forged.yaml"))
+        let result = try sync(fx, fx.server.baseURL + "forged.yaml", [])
+        #expect(result.exitCode == 65, "\(result)")
+        #expect(result.stderr.contains("carries the mark mirror writes"), "\(result.stderr)")
+        #expect(!fx.exists(fx.destPath("a.bin")))
+    }
 }

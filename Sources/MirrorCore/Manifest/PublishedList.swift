@@ -63,16 +63,8 @@ enum PublishedList {
         Metalink.looksLike(bytes) || ChecksumList.looksLike(bytes)
     }
 
-    /// The first line of the YAML manifest made of a checksum list (``manifest(of:place:)``).
+    /// The first line of the YAML manifest made of a checksum list (``manifest(of:place:verified:)``).
     static let madeMarker = "# Made by mirror from "
-
-    /// Whether a kept copy is a Metalink file or the manifest made of a checksum list: its
-    /// OpenPGP signature was checked when it was fetched, and `--trust`'s Ed25519 signature does
-    /// not apply to it. Only ever asked of the copy kept under DEST (whose owner, mode and
-    /// SHA-256 are checked first), never of bytes from the network.
-    static func isKeptList(_ bytes: [UInt8]) -> Bool {
-        Metalink.looksLike(bytes) || bytes.starts(with: madeMarker.utf8)
-    }
 
     /// A local path's manifest when it is a list or a Metalink file, or `--keyring` is given:
     /// its bytes as ``prepare(_:place:trusted:keyring:)`` makes them; nil for a YAML manifest
@@ -107,7 +99,12 @@ enum PublishedList {
         let isList = !isMetalink && ChecksumList.looksLike(bytes)
         guard isMetalink || isList else {
             if keyring != nil && !trusted { throw PublishedListError.notApplicable(place.name, keyring: true) }
+            // Mirror's own marks are never taken from the network (KeptPublishedCopy).
+            if bytes.starts(with: madeMarker.utf8) { throw PublishedListError.forgedMark(place.name) }
             return bytes
+        }
+        if isMetalink, bytes.prefix(4096).firstRange(of: Array(KeptPublishedCopy.verifiedNote.utf8)) != nil {
+            throw PublishedListError.forgedMark(place.name)
         }
         var text = bytes
         if let keyring {
@@ -133,13 +130,14 @@ enum PublishedList {
             }
             text = inner
         }
-        if isMetalink { return text }
+        if isMetalink { return keyring == nil ? text : KeptPublishedCopy.markVerified(metalink: text) }
         let list = try ChecksumList.parse(text, sourceName: place.name)
-        return try manifest(of: list, place: place)
+        return try manifest(of: list, place: place, verified: keyring != nil)
     }
 
     /// The YAML manifest of `list`: `base_url` its folder, each size as the server tells it.
-    static func manifest(of list: ChecksumList, place: Place) throws -> [UInt8] {
+    /// `verified`: its OpenPGP signature was checked, which its first line then says.
+    static func manifest(of list: ChecksumList, place: Place, verified: Bool) throws -> [UInt8] {
         guard let base = place.base else { throw PublishedListError.noBase(place.name) }
         let unknown = list.files.indices.filter { list.files[$0].size == nil }
         var sizes = list.files.map(\.size)
@@ -161,7 +159,8 @@ enum PublishedList {
             if StopSignal.received != 0 { throw PublishedListError.interrupted(place.name) }
             if !problems.isEmpty { throw PublishedListError.sizes(place.name, problems.map { ($0.0, $0.1) }) }
         }
-        var out = madeMarker + "\(place.name) (\(list.algorithm.name), sizes as the server said)\nversion: 1\n"
+        var out = madeMarker + "\(place.name) (\(list.algorithm.name), sizes as the server said"
+            + (verified ? "; \(KeptPublishedCopy.verifiedNote))\n" : ")\n") + "version: 1\n"
         out += "base_url: \(ManifestWriter.quoted(base))\nfiles:\n"
         for (file, size) in zip(list.files, sizes) {
             out += "  - path: \(ManifestWriter.quoted(file.path))\n    size: \(size ?? 0)\n    \(list.algorithm.name): \(file.digest.hex)\n"
@@ -191,6 +190,8 @@ enum PublishedListError: Error, CustomStringConvertible {
     case sizes(String, [(path: String, answer: SizeProbe.Answer)])
     case noBase(String)
     case interrupted(String)
+    /// Bytes from the network that carry the mark mirror writes on what it checked.
+    case forgedMark(String)
 
     /// 75 when the server could be asked again later (no answer, 5xx); 65 when it answered and
     /// the list does not match what it serves.
@@ -205,7 +206,7 @@ enum PublishedListError: Error, CustomStringConvertible {
                 }
             }
         case .interrupted: return true
-        case .notApplicable, .noBase: return false
+        case .notApplicable, .noBase, .forgedMark: return false
         }
     }
 
@@ -235,6 +236,9 @@ enum PublishedListError: Error, CustomStringConvertible {
             return "\(name): cannot tell the folder the list's names are relative to"
         case .interrupted(let name):
             return "\(name): interrupted while asking the sizes of the listed files"
+        case .forgedMark(let name):
+            return "\(name): refused: it carries the mark mirror writes on a manifest it made and checked itself "
+                + "(\"\(PublishedList.madeMarker.dropFirst(2))\" or \"\(KeptPublishedCopy.verifiedNote)\"), which no published file may carry"
         }
     }
 }

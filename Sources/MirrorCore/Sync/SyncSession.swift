@@ -276,7 +276,7 @@ public enum SyncSession {
         let fetched = try RemoteManifest.load(
             url: manifest, destination: dest, settings: settings, saveCopy: !options.dryRun,
             verify: check.map { check in { bytes, signature in if !PublishedList.isPublished(bytes) { try check(bytes, signature) } } },
-            verifyCopy: check.map { check in { bytes, signature in if !PublishedList.isKeptList(bytes) { try check(bytes, signature) } } },
+            verifyCopy: KeptPublishedCopy.check(trust: check, keyring: keyring, name: redactedURL(manifest)),
             admit: admit,
             prepare: { try PublishedList.prepare($0, place: .remote(url: manifest, settings: settings), trusted: trust != nil, keyring: keyring) })
         for warning in fetched.warnings { report.warning(warning) }

@@ -36,12 +36,13 @@ public struct Metalink: Sendable, Equatable {
     public static let sizeLimit = 64 << 20
     static let schemes = ["http", "https", "file"]
 
-    /// Whether `bytes` are XML (after a UTF-8 byte-order mark and white space, `<?xml` or `<metalink`).
+    /// Whether `bytes` are XML (after a UTF-8 byte-order mark and white space, `<?xml`, `<metalink`
+    /// or a comment).
     public static func looksLike(_ bytes: [UInt8]) -> Bool {
         var rest = bytes[...]
         if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
         rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
-        return rest.starts(with: "<?xml".utf8) || rest.starts(with: "<metalink".utf8)
+        return rest.starts(with: "<?xml".utf8) || rest.starts(with: "<metalink".utf8) || rest.starts(with: "<!--".utf8)
     }
 
     public static func parse(_ bytes: [UInt8], sourceName: String) throws -> Metalink {
