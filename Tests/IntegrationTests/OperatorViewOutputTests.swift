@@ -117,23 +117,14 @@ import MirrorTestSupport
         let example = try String(contentsOfFile: Self.repository + "/manifests/lab-media.yaml", encoding: .utf8)
         #expect(example.contains("destination: /srv/lab-media          # absolute; a relative one is taken from this file's folder"))
 
-        let unit = try String(contentsOfFile: Self.repository + "/manifests/mirror-sync.service", encoding: .utf8)
-        var writable: [String] = []
-        for line in unit.split(separator: "\n") {
-            if line.hasPrefix("ReadWritePaths=") {
-                for path in line.dropFirst("ReadWritePaths=".count).split(separator: " ") {
-                    writable.append(path.hasPrefix("-") ? String(path.dropFirst()) : String(path))
-                }
-            } else if line.hasPrefix("LogsDirectory=") {
-                writable.append("/var/log/" + String(line.dropFirst("LogsDirectory=".count)))
-            }
-        }
+        // The README's cron line uses the package's paths and writes only into folders the package makes.
+        let package = try String(contentsOfFile: Self.repository + "/scripts/package", encoding: .utf8)
         let suggested = try #require(readme.split(separator: "\n").first { $0.hasPrefix("0 * * * *") }).split(separator: " ")
-        for option in ["--metrics-file", "--log-file", "--dest"] {
+        #expect(suggested.contains("/usr/bin/mirror"), "\(suggested)")
+        for option in ["--metrics-file", "--log-file"] {
             let index = try #require(suggested.firstIndex { $0 == option }, "\(option) in the README's cron line")
-            let path = String(suggested[index + 1])
-            let folder = option == "--dest" ? path : (path as NSString).deletingLastPathComponent
-            #expect(writable.contains(folder), "\(option) \(path): the unit lets it write \(writable)")
+            let folder = (String(suggested[index + 1]) as NSString).deletingLastPathComponent
+            #expect(package.contains("\"$root\(folder)\""), "\(option): scripts/package makes no \(folder)")
         }
     }
 }

@@ -5,11 +5,17 @@ import MirrorKit
 /// them is fetched (`HEAD`, RFC 9110 §9.3.2, and its `Content-Length`, §8.6): the space check and
 /// the plan need every size, which `SHA256SUMS` does not give.
 ///
-/// The requests share one multi handle, multiplexed on HTTP/2 (`CURLMOPT_PIPELINING`,
-/// `CURLOPT_PIPEWAIT`, so that they wait for the first connection rather than each opening one)
-/// and at most ``connections`` connections to a host over HTTP/1.1, with ``inFlight`` at once: 2,000
-/// files on a 60 ms link cost a few round trips, not 2,000. Each request has the settings of every
-/// download (``TransferSettings/configure(_:url:)``). A `file:` URL is answered from the disk.
+/// The URLs are dealt to ``lanes`` threads, each with a multi handle of its own and so its own
+/// connections: over HTTP/2 a lane's requests are streams of one connection (`CURLMOPT_PIPELINING`,
+/// `CURLOPT_PIPEWAIT`, so that they wait for it rather than each opening one), up to ``streams``
+/// at once, as many as nginx allows by default (`http2_max_concurrent_streams` 128); over
+/// HTTP/1.1, which has no multiplexing, a lane takes turns on ``connectionsPerLane``
+/// connections, 16 in all, the ceiling a run keeps to one host (docs/cli.md, "Files, requests and
+/// connections"). On a 60 ms link (bench/wan, `mirror-sums` against `mirror`), asking 2,000 sizes
+/// cost 1.2 s over HTTP/2 and 16 s over HTTP/1.1 with one lane of 8 connections and 100 streams,
+/// and costs 0.7 s and 8.1 s with the lanes: HTTP/1.1 has no multiplexing, so 16 connections
+/// take turns, a round trip each request. Each request has the settings of every download
+/// (``TransferSettings/configure(_:url:)``). A `file:` URL is answered from the disk.
 enum SizeProbe {
     /// How one file's size came back.
     enum Answer: Equatable {
@@ -21,14 +27,35 @@ enum SizeProbe {
         case failed(String)
     }
 
-    static let connections = 8
-    static let inFlight = 256
+    static let lanes = 8
+    static let connectionsPerLane = 2
+    static let streams = 128
 
     /// One answer per URL, in order. Stops early (the rest `.failed("interrupted")`) on SIGINT or SIGTERM.
     static func sizes(of urls: [String], settings: TransferSettings) throws -> [Answer] {
+        let laneCount = max(1, min(lanes, urls.count / 64 + 1))
+        let answers = Locked([Answer?](repeating: nil, count: urls.count))
+        WorkerPool.run(count: laneCount, threads: laneCount) { lane in
+            let mine = Array(stride(from: lane, to: urls.count, by: laneCount))
+            let found = Result { try probe(mine.map { urls[$0] }, settings: settings) }
+            answers.withLock { all in
+                for (offset, index) in mine.enumerated() {
+                    switch found {
+                    case .success(let got): all[index] = got[offset]
+                    case .failure(let error): all[index] = .failed("\(error)")
+                    }
+                }
+            }
+        }
+        return answers.withLock { $0 }.map { $0 ?? .failed("not asked") }
+    }
+
+    /// One lane: its URLs on one multi handle, ``streams`` at once.
+    private static func probe(_ urls: [String], settings: TransferSettings) throws -> [Answer] {
         let multi = try CurlMulti()
-        multi.limit(connectionsPerHost: connections, streams: 100)
-        _ = mirror_curl_multi_setopt_long(multi.handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, connections)
+        multi.limit(connectionsPerHost: connectionsPerLane, streams: streams)
+        _ = mirror_curl_multi_setopt_long(multi.handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, connectionsPerLane)
+        let inFlight = streams
         var answers = [Answer?](repeating: nil, count: urls.count)
         var running: [UnsafeMutableRawPointer: (index: Int, easy: CurlEasy)] = [:]
         var next = 0
