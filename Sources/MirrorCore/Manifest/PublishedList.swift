@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 import MirrorModel
 #if canImport(Glibc)
@@ -34,12 +35,7 @@ enum PublishedList {
             case .remote(let url, _):
                 return URLReference.resolve("./", against: url)
             case .local(let path):
-                var absolute = path
-                if !path.hasPrefix("/") {
-                    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-                    guard getcwd(&buffer, buffer.count) != nil else { return nil }
-                    absolute = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
-                }
+                guard let absolute = CurrentFolder.absolute(path) else { return nil }
                 let folder = absolute.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
                 return "file://" + URLReference.encodePath(folder) + "/"
             }

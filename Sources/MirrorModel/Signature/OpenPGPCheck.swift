@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 #if canImport(Glibc)
 import Glibc
@@ -5,7 +6,7 @@ import Glibc
 
 /// The OpenPGP signature of a published checksum list or Metalink file, checked by `gpgv`, the
 /// verifier apt uses: mirror reads no OpenPGP packet itself (docs/signing.md, "Checksum lists
-/// signed with OpenPGP").
+/// and Metalink signed with OpenPGP").
 ///
 /// `gpgv --homedir TMP --keyring KEYRING --status-fd 1 SIGNATURE DATA` for a detached signature
 /// (`SHA256SUMS.gpg`, `.sign`, `.asc`), and `--output TMP/text CLEARSIGNED` for a clearsigned
@@ -103,12 +104,7 @@ public struct OpenPGPKeyring: Sendable, Equatable {
         guard let verifier = ["/usr/bin/gpgv", "/bin/gpgv"].first(where: { access($0, X_OK) == 0 }) ?? Spawn.find("gpgv") else {
             throw KeyringError("--keyring needs gpgv, GnuPG's signature verifier, which is not installed (Debian: apt install gpgv)")
         }
-        var absolute = path
-        if !path.hasPrefix("/") {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            guard getcwd(&buffer, buffer.count) != nil else { throw KeyringError("--keyring \(path): cannot tell the current folder") }
-            absolute = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
-        }
+        guard let absolute = CurrentFolder.absolute(path) else { throw KeyringError("--keyring \(path): cannot tell the current folder") }
         return OpenPGPKeyring(path: absolute, verifier: verifier)
     }
 }
