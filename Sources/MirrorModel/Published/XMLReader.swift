@@ -1,4 +1,4 @@
-import CXML2
+internal import CXML2
 
 /// Owns one libxml2 streaming reader (`xmlReaderForMemory` / `xmlFreeTextReader`) and gives its
 /// nodes as Swift values, so that no libxml2 type leaves this file.
