@@ -56,6 +56,13 @@ package final class Scratch {
 
     package func path(_ name: String) -> String { root + "/" + name }
 
+    /// A folder in it, private to this user (mode 0700), for a helper's own home.
+    package func makeFolder(_ name: String) throws -> String {
+        let folder = path(name)
+        guard mkdir(folder, 0o700) == 0 || errno == EEXIST else { throw Spawn.Failure(program: "mkdir", errno: errno) }
+        return folder
+    }
+
     package func write(_ name: String, _ bytes: [UInt8]) throws {
         let fd = open(path(name), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Spawn.Failure(program: "open", errno: errno) }

@@ -138,7 +138,8 @@ extension SequenceWalk {
         var planB = planA
         if !rollback {
             planB.version = rng.below(SequenceWorld.versionCount)
-            // A plain walk's --wait run must not convert DEST; an atomic DEST stays atomic either way.
+            // A plain walk's --wait run must not convert DEST; an atomic DEST stays atomic either way,
+            // and without --atomic (which --max-delete needs) its switch is held to the default 50 %.
             planB.flags = ["--jobs", String(rng.pick([2, 4, 8]))] + (atomic && rng.chance(0.7) ? ["--atomic", "--max-delete", "100%"] : [])
             planB.deleting = false
             planB.correctServer = world.serverIsCorrect(for: planB.version)

@@ -291,6 +291,12 @@ struct SequenceWalk {
         // A run that another followed (--wait) left DEST to it: what blocked it is gone, not judged.
         if result.signal == nil && result.exitCode == 1 && plan.correctServer && !ranLast && result.stderr.contains("move it away") {
             counts["blocked turn not judged (another run followed)", default: 0] += 1
+        } else if result.signal == nil && result.exitCode == 1 && plan.correctServer && !plan.flags.contains("--max-delete")
+                    && result.stderr.contains("more than --max-delete") && result.stderr.contains("still holds the previous set")
+                    && result.stderr.contains("run again with --atomic --max-delete") {
+            // A run without --atomic on an atomic DEST (its waiter, say) switches generations all
+            // the same, held to the default 50 %: refused, with DEST as it was (invariants 1 and 7).
+            counts["guardrail (no --max-delete on an atomic DEST)", default: 0] += 1
         } else if result.signal == nil && result.exitCode == 1 && plan.correctServer {
             problems += try blockedTurns(step, version: version, result: result, context: context, moveAway: ranLast)
         }

@@ -11,9 +11,13 @@ import MirrorKit
 /// part of a mistaken purge is still a purge.
 public struct DeletionPolicy: Sendable, Equatable {
     public var limit: DeleteLimit
+    /// The run switches an atomic DEST's generation without `--atomic` on its command line, where
+    /// `--max-delete` alone is a usage error: the way past the limit names both.
+    public var remedyNeedsAtomic = false
 
-    public init(limit: DeleteLimit = .default) {
+    public init(limit: DeleteLimit = .default, remedyNeedsAtomic: Bool = false) {
         self.limit = limit
+        self.remedyNeedsAtomic = remedyNeedsAtomic
     }
 
     public struct Facts: Sendable, Equatable {
@@ -60,13 +64,15 @@ public struct DeletionPolicy: Sendable, Equatable {
 
     /// Why nothing was deleted, for a person: the count, the limit and the way to go past it.
     public func refusal(_ decision: Decision) -> String? {
+        let withAtomic = remedyNeedsAtomic
         switch decision {
         case .refuseEmptyManifest(let n):
             return "deleted nothing: the manifest lists no files, and deleting would remove all \(n) \(Self.files(n)) "
                 + "mirror installed (an empty manifest is more often a failed publish than an intent)"
         case .refuseTooMany(let n, let allowed, let known):
             return "deleted nothing: the run would delete \(n) of \(known) \(Self.files(known)), more than --max-delete "
-                + "\(limit) allows (\(allowed)); check the manifest, then run again with --max-delete \(n) to allow it"
+                + "\(limit) allows (\(allowed)); check the manifest, then run again with \(withAtomic ? "--atomic " : "")--max-delete \(n) to allow it"
+                + (withAtomic ? " (DEST is atomic; --max-delete goes with --atomic)" : "")
         case .nothing, .delete, .waitForCompleteRun:
             return nil
         }

@@ -223,7 +223,8 @@ struct AtomicBuild {
         }
         do {
             let (dropped, known) = try droppedFiles()
-            let policy = options.deletionPolicy
+            var policy = options.deletionPolicy
+            policy.remedyNeedsAtomic = !options.atomic
             let decision = policy.decide(.init(candidates: dropped.count, known: known,
                                                listed: manifest.entries.count, everyFileVerified: true))
             if let refusal = policy.refusal(decision) {

@@ -54,7 +54,7 @@ struct DryRun {
             try ConversionCheck.require(plain, destPath: destPath, journal: disk.journal, manifest: manifest, options: options)
         }
         return try DryRun(manifest: manifest, report: report, options: options, destPath: destPath, deadline: deadline,
-                          deletion: atomic ? .unlisted : options.deletion, deletionPolicy: options.deletionPolicy,
+                          deletion: atomic ? .unlisted : options.deletion, deletionPolicy: DeletionPolicy(limit: options.deletionPolicy.limit, remedyNeedsAtomic: atomic && !options.atomic),
                           known: lookAhead?.finish())
             .run(disk: disk, summary: summary)
     }

@@ -68,9 +68,9 @@ public enum OpenPGPCheck {
     /// Runs gpgv with its own empty home (it writes nothing to the runner's `~/.gnupg`, and a
     /// system user has none), its status on standard output and its messages on standard error.
     static func run(keyring: OpenPGPKeyring, work: Scratch, arguments: [String]) throws -> Result {
-        let home = work.path("home")
-        guard mkdir(home, 0o700) == 0 || errno == EEXIST else {
-            throw OpenPGPError(signed: "", signature: "", keyring: keyring.path, cause: .unreadable("cannot make \(home)"))
+        let home: String
+        do { home = try work.makeFolder("home") } catch {
+            throw OpenPGPError(signed: "", signature: "", keyring: keyring.path, cause: .unreadable("cannot make gpgv's home folder: \(error)"))
         }
         let argv = [keyring.verifier, "--homedir", home, "--keyring", keyring.path, "--status-fd", "1"] + arguments
         let status = try Spawn.run(argv, stdout: work.path("status"), stderr: work.path("messages"))

@@ -48,4 +48,14 @@ struct DeletionPolicyTests {
             #expect(throws: ArgumentValueError.notADeleteLimit, "\(bad)") { try DeleteLimit(parsing: bad) }
         }
     }
+
+    /// A run without `--atomic` on an atomic DEST cannot take `--max-delete` alone (a usage
+    /// error): the way past the limit names `--atomic` too.
+    @Test func theWayPastTheLimitNamesAtomicWhereTheRunLacksIt() throws {
+        let decision = DeletionPolicy().decide(facts(60))
+        let plain = try #require(DeletionPolicy().refusal(decision))
+        #expect(plain.hasSuffix("run again with --max-delete 60 to allow it"), "\(plain)")
+        let atomic = try #require(DeletionPolicy(remedyNeedsAtomic: true).refusal(decision))
+        #expect(atomic.contains("run again with --atomic --max-delete 60 to allow it (DEST is atomic; --max-delete goes with --atomic)"), "\(atomic)")
+    }
 }
