@@ -99,7 +99,7 @@ enum PublishedList {
             if bytes.starts(with: madeMarker.utf8) { throw PublishedListError.forgedMark(place.name) }
             return bytes
         }
-        if isMetalink, bytes.prefix(4096).firstRange(of: Array(KeptPublishedCopy.verifiedNote.utf8)) != nil {
+        if isMetalink, KeptPublishedCopy.isMarkedVerified(bytes) {
             throw PublishedListError.forgedMark(place.name)
         }
         var text = bytes

@@ -55,7 +55,6 @@ enum SizeProbe {
         let multi = try CurlMulti()
         multi.limit(connectionsPerHost: connectionsPerLane, streams: streams)
         _ = mirror_curl_multi_setopt_long(multi.handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, connectionsPerLane)
-        let inFlight = streams
         var answers = [Answer?](repeating: nil, count: urls.count)
         var running: [UnsafeMutableRawPointer: (index: Int, easy: CurlEasy)] = [:]
         var next = 0
@@ -73,7 +72,7 @@ enum SizeProbe {
             }
         }
         while next < urls.count || !running.isEmpty {
-            while next < urls.count, running.count < inFlight {
+            while next < urls.count, running.count < streams {
                 start(next)
                 next += 1
             }

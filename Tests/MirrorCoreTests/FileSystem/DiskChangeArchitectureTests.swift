@@ -26,7 +26,7 @@ import Testing
         "MirrorModel/Manifest/ManifestWriter+Attributes.swift": (["mkdir"], "`manifest create` makes its chunk index folder on the publisher"),
         "MirrorCore/Report/RunLog.swift": (["open", "fchmod", "write"], "`--log-file`, a file the operator names"),
         "MirrorCore/Report/ProgressDisplay.swift": (["ioctl"], "TIOCGWINSZ reads the terminal's width"),
-        "MirrorKit/Spawn.swift": (["open", "write", "mkdir", "unlink", "rmdir"],
+        "MirrorFS/ScratchFolder.swift": (["openat", "mkdirat", "unlinkat", "rmdir"],
                                   "`Scratch`: gpgv's private folder under TMPDIR (the list and signature it checks, its home), never DEST's"),
     ]
 
