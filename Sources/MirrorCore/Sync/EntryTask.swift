@@ -21,6 +21,19 @@ final class EntryTask {
     var attempt = Attempts()
     var history = FailureHistory()
     var segments = SegmentState()
+    /// Which mirrors the file's segments may still go to (``MirrorSpread``): behind a reference
+    /// made at the first change, as most tasks never use it.
+    var mirrors: MirrorSpread {
+        get { mirrorState?.value ?? MirrorSpread() }
+        set {
+            if let mirrorState {
+                mirrorState.value = newValue
+            } else if !newValue.isUnused {
+                mirrorState = Rare(newValue)
+            }
+        }
+    }
+    private var mirrorState: Rare<MirrorSpread>?
     /// Where the entry stands in the run (``EntryState``), changed only by ``move(to:)``.
     private(set) var state = EntryState.ready
     /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`; ``Scheduler``).

@@ -14,11 +14,22 @@ extension EntryWork {
             task.segments.widthDecidedAt = (monotonicSeconds(), writer.idleSeconds, threads.idleSeconds(of: task))
         }
         let running = Set(task.downloads.compactMap(\.segment))
+        // Several mirrors at once: each segment picks its own (``MirrorSpread``), with its validator.
+        let mirrors = partial.spreadsSources ? liveMirrors(task) : nil
         // At most --segments requests for this file, and (beyond its first) within the connection limit.
         var room = min(min(task.segments.width, options.segments) - task.downloads.count, max(1, freeConnections()))
         for open in partial.openSegments() where !running.contains(open.index) && room > 0 {
-            let download = try Download(url: url, offset: open.from, ifRange: ifRange, target: partial,
-                                        settings: transferSettings(for: task, url: url), segment: (open.index, open.end))
+            var source = url
+            var validator = ifRange
+            if let mirrors {
+                guard let picked = task.mirrors.pick(live: mirrors, recorded: partial.recordedSource(of: open.index),
+                                                     running: task.downloads.map(\.url)) else { break }
+                source = picked
+                validator = partial.heldValidator(for: picked)
+            }
+            let download = try Download(url: source, offset: open.from, ifRange: validator, target: partial,
+                                        settings: transferSettings(for: task, url: source), segment: (open.index, open.end))
+            partial.noteOrigin(segment: open.index, from: open.from, url: source)
             submit(download, for: task)
             room -= 1
         }
@@ -62,6 +73,39 @@ extension EntryWork {
     /// garbles ranges turns the entry into one stream from its contiguous prefix.
     func handleSegment(_ download: Download, of task: EntryTask) {
         let outcome = download.outcome ?? .failed(.cancelled)
+        if task.partial?.wrongPiece != nil {
+            // A wrong piece stops the file's every request; the file is rewound once all are back.
+            if case .complete = outcome {} else { segmentFailed(task, .checksumMismatch("a piece did not match its hash")) }
+        } else if restsMirror(after: outcome, of: download, task: task) {
+            // Another mirror carries the segment on (``MirrorSpread``).
+        } else {
+            handleSegmentOutcome(outcome, of: download, task: task)
+        }
+        guard task.downloads.isEmpty, let partial = task.partial else { return }
+        if partial.wrongPiece != nil {
+            _ = task.segments.takeFailure()
+            wrongPieceFound(task)
+        } else if let failure = task.segments.takeFailure() {
+            if failure == .rangeIgnored || failure.distrustsRanges {
+                partial.abandonSegments()
+                task.segments.refused = true
+            }
+            attemptFailed(task, failure)
+        } else if partial.isComplete {
+            emit(.install(task))
+        } else if stop.isEnding {
+            partial.checkpoint()
+            task.move(to: .leftForLaterRun)
+            emit(.pending)
+        } else if task.currentSource != nil {
+            // A segment ended cleanly short of its end (cancelled by nothing we know): continue.
+            continueSegments(task)
+        } else {
+            giveUp(task)
+        }
+    }
+
+    private func handleSegmentOutcome(_ outcome: DownloadOutcome, of download: Download, task: EntryTask) {
         switch outcome {
         case .complete:
             // A delta's ranges are small and few: each one finished is journaled (docs/journal.md,
@@ -87,7 +131,7 @@ extension EntryWork {
                 task.attempt.count += 1
                 task.source.failuresWithoutProgress = 0
                 do {
-                    try startSegments(task, url: url, ifRange: partial.validator)
+                    try startSegments(task, url: url, ifRange: partial.heldValidator(for: url))
                 } catch {
                     segmentFailed(task, .network(code: 0, message: "\(error)", transient: true))
                 }
@@ -95,31 +139,12 @@ extension EntryWork {
                 segmentFailed(task, failure)
             }
         }
-        guard task.downloads.isEmpty, let partial = task.partial else { return }
-        if let failure = task.segments.takeFailure() {
-            if failure == .rangeIgnored || failure.distrustsRanges {
-                partial.abandonSegments()
-                task.segments.refused = true
-            }
-            attemptFailed(task, failure)
-        } else if partial.isComplete {
-            emit(.install(task))
-        } else if stop.isEnding {
-            partial.checkpoint()
-            task.move(to: .leftForLaterRun)
-            emit(.pending)
-        } else if task.currentSource != nil {
-            // A segment ended cleanly short of its end (cancelled by nothing we know): continue.
-            continueSegments(task)
-        } else {
-            giveUp(task)
-        }
     }
 
     /// Starts what the file's width allows of its open segments, from its current source.
     func continueSegments(_ task: EntryTask) {
         guard let url = task.currentSource, let partial = task.partial else { return }
-        do { try startSegments(task, url: url, ifRange: partial.validator) } catch { stopOrFail(task, error) }
+        do { try startSegments(task, url: url, ifRange: partial.heldValidator(for: url)) } catch { stopOrFail(task, error) }
     }
 
     func segmentFailed(_ task: EntryTask, _ failure: TransferFailure) {

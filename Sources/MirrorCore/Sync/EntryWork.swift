@@ -78,11 +78,13 @@ final class EntryWork {
     func openPartial(for task: EntryTask, resumeFrom: Int64 = 0, saved: PartialRecord? = nil) throws -> PartialFile {
         try PartialFile(identity: EntryIdentity(task.entry), name: task.partialName, folder: place.partialFolder,
                         folderDisplay: place.destination.displayState(".mirror/partial"), journal: place.writer,
-                        writer: threads.writers.writer(), resumeFrom: resumeFrom, saved: saved, naming: place.partialNaming)
+                        writer: threads.writers.writer(), resumeFrom: resumeFrom, saved: saved, naming: place.partialNaming,
+                        pieces: task.entry.pieces)
     }
 
     private func startAttempt(_ task: EntryTask) {
         task.move(to: .fetching)
+        task.mirrors.wake()
         do {
             // Bytes already on this machine come first: they need no source, reachable or not.
             if task.partial == nil, copyLocally(task) {
@@ -125,7 +127,7 @@ final class EntryWork {
             }
             // The validator belongs to the URL it came from (journaled with its credentials masked).
             let sameSource = partial.sourceURL.map { $0 == url || redactedURL($0) == redactedURL(url) } ?? false
-            if !sameSource && partial.length > 0 {
+            if !sameSource && partial.length > 0 && !partial.spreadsSources {
                 // Another source (a mirror, or a changed base_url): its validator cannot be compared
                 // with the old one, so no If-Range is sent and its answer sets the validator anew.
                 // The bytes may then come from two servers; the digest check catches a splice, and
@@ -138,6 +140,7 @@ final class EntryWork {
             if refused == nil && partial.length == 0 && !partial.isSegmented
                 && segmentPolicy.wantsSegments(size: task.entry.size, url: url, sourceRefusedRanges: task.segments.refused) {
                 try partial.beginSegments(length: SegmentPolicy.segmentLength(size: task.entry.size, connections: options.segments))
+                if spreads(task) { partial.spreadsSources = true }
             }
             task.attempt.begin(at: partial.length)
             if partial.isSegmented {
@@ -147,6 +150,7 @@ final class EntryWork {
             let download = try Download(url: url, offset: partial.length, ifRange: sameSource ? partial.validator : nil,
                                         target: partial, settings: transferSettings(for: task, url: url),
                                         unlessStill: refused?.conditionalHeader)
+            partial.noteOrigin(segment: 0, from: partial.length, url: url)
             submit(download, for: task)
         } catch {
             stopOrFail(task, error)
@@ -199,6 +203,8 @@ final class EntryWork {
             emit(.pending)
         case .failed(.rangeIgnored):
             restartFromZero(task)
+        case .failed(_) where task.partial?.wrongPiece != nil:
+            wrongPieceFound(task)
         case .failed(let failure):
             attemptFailed(task, failure)
         }

@@ -251,6 +251,11 @@ public final class Download {
         } catch let error as SystemError {
             abortReason = .writeFailed(error)
             return false
+        } catch let wrong as PieceCheck.WrongPiece {
+            // A piece of the file (perhaps another request's) did not match its hash: every request
+            // of the file stops, and the sync thread rewinds it (``EntryWork/wrongPiece(_:_:)``).
+            abortReason = .checksumMismatch("piece \(wrong.index) did not match its hash")
+            return false
         } catch {
             abortReason = .writeFailed(SystemError("write", target.displayPath, code: 5))
             return false
@@ -279,13 +284,12 @@ public final class Download {
                 // thread, which does not journal; the sync thread cuts the file first (``WholeFile``).
                 // A `file:` URL is read whole every time: it starts over, as it always did.
                 if isFile { decision = .reject(.rangeIgnored) } else { offerWholeFile(responseHead) }
-            } else if start > 0 || segment != nil, let held = target.validator, let now = responseHead.resumeValidator, held != now {
+            } else if start > 0 || segment != nil, let held = target.heldValidator(for: url), let now = responseHead.resumeValidator, held != now {
                 // Segments started without a validator compare theirs with the first one seen.
                 decision = .reject(.validatorChanged)
             }
             if case .accept = decision, wholeFile == .none {
-                target.sourceURL = url
-                target.validator = responseHead.resumeValidator ?? target.validator
+                target.adopt(url: url, validator: responseHead.resumeValidator)
             }
         default:
             break

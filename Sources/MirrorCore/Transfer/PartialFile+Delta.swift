@@ -101,6 +101,7 @@ extension PartialFile {
         }
         hashers.reset()
         hashedLength = 0
+        pieceCheck?.restart(at: 0)
         durableLength = kept
         locked {
             segments = list

@@ -22,21 +22,42 @@ extension PartialFile {
         }
     }
 
+    /// Hands bytes that continue the hashed prefix to the hashers, and to the piece check when the
+    /// entry has piece hashes. After a wrong piece nothing more is hashed until the sync thread
+    /// rewinds the file (``rewind(from:dropping:)``): the hashers stand at the piece's first byte.
     func performHash(_ bytes: UnsafeRawBufferPointer) {
-        hashers.update(bytes)
-        hashedLength += Int64(bytes.count)
+        guard let pieceCheck else {
+            hashers.update(bytes)
+            hashedLength += Int64(bytes.count)
+            return
+        }
+        guard wrongPiece == nil else { return }
+        // Every path that moves the hashed prefix restarts the check with it; should one not, the
+        // check picks up at the next piece rather than compare bytes of another place.
+        if pieceCheck.next != hashedLength { pieceCheck.restart(at: hashedLength) }
+        if let wrong = pieceCheck.feed(bytes, into: hashers) {
+            hashedLength = wrong.range.lowerBound
+            errorLock.lock()
+            storedWrongPiece = wrong
+            errorLock.unlock()
+        } else {
+            hashedLength += Int64(bytes.count)
+        }
     }
 
     /// Hashes `[from, to)` read back from the file (``FileHashing/read(_:from:to:_:)``, the one
     /// read-and-hash loop): a kept prefix hashed again, or bytes a segment wrote before the hashed
     /// prefix reached them (normally still in the page cache, so this is a copy, not a disk read).
     func performHashFromFile(from: Int64, to: Int64) {
+        guard wrongPiece == nil else { return }
         guard failure == nil, from == hashedLength else {
             if failure == nil { fail(SystemError("hash", displayPath, code: EIO)) }
             return
         }
         do {
-            try FileHashing.read(file, from: from, to: to) { performHash($0) }
+            try FileHashing.read(file, from: from, to: to) { bytes in
+                if wrongPiece == nil { performHash(bytes) }
+            }
         } catch let error as SystemError {
             fail(error)
         } catch {

@@ -77,6 +77,7 @@ extension PartialFile {
                                states: hashed > 0 ? saved.hashStates : [:], segments: list.map(\.record))
         }
         segments = list
+        restoreOrigins(recorded, url: saved.url)
         acceptedLength = total
         lastCheckpoint = total
         durableLength = total

@@ -56,6 +56,9 @@ public final class PartialFile {
         /// Offset up to which writeback of this segment was asked for (``startWriteback(from:count:)``,
         /// at once or as a job of the writer thread).
         var writebackStarted: Int64
+        /// Where its bytes came from: each request's first offset and URL, in order (a segment
+        /// continued on another mirror has two). A wrong piece is laid on these (``PartialFile/rewind(from:dropping:)``).
+        var origins: [Origin] = []
 
         init(start: Int64, end: Int64, written: Int64) {
             self.start = start
@@ -79,6 +82,10 @@ public final class PartialFile {
     var receivedThisRun: Int64 = 0
     var currentSourceURL: String?
     var currentValidator: String?
+    /// The file's segments come from several mirrors at once (``EntryWork/spreads(_:)``): each
+    /// mirror's validator is kept apart, by URL, and sent as `If-Range` to it alone.
+    var spreadsSources = false
+    var mirrorValidators: [String: String] = [:]
     /// Together the segments cover the whole file, in order; one for a single stream.
     var segments: [Segment]
     /// The prefix handed to the hashers, and whether the bytes after it are read back from the file.
@@ -121,8 +128,13 @@ public final class PartialFile {
     var hashedLength: Int64 = 0
     /// The durable bytes of all segments together (for one stream, the durable prefix).
     var durableLength: Int64 = 0
+    /// The Metalink piece hashes checked as the bytes are hashed (``PieceCheck``), if the entry has them.
+    var pieceCheck: PieceCheck?
     let errorLock = Lock()
     var storedError: SystemError?
+    /// A piece that did not match its hash, found by the writer; the file's requests stop at their
+    /// next byte, and the sync thread rewinds the file (``rewind(from:dropping:)``).
+    var storedWrongPiece: PieceCheck.WrongPiece?
 
     @inline(__always)
     func locked<T>(_ body: () throws -> T) rethrows -> T {
@@ -151,7 +163,8 @@ public final class PartialFile {
     ///   - name: ``name(for:)`` of the path, when the caller has it already.
     ///   - naming: whether a new download may go without a name (``PartialNaming``); nil: never.
     init(identity: EntryIdentity, name knownName: String? = nil, folder: FileDescriptor, folderDisplay: String, journal: JournalWriter?,
-         writer: PartialWriter? = nil, resumeFrom: Int64 = 0, saved: PartialRecord? = nil, naming: PartialNaming? = nil) throws {
+         writer: PartialWriter? = nil, resumeFrom: Int64 = 0, saved: PartialRecord? = nil, naming: PartialNaming? = nil,
+         pieces: PieceHashes? = nil) throws {
         self.identity = identity
         self.folder = folder
         let records = journal.map { PartialJournal(writer: $0, identity: identity) }
@@ -173,7 +186,9 @@ public final class PartialFile {
         isUnnamed = opened.unnamed
         self.records = opened.unnamed ? nil : records
         hashesInline = writer != nil && !opened.resumed && identity.size <= PartialFile.inlineHashLimit
+        pieceCheck = pieces.flatMap { PieceCheck($0, size: identity.size, from: 0) }
         guard opened.resumed else { return }
+        defer { pieceCheck?.restart(at: hashedLength) }
         let st = try file.stat()
         // The saved hash state is trusted only over the very file it was computed on, still this
         // user's 0600 file with one name and at least as long (PartialRecord.describes); bytes
@@ -205,6 +220,7 @@ public final class PartialFile {
         }
         if fileSize != keep { try file.truncate(to: keep) }
         segments = PartialFile.oneStream(size: identity.size, written: keep)
+        if let saved { restoreOrigins(nil, url: saved.url) }
         acceptedLength = keep
         lastCheckpoint = keep
         keptAtResume = keep
@@ -251,6 +267,7 @@ public final class PartialFile {
     /// checkpoints every ``checkpointInterval`` bytes or ``checkpointSeconds``.
     func append(_ bytes: UnsafeRawBufferPointer, segment index: Int = 0) throws {
         if let failure { throw failure }
+        if let wrongPiece { throw wrongPiece }
         lock.lock()
         defer { lock.unlock() }
         let n = Int64(bytes.count)
@@ -301,7 +318,7 @@ public final class PartialFile {
         lastCheckpointTime = monotonicSeconds()
         // Every byte in this snapshot was written before the checkpoint is queued, so the
         // writer's fdatasync covers it. One stream is journaled without segments (no `segs=`).
-        let snapshot = segments.count > 1 ? segments.map(\.record) : nil
+        let snapshot = segments.count > 1 ? segments.map { journalRecord(of: $0) } : nil
         if let writer {
             hashesInline = false
             writer.checkpoint(self, url: url, validator: currentValidator, segments: snapshot)
@@ -321,6 +338,8 @@ public final class PartialFile {
         cut(to: 0)
         hashers.reset()
         hashedLength = 0
+        pieceCheck?.restart(at: 0)
+        clearWrongPiece()
         locked {
             feed = HashFeed()
             currentValidator = nil

@@ -36,6 +36,23 @@ public struct HasherSet {
         return out
     }
 
+    /// Each hasher's intermediate state as bytes (``Hasher/exportState()``), to go back to with
+    /// ``restoreRaw(_:)``: a download whose Metalink piece turned out wrong rewinds the whole-file
+    /// hash to the piece's first byte.
+    public func rawStates() -> [[UInt8]] {
+        members.map { $0.exportState() }
+    }
+
+    /// Restores the states ``rawStates()`` took from this very set; false (and every hasher
+    /// started over) when one does not fit.
+    public func restoreRaw(_ states: [[UInt8]]) -> Bool {
+        guard states.count == members.count, zip(members, states).allSatisfy({ $0.restore($1) }) else {
+            reset()
+            return false
+        }
+        return true
+    }
+
     /// Restores every hasher from `states` (hex, from ``savedStates()``). All or nothing: when a
     /// hasher has no state, or its state is not valid hex or not one this libcrypto made for its
     /// algorithm (``Hasher/restore(_:)``), every hasher starts over and the result is false.

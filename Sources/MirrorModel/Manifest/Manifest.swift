@@ -92,7 +92,7 @@ public struct ManifestEntry: Sendable, Hashable {
     /// Digests of the whole file, by algorithm: at least one is present, and every one present
     /// is checked.
     public var digests: DigestSet
-    /// A `url` of the entry's own and its chunk index, which few entries have (``Rare``): one
+    /// A `url` of the entry's own, its chunk index and its piece hashes, which few entries have (``Rare``): one
     /// pointer, nil for the others.
     private var rare: Rare?
     private var mtimeSeconds: Int64
@@ -110,15 +110,17 @@ public struct ManifestEntry: Sendable, Hashable {
     private final class Rare: Sendable {
         let url: Location?
         let chunks: ChunkIndexReference?
+        let pieces: PieceHashes?
 
-        private init(url: Location?, chunks: ChunkIndexReference?) {
+        private init(url: Location?, chunks: ChunkIndexReference?, pieces: PieceHashes?) {
             self.url = url
             self.chunks = chunks
+            self.pieces = pieces
         }
 
-        /// nil when the entry has neither.
-        static func make(url: Location?, chunks: ChunkIndexReference?) -> Rare? {
-            url == nil && chunks == nil ? nil : Rare(url: url, chunks: chunks)
+        /// nil when the entry has none of them.
+        static func make(url: Location?, chunks: ChunkIndexReference?, pieces: PieceHashes?) -> Rare? {
+            url == nil && chunks == nil && pieces == nil ? nil : Rare(url: url, chunks: chunks, pieces: pieces)
         }
     }
 
@@ -130,7 +132,14 @@ public struct ManifestEntry: Sendable, Hashable {
     /// indexes"): lets a client that holds an older version fetch only the chunks it lacks.
     public var chunks: ChunkIndexReference? {
         get { rare?.chunks }
-        set { rare = Rare.make(url: rare?.url, chunks: newValue) }
+        set { rare = Rare.make(url: rare?.url, chunks: newValue, pieces: rare?.pieces) }
+    }
+
+    /// A Metalink file's piece hashes for the entry (``PieceHashes``): they point at a mirror that
+    /// sends wrong bytes while the file arrives. A YAML manifest never gives them.
+    public var pieces: PieceHashes? {
+        get { rare?.pieces }
+        set { rare = Rare.make(url: rare?.url, chunks: rare?.chunks, pieces: newValue) }
     }
 
     /// The path as text (an allocation for a path over 15 bytes; hot paths use ``pathBytes``).
@@ -143,7 +152,7 @@ public struct ManifestEntry: Sendable, Hashable {
     /// `base_url` and the mirrors.
     public var url: Location {
         get { explicitURL ?? .relative(URLReference.encodePath(path)) }
-        set { rare = Rare.make(url: newValue, chunks: rare?.chunks) }
+        set { rare = Rare.make(url: newValue, chunks: rare?.chunks, pieces: rare?.pieces) }
     }
 
     /// Modification time to set on the verified file.
@@ -179,7 +188,7 @@ public struct ManifestEntry: Sendable, Hashable {
         self.pathBytes = pathBytes
         self.size = size
         self.digests = digests
-        self.rare = Rare.make(url: url, chunks: chunks)
+        self.rare = Rare.make(url: url, chunks: chunks, pieces: nil)
         self.mtimeSeconds = 0
         self.mtimeNanoseconds = -1
         self.storedLine = 0
@@ -191,7 +200,7 @@ public struct ManifestEntry: Sendable, Hashable {
 
     /// Equal when every field is, the url as it resolves (written or made from the path).
     public static func == (a: ManifestEntry, b: ManifestEntry) -> Bool {
-        a.pathBytes == b.pathBytes && a.size == b.size && a.digests == b.digests && a.chunks == b.chunks
+        a.pathBytes == b.pathBytes && a.size == b.size && a.digests == b.digests && a.chunks == b.chunks && a.pieces == b.pieces
             && a.mtime == b.mtime && a.mode == b.mode && a.line == b.line && a.url == b.url
     }
 

@@ -5,8 +5,8 @@
 /// folders, never `..` or a leading `/`, checked as a manifest's paths are), `<size>` (required
 /// here: the space check comes before the first byte), `<hash type="sha-256">` and `"sha-512"` (at
 /// least one: the whole-file digest is the last word on every byte), `<url>` in `priority` order
-/// (§4.2.16.2: 1 first; none given, last), and `<pieces>` checked for form (a length, and as many
-/// piece hashes as the size needs). Hashes of other types (`md5`, `sha-1`) are skipped: they never
+/// (§4.2.16.2: 1 first; none given, last), and `<pieces>` (a length, as many piece hashes as the
+/// size needs, each of its type's length), which a download checks as the bytes land (``PieceHashes``). Hashes of other types (`md5`, `sha-1`) are skipped: they never
 /// accept bytes. URLs of schemes mirror does not speak (`ftp`, `rsync`) and `<metaurl>` (torrents)
 /// are skipped; a file left with no URL is an error. Metalink 3 (`http://www.metalinker.org/`) is
 /// refused with its name. A document type declaration is refused before parsing (``XMLReader``).
@@ -21,11 +21,21 @@ public struct Metalink: Sendable, Equatable {
         public var line: Int
     }
 
-    /// `<pieces length="L" type="T">`: a hash of each L bytes. Checked for form only.
+    /// `<pieces length="L" type="T">`: a hash of each L bytes. A type mirror computes
+    /// (``PieceHashes/Kind``) must have digests of its length; another type is kept as read and
+    /// not used.
     public struct Pieces: Sendable, Equatable {
         public var length: Int64
         public var type: String
         public var hashes: [String]
+
+        /// The piece hashes a download checks, or nil for a type mirror does not compute.
+        func checked() -> PieceHashes? {
+            guard let kind = PieceHashes.Kind(rawValue: type.lowercased()) else { return nil }
+            let digests = hashes.compactMap { Digest(hex: $0, byteCount: kind.byteCount)?.bytes }
+            guard digests.count == hashes.count else { return nil }
+            return PieceHashes(kind: kind, length: length, hashes: digests)
+        }
     }
 
     public var files: [File]
@@ -67,7 +77,9 @@ public struct Metalink: Sendable, Equatable {
     /// The manifest these files make: each entry's URLs tried in order (``ManifestEntry/Location/mirrored(_:)``).
     public func manifest(sourceName: String) -> Manifest {
         let entries = files.map { file in
-            ManifestEntry(path: file.path, url: .mirrored(file.urls), size: file.size, digests: file.digests, line: file.line)
+            var entry = ManifestEntry(path: file.path, url: .mirrored(file.urls), size: file.size, digests: file.digests, line: file.line)
+            entry.pieces = file.pieces?.checked()
+            return entry
         }
         return Manifest(sourceName: sourceName, entries: entries)
     }
@@ -206,6 +218,11 @@ struct MetalinkParser {
             let needed = size == 0 ? 0 : (size - 1) / pieces.length + 1
             guard Int64(pieces.hashes.count) == needed else {
                 throw fail("file \(shown): <pieces length=\"\(pieces.length)\"> has \(pieces.hashes.count) hashes where its size needs \(needed)", line: open.line)
+            }
+            if let kind = PieceHashes.Kind(rawValue: pieces.type.lowercased()),
+               let bad = pieces.hashes.firstIndex(where: { Digest(hex: $0, byteCount: kind.byteCount) == nil }) {
+                throw fail("file \(shown): piece hash \(bad + 1) of type \(kind.rawValue) must be \(kind.byteCount * 2) hex digits, got \(quoted(pieces.hashes[bad]))",
+                           line: open.line)
             }
         }
         guard case let (sum, overflow) = total.addingReportingOverflow(size), !overflow, sum <= Manifest.largestTotal else {

@@ -42,7 +42,13 @@ extension JournalRecord {
             if let v = r.validator { fields.append(("validator", v)) }
             fields.append(("bytes", String(r.bytes)))
             for (algorithm, state) in r.hashStates { fields.append((algorithm.stateKey.description, state)) }
-            if let segments = r.segments { fields.append(("segs", SegmentRecord.listText(segments))) }
+            if let segments = r.segments {
+                fields.append(("segs", SegmentRecord.listText(segments)))
+                // Last of the segments' fields, after what every version reads.
+                if let sources = SegmentRecord.sourcesText(segments) {
+                    fields += [("srcs", sources.list), ("segsrc", sources.indexes)]
+                }
+            }
             if let ino = r.fileInode, let ctime = r.fileChangeTime {
                 fields += [("ino", String(ino)), ("ctime", ctime.journalText)]
             }
@@ -117,7 +123,10 @@ extension JournalRecord {
             guard let id = identity(), let url = f.string(f.url), let bytes = f.int(f.bytes) else { return nil }
             var segments: [SegmentRecord]?
             if let text = f.string(f.segs) {
-                guard let list = SegmentRecord.parseList(text, size: id.size) else { return nil }
+                guard var list = SegmentRecord.parseList(text, size: id.size) else { return nil }
+                if let sources = f.string(f.srcs), let indexes = f.string(f.segsrc) {
+                    guard SegmentRecord.attachSources(list: sources, indexes: indexes, to: &list) else { return nil }
+                }
                 segments = list
             }
             return .partial(PartialRecord(identity: id, url: url, validator: f.string(f.validator), bytes: bytes,
@@ -147,7 +156,7 @@ extension JournalRecord {
     private struct Fields {
         typealias Value = ArraySlice<UInt8>
         var path, size, ino, dev, mtime, ctime, url, validator, bytes: Value?
-        var error, at, start, end, result, downloaded, failed, segs, found, all, reason, manifest: Value?
+        var error, at, start, end, result, downloaded, failed, segs, srcs, segsrc, found, all, reason, manifest: Value?
         /// `sha256=` and the like (``DigestAlgorithm/journalKey``), and `h256=` and the like (``DigestAlgorithm/stateKey``).
         var digests = PerAlgorithm<Value>(), states = PerAlgorithm<Value>()
 
@@ -163,6 +172,7 @@ extension JournalRecord {
             else if k("downloaded") { downloaded = value } else if k("failed") { failed = value }
             else if k("segs") { segs = value } else if k("found") { found = value } else if k("all") { all = value }
             else if k("reason") { reason = value } else if k("manifest") { manifest = value }
+            else if k("srcs") { srcs = value } else if k("segsrc") { segsrc = value }
             else if let algorithm = DigestAlgorithm.journal(key: key) { digests[algorithm] = value }
             else if let algorithm = DigestAlgorithm.journal(key: key, state: true) { states[algorithm] = value }
         }

@@ -199,11 +199,16 @@ public struct SegmentRecord: Equatable, Sendable {
     public var start: Int64
     public var end: Int64
     public var done: Int64
+    /// Where the segment's durable bytes came from, when a file's segments come from several
+    /// mirrors at once (docs/journal.md, `srcs` and `segsrc`): the URL (credentials masked) and
+    /// that server's validator, sent as `If-Range` to it alone. nil for a file from one source.
+    public var source: SegmentSource?
 
-    public init(start: Int64, end: Int64, done: Int64) {
+    public init(start: Int64, end: Int64, done: Int64, source: SegmentSource? = nil) {
         self.start = start
         self.end = end
         self.done = done
+        self.source = source
     }
 
     /// The segments of a `segs=` value, or nil when it is malformed: together they must cover
@@ -223,6 +228,59 @@ public struct SegmentRecord: Equatable, Sendable {
 
     static func listText(_ segments: [SegmentRecord]) -> String {
         segments.map { "\($0.start):\($0.end):\($0.done)" }.joined(separator: ",")
+    }
+
+    /// `srcs=`: each source once, `URL` and `VALIDATOR` joined by a tab, one a line (a URL holds
+    /// neither; a validator with either is not kept); `segsrc=`: per segment, the number of its
+    /// source in that list, `-` for none. nil when no segment has a source.
+    static func sourcesText(_ segments: [SegmentRecord]) -> (list: String, indexes: String)? {
+        guard segments.contains(where: { $0.source != nil }) else { return nil }
+        var sources: [SegmentSource] = []
+        var indexes: [String] = []
+        for segment in segments {
+            guard let source = segment.source else {
+                indexes.append("-")
+                continue
+            }
+            if let known = sources.firstIndex(of: source) {
+                indexes.append(String(known))
+            } else {
+                sources.append(source)
+                indexes.append(String(sources.count - 1))
+            }
+        }
+        let list = sources.map { $0.url + "\t" + ($0.validator ?? "") }.joined(separator: "\n")
+        return (list, indexes.joined(separator: ","))
+    }
+
+    /// Reads `srcs=` and `segsrc=` (``sourcesText(_:)``) into `list`; false when they are malformed
+    /// (a count that is not the segments', a number past the list).
+    static func attachSources(list text: String, indexes: String, to list: inout [SegmentRecord]) -> Bool {
+        let sources = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> SegmentSource in
+            let parts = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            let validator = parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : nil
+            return SegmentSource(url: String(parts[0]), validator: validator)
+        }
+        let numbers = indexes.split(separator: ",", omittingEmptySubsequences: false)
+        guard numbers.count == list.count else { return false }
+        for (i, number) in numbers.enumerated() where number != "-" {
+            guard let n = Int(number), sources.indices.contains(n), !sources[n].url.isEmpty else { return false }
+            list[i].source = sources[n]
+        }
+        return true
+    }
+}
+
+/// One mirror a segment's bytes came from: its URL (credentials masked) and its validator.
+public struct SegmentSource: Equatable, Sendable {
+    public var url: String
+    public var validator: String?
+
+    public init(url: String, validator: String?) {
+        self.url = url
+        // A validator holding the list's separators is not kept: the segment is then continued
+        // without If-Range, and the digests still check every byte.
+        self.validator = validator.flatMap { $0.contains("\t") || $0.contains("\n") ? nil : $0 }
     }
 }
 

@@ -36,10 +36,22 @@ import Testing
     }
 
     @Test func piecesAreCheckedForForm() throws {
-        let three = "<pieces length=\"100\" type=\"sha-1\"><hash>a</hash><hash>b</hash><hash>c</hash></pieces>"
-        #expect(try parse(Self.document(Self.file(extra: three))).files[0].pieces?.hashes.count == 3)
-        let two = "<pieces length=\"100\" type=\"sha-1\"><hash>a</hash><hash>b</hash></pieces>"
+        let h = String(repeating: "0a", count: 20)
+        let three = "<pieces length=\"100\" type=\"sha-1\"><hash>\(h)</hash><hash>\(h)</hash><hash>\(h)</hash></pieces>"
+        let link = try parse(Self.document(Self.file(extra: three)))
+        #expect(link.files[0].pieces?.hashes.count == 3)
+        let pieces = try #require(link.manifest(sourceName: "set.meta4").entries[0].pieces)
+        #expect(pieces.kind == .sha1 && pieces.length == 100 && pieces.hashes.count == 3 && pieces.hashes[0] == [UInt8](repeating: 0x0a, count: 20))
+        #expect(pieces.range(of: 2, size: 300) == 200..<300)
+        let two = "<pieces length=\"100\" type=\"sha-1\"><hash>\(h)</hash><hash>\(h)</hash></pieces>"
         #expect(refusal(Self.document(Self.file(extra: two)))?.contains("needs 3") == true)
+        // A known type's digests must have its length; an unknown type is kept as read, unused.
+        let short = "<pieces length=\"100\" type=\"sha-256\"><hash>\(h)</hash><hash>\(h)</hash><hash>\(h)</hash></pieces>"
+        #expect(refusal(Self.document(Self.file(extra: short)))?.contains("piece hash 1 of type sha-256 must be 64 hex digits") == true)
+        let tiger = "<pieces length=\"100\" type=\"tiger\"><hash>a</hash><hash>b</hash><hash>c</hash></pieces>"
+        let unknown = try parse(Self.document(Self.file(extra: tiger)))
+        #expect(unknown.files[0].pieces?.hashes.count == 3)
+        #expect(unknown.manifest(sourceName: "set.meta4").entries[0].pieces == nil)
     }
 
     @Test func extensionElementsAreSkipped() throws {
