@@ -9,13 +9,15 @@ public final class OpenPGPKeys {
     public let dir: TemporaryDirectory
     private let home: String
 
-    /// A new Ed25519 signing key for `name`, with no passphrase.
-    public init(name: String = "Lab Images <images@lab.example>") throws {
+    /// A new Ed25519 signing key for `name`, with no passphrase; made at `createdAt` (gpg's
+    /// `--faked-system-time`, `YYYYMMDDTHHMMSS`) when given, so that signatures can be dated
+    /// before now and after the key.
+    public init(name: String = "Lab Images <images@lab.example>", createdAt: String? = nil) throws {
         dir = try TemporaryDirectory(prefix: "mirror-gpg")
         home = dir.path("home")
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        try gpg(["--passphrase", "", "--pinentry-mode", "loopback", "--quick-gen-key", name, "ed25519", "sign", "never"])
+        try gpg(Self.faked(createdAt) + ["--passphrase", "", "--pinentry-mode", "loopback", "--quick-gen-key", name, "ed25519", "sign", "never"])
     }
 
     deinit {
@@ -36,9 +38,14 @@ public final class OpenPGPKeys {
         return path
     }
 
-    /// A detached signature of `file` at `output`: binary, or armored.
-    public func detachSign(_ file: String, output: String, armor: Bool = false) throws {
-        try gpg((armor ? ["--armor"] : []) + ["--yes", "--output", output, "--detach-sign", file])
+    /// A detached signature of `file` at `output`: binary, or armored; made at `at`
+    /// (`YYYYMMDDTHHMMSS`, UTC) when given.
+    public func detachSign(_ file: String, output: String, armor: Bool = false, at: String? = nil) throws {
+        try gpg(Self.faked(at) + (armor ? ["--armor"] : []) + ["--yes", "--output", output, "--detach-sign", file])
+    }
+
+    private static func faked(_ time: String?) -> [String] {
+        time.map { ["--faked-system-time", $0 + "!", "--ignore-time-conflict"] } ?? []
     }
 
     /// `file` clearsigned at `output`.

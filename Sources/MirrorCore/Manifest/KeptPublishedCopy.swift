@@ -18,9 +18,46 @@ import MirrorModel
 enum KeptPublishedCopy {
     static let verifiedNote = "mirror: OpenPGP signature verified"
 
+    /// What the check found, written with the mark: when the signature was made and the SHA-256
+    /// of the bytes it covers. A destination holds the next list to them, as it holds a signed
+    /// YAML manifest to its `serial` (``SerialGate``): an older signature is a rollback.
+    struct Signed: Equatable {
+        var signedAt: Int64
+        var sha256: String
+    }
+
+    /// The mark with what the check found.
+    static func note(_ signed: Signed) -> String {
+        "\(verifiedNote); signed at \(signed.signedAt); signed sha256 \(signed.sha256)"
+    }
+
+    /// What the mark in `bytes` says was checked; nil for a copy without the mark, or with a
+    /// mark written before the mark said it.
+    static func signed(in bytes: [UInt8]) -> Signed? {
+        let head = Array(bytes.prefix(4096))
+        guard let at = head.firstRange(of: Array((verifiedNote + "; signed at ").utf8))?.upperBound else { return nil }
+        let digits = head[at...].prefix { (0x30...0x39).contains($0) }
+        let rest = head[(at + digits.count)...]
+        let shaKey = Array("; signed sha256 ".utf8)
+        guard !digits.isEmpty, digits.count <= 18, let signedAt = Int64(String(decoding: digits, as: UTF8.self)),
+              rest.starts(with: shaKey) else { return nil }
+        let hex = rest.dropFirst(shaKey.count).prefix(64)
+        guard hex.count == 64, hex.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+        return Signed(signedAt: signedAt, sha256: String(decoding: hex, as: UTF8.self))
+    }
+
+    /// `manifest`, parsed from `bytes`, with what their mark says was checked: its `serial` the
+    /// signature's time, and the SHA-256 of the signed bytes (``Manifest/signedListSHA256``).
+    /// Only a kept copy or what this run just checked carries the mark (a served one is refused).
+    static func applyMark(of bytes: [UInt8], to manifest: inout Manifest) {
+        guard let signed = signed(in: bytes) else { return }
+        manifest.serial = signed.signedAt
+        manifest.signedListSHA256 = signed.sha256
+    }
+
     /// The Metalink file with the mark, as an XML comment after its declaration (or first).
-    static func markVerified(metalink bytes: [UInt8]) -> [UInt8] {
-        let comment = Array("<!-- \(verifiedNote) -->\n".utf8)
+    static func markVerified(metalink bytes: [UInt8], _ signed: Signed) -> [UInt8] {
+        let comment = Array("<!-- \(note(signed)) -->\n".utf8)
         if bytes.starts(with: "<?xml".utf8), let end = bytes.firstRange(of: Array("?>".utf8))?.upperBound {
             return Array(bytes[..<end]) + [0x0A] + comment + Array(bytes[end...])
         }

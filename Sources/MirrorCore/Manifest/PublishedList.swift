@@ -65,7 +65,8 @@ enum PublishedList {
     /// A local path's manifest when it is a list or a Metalink file, or `--keyring` is given:
     /// its bytes as ``prepare(_:place:trusted:keyring:)`` makes them; nil for a YAML manifest
     /// the usual readers take (they read large ones in pieces).
-    static func prepareLocal(_ path: String, trusted: Bool, keyring: OpenPGPKeyring?) throws -> [UInt8]? {
+    static func prepareLocal(_ path: String, trusted: Bool, keyring: OpenPGPKeyring?,
+                             admit: ((KeptPublishedCopy.Signed) throws -> Void)? = nil) throws -> [UInt8]? {
         // The first 4 KiB tell the format; a file that cannot be read is left to the usual reader's message.
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -79,7 +80,7 @@ enum PublishedList {
             let why = failure.errno == EFBIG ? "larger than \(Metalink.sizeLimit >> 20) MiB" : String(cString: strerror(failure.errno))
             throw ManifestError(file: path, message: "cannot read manifest: " + why, cannotRead: failure.errno != EFBIG)
         }
-        return try prepare(bytes, place: .local(path: path), trusted: trusted, keyring: keyring)
+        return try prepare(bytes, place: .local(path: path), trusted: trusted, keyring: keyring, admit: admit)
     }
 
     /// The detached signatures tried, in order: Ubuntu's `SHA256SUMS.gpg`, Debian's
@@ -89,8 +90,10 @@ enum PublishedList {
     /// What a run reads in place of `bytes`: the same bytes for a YAML manifest or a Metalink
     /// file, a YAML manifest for a checksum list. Throws ``OpenPGPError`` or ``PublishedListError``
     /// (exit 65; 75 when the server could not be asked), ``ManifestError`` for a list that breaks
-    /// the rules. `trusted`: `--trust` was given.
-    static func prepare(_ bytes: [UInt8], place: Place, trusted: Bool, keyring: OpenPGPKeyring?) throws -> [UInt8] {
+    /// the rules. `trusted`: `--trust` was given. `admit`: asked of a good signature before the
+    /// sizes are asked, to refuse one older than the destination accepted (``SerialGate``).
+    static func prepare(_ bytes: [UInt8], place: Place, trusted: Bool, keyring: OpenPGPKeyring?,
+                        admit: ((KeptPublishedCopy.Signed) throws -> Void)? = nil) throws -> [UInt8] {
         let isMetalink = Metalink.looksLike(bytes)
         let isList = !isMetalink && ChecksumList.looksLike(bytes)
         guard isMetalink || isList else {
@@ -103,9 +106,11 @@ enum PublishedList {
             throw PublishedListError.forgedMark(place.name)
         }
         var text = bytes
+        var signed: KeptPublishedCopy.Signed?
         if let keyring {
+            let good: OpenPGPCheck.Good
             if ClearSigned.isClearSigned(bytes) {
-                text = try OpenPGPCheck.verifyClearSigned(bytes, keyring: keyring, name: place.name)
+                (text, good) = try OpenPGPCheck.verifyClearSigned(bytes, keyring: keyring, name: place.name)
             } else {
                 var found: (suffix: String, bytes: [UInt8])?
                 for suffix in signatureSuffixes {
@@ -115,9 +120,12 @@ enum PublishedList {
                     throw OpenPGPError(signed: place.name, signature: "", keyring: keyring.path,
                                        cause: .missing(signatureSuffixes.map { place.name + $0 }))
                 }
-                try OpenPGPCheck.verify(data: bytes, signature: found.bytes, keyring: keyring, dataName: place.name,
-                                        signatureName: place.name + found.suffix)
+                good = try OpenPGPCheck.verify(data: bytes, signature: found.bytes, keyring: keyring, dataName: place.name,
+                                               signatureName: place.name + found.suffix)
             }
+            signed = KeptPublishedCopy.Signed(signedAt: good.signedAt, sha256: Hasher.digest(.sha256, of: text).hex)
+            // Held to the newest signature this destination accepted before anything else is asked.
+            if let signed, let admit { try admit(signed) }
         } else if trusted {
             throw PublishedListError.notApplicable(place.name, keyring: false)
         } else if ClearSigned.isClearSigned(bytes) {
@@ -126,14 +134,15 @@ enum PublishedList {
             }
             text = inner
         }
-        if isMetalink { return keyring == nil ? text : KeptPublishedCopy.markVerified(metalink: text) }
+        if isMetalink { return signed.map { KeptPublishedCopy.markVerified(metalink: text, $0) } ?? text }
         let list = try ChecksumList.parse(text, sourceName: place.name)
-        return try manifest(of: list, place: place, verified: keyring != nil)
+        return try manifest(of: list, place: place, signed: signed)
     }
 
     /// The YAML manifest of `list`: `base_url` its folder, each size as the server tells it.
-    /// `verified`: its OpenPGP signature was checked, which its first line then says.
-    static func manifest(of list: ChecksumList, place: Place, verified: Bool) throws -> [UInt8] {
+    /// `signed`: its OpenPGP signature was checked, which its first line then says, and its
+    /// time is the manifest's `serial` (``SerialGate``).
+    static func manifest(of list: ChecksumList, place: Place, signed: KeptPublishedCopy.Signed?) throws -> [UInt8] {
         guard let base = place.base else { throw PublishedListError.noBase(place.name) }
         let unknown = list.files.indices.filter { list.files[$0].size == nil }
         var sizes = list.files.map(\.size)
@@ -156,7 +165,8 @@ enum PublishedList {
             if !problems.isEmpty { throw PublishedListError.sizes(place.name, problems.map { ($0.0, $0.1) }) }
         }
         var out = madeMarker + "\(place.name) (\(list.algorithm.name), sizes as the server said"
-            + (verified ? "; \(KeptPublishedCopy.verifiedNote))\n" : ")\n") + "version: 1\n"
+            + (signed.map { "; \(KeptPublishedCopy.note($0)))\n" } ?? ")\n") + "version: 1\n"
+        if let signed { out += "serial: \(signed.signedAt)\n" }
         out += "base_url: \(ManifestWriter.quoted(base))\nfiles:\n"
         for (file, size) in zip(list.files, sizes) {
             out += "  - path: \(ManifestWriter.quoted(file.path))\n    size: \(size ?? 0)\n    \(list.algorithm.name): \(file.digest.hex)\n"

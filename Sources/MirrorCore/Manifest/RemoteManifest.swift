@@ -107,6 +107,13 @@ public enum RemoteManifest {
     static let signatureLimit = 64 * 1024
 
     /// Whether `argument` names a manifest by URL rather than by path.
+    /// The manifest in `bytes`, with what a checked list's mark says (``KeptPublishedCopy/applyMark(of:to:)``).
+    static func parse(_ bytes: [UInt8], sourceName: String) throws -> Manifest {
+        var manifest = try ManifestLoader.parse(bytes, sourceName: sourceName)
+        KeptPublishedCopy.applyMark(of: bytes, to: &manifest)
+        return manifest
+    }
+
     public static func isURL(_ argument: String) -> Bool {
         let lower = argument.lowercased()
         return lower.hasPrefix("https://") || lower.hasPrefix("http://") || lower.hasPrefix("file://")
@@ -187,7 +194,7 @@ public enum RemoteManifest {
         if response.status == 404 || response.status == 410 { throw Failure.notFound(url: url, status: response.status) }
         if response.status == 304, saved != nil, validators != nil {
             if let copy = verified(saved) {
-                if let manifest = try? ManifestLoader.parse(copy.bytes, sourceName: name) {
+                if let manifest = try? RemoteManifest.parse(copy.bytes, sourceName: name) {
                     let now = currentUnixTime()
                     cache.mark(copy, confirmed: now)
                     return Result(manifest: manifest, origin: .notModified, warnings: warnings,
@@ -226,7 +233,7 @@ public enum RemoteManifest {
             }
         }
         if let prepare = checks.prepare { response.body = try prepare(response.body) }
-        let manifest = try ManifestLoader.parse(response.body, sourceName: name)
+        let manifest = try RemoteManifest.parse(response.body, sourceName: name)
         try admit?(manifest, Cache.sha256(response.body))
         do {
             if let credential = credentialURL(in: manifest) {
@@ -256,7 +263,7 @@ public enum RemoteManifest {
     /// `--trust`) by ``load(url:cache:settings:useCopy:checks:warnings:)`` before it gets here.
     private static func fallBack(_ saved: Cache.Saved?, url: String, reason: String, warnings: [String]) throws -> Result {
         let name = redactedURL(url)
-        guard let saved, let manifest = try? ManifestLoader.parse(saved.bytes, sourceName: name) else {
+        guard let saved, let manifest = try? RemoteManifest.parse(saved.bytes, sourceName: name) else {
             let discarded = warnings.isEmpty ? "" : " (\(warnings.joined(separator: "; ")))"
             throw Failure.unreachable(url: url, reason: reason + discarded)
         }
@@ -281,7 +288,7 @@ public enum RemoteManifest {
             guard saved.validators.url == name else {
                 throw Failure.noKeptCopy(url: url, destination: destination, reason: "the copy there was fetched from \(saved.validators.url)")
             }
-            let manifest = try ManifestLoader.parse(saved.bytes, sourceName: name)
+            let manifest = try RemoteManifest.parse(saved.bytes, sourceName: name)
             return Result(manifest: manifest, origin: .lastGoodCopy("\(name): the last good copy kept in \(destination)/.mirror/manifest"),
                           provenance: saved.provenance, lastNoted: saved.noted)
         }

@@ -17,8 +17,12 @@ public struct SerialPolicy: Sendable {
     public var expires: FileTime?
     /// Unix seconds now.
     public var now: Int64
+    /// The serial is the time an OpenPGP signature was made (a checksum list or Metalink file with
+    /// `--keyring`), and `sha256` that of the bytes it covers: the refusals say so.
+    public var serialIsSignatureTime: Bool
 
-    public init(serial: Int64?, sha256: String, expires: FileTime?, now: Int64) {
+    public init(serial: Int64?, sha256: String, expires: FileTime?, now: Int64, serialIsSignatureTime: Bool = false) {
+        self.serialIsSignatureTime = serialIsSignatureTime
         self.serial = serial
         self.sha256 = sha256
         self.expires = expires
@@ -34,6 +38,10 @@ public struct SerialPolicy: Sendable {
         case noSerial(accepted: Int64)
         /// Past its `expires` (freeze).
         case expired(at: FileTime)
+        /// An OpenPGP signature made before the one DEST accepted: an older list (rollback).
+        case olderSignature(signedAt: Int64, accepted: Int64)
+        /// Another list signed in the same second as the one DEST accepted.
+        case otherSignedBytes(signedAt: Int64)
     }
 
     public enum Verdict: Equatable, Sendable {
@@ -46,8 +54,13 @@ public struct SerialPolicy: Sendable {
     public func judge(after accepted: AcceptedManifest?) -> Verdict {
         if let accepted {
             guard let serial else { return .refuse(.noSerial(accepted: accepted.serial)) }
-            if serial < accepted.serial { return .refuse(.older(serial: serial, accepted: accepted.serial)) }
-            if serial == accepted.serial && sha256 != accepted.sha256 { return .refuse(.otherBytes(serial: serial)) }
+            if serial < accepted.serial {
+                return .refuse(serialIsSignatureTime ? .olderSignature(signedAt: serial, accepted: accepted.serial)
+                                                     : .older(serial: serial, accepted: accepted.serial))
+            }
+            if serial == accepted.serial && sha256 != accepted.sha256 {
+                return .refuse(serialIsSignatureTime ? .otherSignedBytes(signedAt: serial) : .otherBytes(serial: serial))
+            }
         }
         if let expires, expires.seconds <= now { return .refuse(.expired(at: expires)) }
         guard let serial else { return .accept(record: nil) }
@@ -57,6 +70,7 @@ public struct SerialPolicy: Sendable {
 
     /// The refusal for people: what happened, and what to do.
     public static func describe(_ refusal: Refusal, manifest: String) -> String {
+        func time(_ seconds: Int64) -> String { RFC3339.format(FileTime(seconds: seconds, nanoseconds: 0)) ?? "\(seconds)" }
         switch refusal {
         case .older(let serial, let accepted):
             return "\(manifest): refused: serial \(serial) is older than serial \(accepted), which this destination already accepted "
@@ -67,6 +81,12 @@ public struct SerialPolicy: Sendable {
         case .noSerial(let accepted):
             return "\(manifest): refused: no serial, where this destination already accepted serial \(accepted) "
                 + "(an old manifest, or one written without --serial; nothing was changed)"
+        case .olderSignature(let signedAt, let accepted):
+            return "\(manifest): refused: signed at \(time(signedAt)), before the list this destination already accepted "
+                + "(signed at \(time(accepted))): a mirror or cache serving an older list (nothing was changed)"
+        case .otherSignedBytes(let signedAt):
+            return "\(manifest): refused: signed at \(time(signedAt)), the second of the list this destination accepted, "
+                + "with other contents (nothing was changed)"
         case .expired(let at):
             return "\(manifest): refused: expired at \(RFC3339.format(at) ?? "\(at.seconds)"); the publisher must sign a new one "
                 + "(a mirror or cache serving a stale manifest, or a publisher that stopped; nothing was changed)"

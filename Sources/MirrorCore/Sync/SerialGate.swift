@@ -12,7 +12,8 @@ enum SerialGate {
     /// only the expiry can refuse). `record`: false for a dry run, which changes nothing.
     static func admit(_ manifest: Manifest, sha256: String, state: FileDescriptor?, record: Bool,
                       now: Int64 = Int64(currentUnixTime())) throws {
-        let policy = SerialPolicy(serial: manifest.serial, sha256: sha256, expires: manifest.expires, now: now)
+        let policy = SerialPolicy(serial: manifest.serial, sha256: manifest.signedListSHA256 ?? sha256, expires: manifest.expires,
+                                  now: now, serialIsSignatureTime: manifest.signedListSHA256 != nil)
         do {
             switch policy.judge(after: try state.flatMap { try AcceptedManifests.read(in: $0) }) {
             case .refuse(let refusal):

@@ -249,7 +249,9 @@ public enum SyncSession {
         guard RemoteManifest.isURL(manifest), let dest = options.destination else {
             let loaded: Manifest
             if let prepared = try PublishedList.prepareLocal(manifest, trusted: trust != nil, keyring: keyring) {
-                loaded = try ManifestLoader.parse(prepared, sourceName: manifest)
+                loaded = try RemoteManifest.parse(prepared, sourceName: manifest)
+                // A list whose signature was checked is held to the newest this DEST accepted (RunPlace).
+                if keyring != nil, let signed = loaded.signedListSHA256 { options.signedManifestSHA256 = signed }
             } else if let trust {
                 let verified = try ManifestLoader.loadVerified(path: manifest, trust: trust)
                 loaded = verified.manifest
@@ -270,6 +272,14 @@ public enum SyncSession {
             let state = try? Destination.openExisting(dest)?.stateFolder(create: false)
             try SerialGate.admit(fetched, sha256: sha256, state: state ?? nil, record: false)
         }
+        // A list signed before the one DEST accepted is refused as soon as its signature is checked:
+        // before its sizes are asked, and before it replaces the last good copy.
+        let admitSigned: ((KeptPublishedCopy.Signed) throws -> Void)? = keyring == nil ? nil : { signed in
+            let state = try? Destination.openExisting(dest)?.stateFolder(create: false)
+            var probe = Manifest(sourceName: redactedURL(manifest), entries: [], serial: signed.signedAt)
+            probe.signedListSHA256 = signed.sha256
+            try SerialGate.admit(probe, sha256: signed.sha256, state: state ?? nil, record: false)
+        }
         // --trust checks YAML manifests, --keyring the lists and Metalink files (PublishedList).
         let check = trust.map { ManifestTrust.remoteCheck($0, url: manifest) }
         let settings = options.transfer
@@ -278,10 +288,13 @@ public enum SyncSession {
             verify: check.map { check in { bytes, signature in if !PublishedList.isPublished(bytes) { try check(bytes, signature) } } },
             verifyCopy: KeptPublishedCopy.check(trust: check, keyring: keyring, name: redactedURL(manifest)),
             admit: admit,
-            prepare: { try PublishedList.prepare($0, place: .remote(url: manifest, settings: settings), trusted: trust != nil, keyring: keyring) })
+            prepare: { try PublishedList.prepare($0, place: .remote(url: manifest, settings: settings), trusted: trust != nil,
+                                                 keyring: keyring, admit: admitSigned) })
         for warning in fetched.warnings { report.warning(warning) }
         // The bytes parsed are the bytes whose signature verified (fetched, or the kept copy).
-        if trust != nil {
+        if keyring != nil, let signed = fetched.manifest.signedListSHA256 {
+            options.signedManifestSHA256 = signed
+        } else if trust != nil {
             guard let sha256 = fetched.provenance.sha256 else {
                 throw ManifestError(file: redactedURL(manifest), message: "refused: the verified manifest's digest is unknown")
             }

@@ -23,6 +23,11 @@ public struct Manifest: Sendable {
     /// `expires`: after this time the manifest is refused with `--trust` (docs/signing.md): what
     /// stops a mirror from serving the same signed manifest for ever.
     public var expires: FileTime?
+    /// The SHA-256 of the checksum list or Metalink file this manifest was made of, when its
+    /// OpenPGP signature was checked (`--keyring`; docs/signing.md). `serial` is then the time
+    /// that signature was made: a destination holds the next list to both, as it holds a signed
+    /// YAML manifest to its serial and bytes, and its refusals name times, not numbers.
+    public var signedListSHA256: String?
 
     /// The most a manifest's sizes may add up to (2^62 bytes, 4 EiB; docs/manifest.md): with each
     /// size at most ``ManifestEntry/largestSize`` too, no sum of them in planning, the space check,

@@ -15,24 +15,32 @@ import Glibc
 /// `apt-key verify` reads them: accepted only with exit 0, `GOODSIG` and `VALIDSIG`, and none of
 /// `BADSIG`, `ERRSIG`, `EXPSIG`, `EXPKEYSIG` or `REVKEYSIG`. gpgv's own words go into the message.
 public enum OpenPGPCheck {
+    /// A good signature: when it was made (Unix seconds, `VALIDSIG`'s signature timestamp), which a
+    /// destination holds later lists to (docs/signing.md, "Checksum lists and Metalink signed with
+    /// OpenPGP": a mirror serving an older signed list is refused).
+    public struct Good: Equatable, Sendable {
+        public var signedAt: Int64
+    }
+
     /// A detached signature over `data`.
-    public static func verify(data: [UInt8], signature: [UInt8], keyring: OpenPGPKeyring, dataName: String, signatureName: String) throws {
+    @discardableResult
+    public static func verify(data: [UInt8], signature: [UInt8], keyring: OpenPGPKeyring, dataName: String, signatureName: String) throws -> Good {
         let work = try Scratch()
         defer { work.remove() }
         try work.write("data", data)
         try work.write("signature", signature)
         let result = try run(keyring: keyring, work: work, arguments: [work.path("signature"), work.path("data")])
-        try judge(result, signed: dataName, signature: signatureName, keyring: keyring)
+        return try judge(result, signed: dataName, signature: signatureName, keyring: keyring)
     }
 
     /// A clearsigned file: returns the signed text, as gpgv wrote it.
-    public static func verifyClearSigned(_ bytes: [UInt8], keyring: OpenPGPKeyring, name: String) throws -> [UInt8] {
+    public static func verifyClearSigned(_ bytes: [UInt8], keyring: OpenPGPKeyring, name: String) throws -> (text: [UInt8], good: Good) {
         let work = try Scratch()
         defer { work.remove() }
         try work.write("clearsigned", bytes)
         let result = try run(keyring: keyring, work: work, arguments: ["--output", work.path("text"), work.path("clearsigned")])
-        try judge(result, signed: name, signature: name + " (clearsigned)", keyring: keyring)
-        do { return try WholeFile.read(work.path("text")) } catch {
+        let good = try judge(result, signed: name, signature: name + " (clearsigned)", keyring: keyring)
+        do { return (try WholeFile.read(work.path("text")), good) } catch {
             throw OpenPGPError(signed: name, signature: name, keyring: keyring.path, cause: .unreadable("gpgv wrote no signed text"))
         }
     }
@@ -43,7 +51,7 @@ public enum OpenPGPCheck {
         var messages: String
     }
 
-    static func judge(_ result: Result, signed: String, signature: String, keyring: OpenPGPKeyring) throws {
+    static func judge(_ result: Result, signed: String, signature: String, keyring: OpenPGPKeyring) throws -> Good {
         var codes: [String: [String]] = [:]
         for line in result.status {
             let words = line.split(separator: " ").map(String.init)
@@ -59,10 +67,26 @@ public enum OpenPGPCheck {
         if let key = codes["REVKEYSIG"]?.first { throw refuse(.revokedKey(key)) }
         if codes["EXPSIG"] != nil { throw refuse(.expiredSignature) }
         if codes["NODATA"] != nil || codes["ERRSIG"] != nil { throw refuse(.unreadable(result.messages)) }
-        guard result.exitStatus == 0, codes["GOODSIG"] != nil, let valid = codes["VALIDSIG"]?.first else {
+        guard result.exitStatus == 0, codes["GOODSIG"] != nil, let valid = codes["VALIDSIG"], valid.count >= 3 else {
             throw refuse(.unreadable(result.messages.isEmpty ? "gpgv exited with \(result.exitStatus)" : result.messages))
         }
-        _ = valid
+        // VALIDSIG <fingerprint> <creation date> <signature timestamp> ... (GnuPG doc/DETAILS):
+        // seconds since the epoch, or ISO 8601 (`20261207T101500`) under --fixed-list-mode.
+        guard let signedAt = signatureTime(valid[2]) else {
+            throw refuse(.unreadable("gpgv gave no signature time (VALIDSIG \(valid.joined(separator: " ")))"))
+        }
+        return Good(signedAt: signedAt)
+    }
+
+    /// A `VALIDSIG` signature timestamp: decimal seconds, or `YYYYMMDDTHHMMSS` in UTC.
+    static func signatureTime(_ text: String) -> Int64? {
+        if let seconds = Int64(text), seconds >= 0 { return seconds }
+        let c = Array(text)
+        guard c.count == 15, c[8] == "T", c.allSatisfy({ $0 == "T" || $0.isASCII && $0.isNumber }) else { return nil }
+        let rfc3339 = String(c[0..<4]) + "-" + String(c[4..<6]) + "-" + String(c[6..<8]) + "T"
+            + String(c[9..<11]) + ":" + String(c[11..<13]) + ":" + String(c[13..<15]) + "Z"
+        guard case .success(let time) = RFC3339.parse(rfc3339) else { return nil }
+        return time.seconds
     }
 
     /// Runs gpgv with its own empty home (it writes nothing to the runner's `~/.gnupg`, and a
