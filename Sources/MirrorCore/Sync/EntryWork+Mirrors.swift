@@ -59,7 +59,10 @@ extension EntryWork {
     /// mirror. With none left, the entry fails as a checksum mismatch.
     func wrongPieceFound(_ task: EntryTask) {
         guard let partial = task.partial, let wrong = partial.wrongPiece else { return }
-        let senders = partial.sources(of: wrong.range)
+        // Whoever sent the piece; with no origin known (never expected), the current source, so
+        // that every wrong piece drops a mirror and the entry ends after as many as it has.
+        var senders = partial.sources(of: wrong.range)
+        if senders.isEmpty, let current = task.currentSource { senders = [redactedURL(current)] }
         task.mirrors.drop(senders)
         let kind = task.entry.pieces?.kind.rawValue ?? "piece"
         let detail = "piece \(wrong.index) (bytes \(wrong.range.lowerBound)-\(wrong.range.upperBound - 1)) did not match its \(kind) hash"
