@@ -150,4 +150,37 @@ import Glibc
             #expect(asked.contains { $0.ifRange == tags[mirror] }, "a resumed segment at \(mirror) carries its validator: \(asked)")
         }
     }
+    /// Kills at every few checkpoints of a file spread over three mirrors, one of them sending
+    /// another file, through a capped link: each run resumes what the journal vouches for (each
+    /// segment at its own mirror), a wrong piece is dropped again after every resume that meets
+    /// it, and no run ever leaves a file at the path that is not the manifest's.
+    @Test func killsAtCheckpointsNeverLeaveWrongBytes() throws {
+        let fx = try SyncFixture(nginx: .init(limitRate: "3m"))
+        let url = try Self.publish(fx, mirrors: ["a", "b", "c"], bad: ["c"], flipAt: 777, flipEvery: 1 << 20)
+        let journal = fx.dest + "/.mirror/journal"
+        func partialRecords() -> Int {
+            let text = (try? String(contentsOfFile: journal, encoding: .utf8)) ?? ""
+            return text.components(separatedBy: " partial ").count - 1
+        }
+        var kills = 0
+        for round in 1...4 {
+            let seen = partialRecords()
+            let run = try Mirror.start(["sync", url, "--dest", fx.dest] + Self.segmented,
+                                       environment: ["MIRROR_TEST_CHECKPOINT_SECONDS": "0.3"])
+            defer { run.signal(SIGKILL) }
+            try Wait.until("round \(round): two more checkpoints, or the end", timeout: 120, detail: (try? run.currentStderr()) ?? "") {
+                partialRecords() >= seen + 2 || !run.isRunning
+            }
+            if run.isRunning { kills += 1 }
+            run.signal(SIGKILL)
+            _ = try run.wait(timeout: 30)
+            if fx.exists(fx.destPath("image.iso")) {
+                #expect(try TestData.sha256(ofFileAt: fx.destPath("image.iso")) == TestData.sha256(of: Self.content), "round \(round)")
+            }
+        }
+        let last = try Mirror.run(["sync", url, "--dest", fx.dest] + Self.segmented)
+        #expect(last.exitCode == 0, "\(last)")
+        #expect(try TestData.sha256(ofFileAt: fx.destPath("image.iso")) == TestData.sha256(of: Self.content))
+        #expect(kills >= 2, "the runs were killed mid-file \(kills) times")
+    }
 }
