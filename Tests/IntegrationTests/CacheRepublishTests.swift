@@ -61,7 +61,7 @@ import Glibc
         let index = Int64((try? FileManager.default.attributesOfItem(atPath: fx.www + "/.mirror-chunks/set/lab.img")[.size] as? Int) ?? 0)
         print("measured: republish through the cache, 3 machines: origin sent \(sent) bytes for v2 (chunk index \(index) bytes)")
         // The edit spans at most 2 slices of 1 MiB (3 when chunk edges reach into a third), c.txt,
-        // and the chunk index; 4 MiB is the budget.
+        // and the chunk index; the origin may send at most 4 MiB for it.
         #expect(sent <= 4 * Self.mib, "the origin sent \(sent) bytes for a 1 MiB edit, a rename and a new file")
     }
 }

@@ -11,9 +11,8 @@ import MirrorTestSupport
     static let imageSize = 256 << 20
 
     /// Writes the image's second version to `v2`: 16 scattered 4 KiB edits, 1 MiB inserted
-    /// mid-file, and its last MiB cut (the scenario). Streamed in 1 MiB blocks, so the
-    /// test process stays small (other tests measure children's peak RSS, which counts ours).
-    /// Returns its SHA-256.
+    /// mid-file, and its last MiB cut. Streamed in 1 MiB blocks, so the test process stays small
+    /// (other tests measure children's peak RSS, which counts ours). Returns its SHA-256.
     static func writeEdited(from v1: String, to v2: String, seed: UInt64) throws -> String {
         let size = imageSize
         var random = SeededRandom(seed: seed)
@@ -56,10 +55,10 @@ import MirrorTestSupport
 
     static func bytesSent(_ requests: [AccessLogEntry]) -> Int64 { requests.reduce(0) { $0 + $1.bodyBytesSent } }
 
-    /// The test: DEST holds v1 of a 256 MiB image; v2 is synced with a SIGKILL in the
-    /// middle of the delta, then resumed. In all, the server sends at most 4 % of the file, index
-    /// included; the resumed run continues from the journal (it asks for no index again); the
-    /// result verifies.
+    /// A changed image costs only its changed chunks, across a kill: DEST holds v1 of a 256 MiB
+    /// image; v2 is synced with a SIGKILL in the middle of the delta, then resumed. In all, the
+    /// server sends at most 4 % of the file, index included; the resumed run continues from the
+    /// journal (it asks for no index again); the result verifies.
     @Test func aChangedImageCostsOnlyItsChangedChunksAcrossAKill() throws {
         let fx = try SyncFixture()
         let image = fx.www + "/images/lab.img"

@@ -25,7 +25,7 @@ struct LocalAttackerTests {
         return fx
     }
 
-    /// Issue "local attacker" 1: the attacker runs their own stopped sync of the same manifest,
+    /// A planted state folder: the attacker runs their own stopped sync of the same manifest,
     /// puts other bytes of the recorded length in its partial file, and swaps their `.mirror` in
     /// for DEST's. Root's sync must not restore the copied hash state over those bytes: it refuses
     /// a `.mirror` it does not own (exit 73, naming it), and once that is removed, ends correct.

@@ -4,8 +4,9 @@ import MirrorCore
 import MirrorTestSupport
 
 /// Sequences in which the manifest changes between runs, with kills and stops in between: the
-/// journal's record for a path must never vouch for bytes of another version (issue "Never a
-/// wrong file", D1, D7, D9; docs/faults.md).
+/// journal's record for a path must never vouch for bytes of another version: not after a kill,
+/// not for a name spelled NFC and NFD, not for a partial whose entry left (docs/faults.md, rows
+/// D1, D7, D9).
 @Suite(.serialized) struct ManifestChangeTests {
     /// D1: `sync mA --deadline` leaves a journaled partial of A; `sync mB` restarts the same path
     /// from zero and is killed before its first checkpoint; `sync mA` must not restore A's hash

@@ -12,7 +12,7 @@ import MirrorTestSupport
         try Mirror.run(args, timeout: 60)
     }
 
-    /// Item 2: `status URL --dest DEST` and `verify URL --dest DEST` with no copy kept yet say so
+    /// `status URL --dest DEST` and `verify URL --dest DEST` with no copy kept yet say so
     /// and what to do, exit 65 (before: "cannot read manifest: No such file or directory").
     @Test func statusAndVerifyOfAURLWithoutAKeptCopySayWhy() throws {
         let dir = try TemporaryDirectory(prefix: "mirror-ops")
@@ -26,7 +26,7 @@ import MirrorTestSupport
         }
     }
 
-    /// Item 9: the dry run ends with its totals, in text and in `--json` (`deletions` 0 for now).
+    /// The dry run ends with its totals, in text and in `--json` (`deletions` 0 for now).
     @Test func theDryRunEndsWithItsTotals() throws {
         let fx = try SyncFixture()
         try fx.addFile("a.bin", size: 1000, seed: 1)
@@ -71,7 +71,7 @@ import MirrorTestSupport
         #expect(dry.stdout.contains("mirror: dry run: 1 file to download (8 B), 5 to check, 0 to delete; nothing was changed"), "\(dry.stdout)")
     }
 
-    /// Item 11: `--summary` prints one line for a first sync of 20 files, and the failures (before:
+    /// `--summary` prints one line for a first sync of 20 files, and the failures (before:
     /// 21 lines, or nothing with --quiet); nothing when nothing changed.
     @Test func summaryPrintsOneLinePerRunAndTheFailures() throws {
         let fx = try SyncFixture()

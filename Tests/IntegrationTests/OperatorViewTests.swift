@@ -3,9 +3,10 @@ import Testing
 import MirrorCore
 import MirrorTestSupport
 
-/// What a lab administrator meets on day 2 (issue "The operator's view").
+/// What a lab administrator meets on day 2: a server lost mid-run, a lock held by another run,
+/// a wrong destination or manifest, a server that sends nothing.
 @Suite(.serialized) struct OperatorViewTests {
-    /// Item 4: the server goes away in the middle of a run. The run stopped only because its
+    /// The server goes away in the middle of a run. The run stopped only because its
     /// sources became unreachable: exit 75 ("try again later"), as when it is down from the start,
     /// not 1 (before: exit 1, `result="failed"`, "... did not answer earlier in this run").
     @Test func losingTheServerMidRunIsTryAgainLater() throws {
@@ -27,7 +28,7 @@ import MirrorTestSupport
         #expect(json?["result"] as? String != "failed", "\(result.stdout)")
     }
 
-    /// Item 12: a run that finds the lock held (cron started it while a long run was going) leaves
+    /// A run that finds the lock held (cron started it while a long run was going) leaves
     /// the last real run's metrics as they were and counts itself in `mirror_locked_runs_total`
     /// (before: `result="locked"`, `success 0`, and an alert on "no successful run" fired).
     @Test func aRunThatFindsTheLockHeldKeepsTheLastRealOutcome() throws {
@@ -93,7 +94,7 @@ import MirrorTestSupport
         }
     }
 
-    /// Item 5: a server that takes every connection and sends nothing. Two stalls without a byte
+    /// A server that takes every connection and sends nothing. Two stalls without a byte
     /// mark its host as not answering, like two refused connects: the run ends in seconds with
     /// exit 75 and says why (before: five retries of each file with back-offs, exit 1, 4 min 16 s
     /// with the defaults). On a terminal the wait between attempts shows "stalled, retrying in N s".

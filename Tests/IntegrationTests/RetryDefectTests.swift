@@ -4,7 +4,8 @@ import MirrorCore
 import MirrorTestSupport
 
 /// How a run spends its attempts when servers fail in ways that are nobody's fault but the
-/// network's (issue "Never a wrong file": D3, D5, D8, and the doubled SIGTERM; docs/faults.md).
+/// network's: a refusing host, a connection cut every megabyte, a resume on a mirror with another
+/// validator, a doubled SIGTERM (docs/faults.md, rows D3, D5, D8).
 @Suite(.serialized) struct RetryDefectTests {
     /// D3: thousands of entries against a port that refuses: the host is marked after two
     /// refusals, the rest are never asked, no partial file is created or left, no EMFILE even

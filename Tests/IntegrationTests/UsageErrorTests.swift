@@ -13,7 +13,7 @@ import MirrorTestSupport
         return (result, dir)
     }
 
-    /// Item 7: the typo is named (with "did you mean"), not the missing --dest it caused.
+    /// A mistyped option is named (with "did you mean"), not the missing --dest it caused.
     @Test func anUnknownOptionIsReportedBeforeTheMissingDestItCaused() throws {
         let (result, dir) = try mirror(["sync", "https://127.0.0.1:9/m.yaml", "--dets", "DEST"])
         #expect(result.exitCode == 64, "\(result)")
@@ -22,7 +22,7 @@ import MirrorTestSupport
         #expect(!FileManager.default.fileExists(atPath: dir.path("DEST")))
     }
 
-    /// Item 7, any validate() check: an unknown option comes first whatever else is wrong.
+    /// An unknown option is reported before any validate() check: first, whatever else is wrong.
     @Test func anUnknownOptionComesBeforeEveryCheckOfTheOthers() throws {
         let (result, _) = try mirror(["sync", "m.yaml", "--jobs", "0", "--quite"])
         #expect(result.exitCode == 64, "\(result)")
@@ -30,7 +30,7 @@ import MirrorTestSupport
         #expect(!result.stderr.contains("--jobs must be"), "\(result.stderr)")
     }
 
-    /// Item 7: a mistyped command gets the nearest one.
+    /// A mistyped command gets the nearest one.
     @Test func aMistypedCommandGetsTheNearestOne() throws {
         for (typed, meant) in [(["synk"], "mirror sync"), (["stauts", "m.yaml"], "mirror status"),
                                (["manifest", "craete", "dir"], "mirror manifest create")] {
@@ -87,7 +87,7 @@ import MirrorTestSupport
         }
     }
 
-    /// Item 8: `--deadline 45`, meant as minutes, once stopped the run after 45 s.
+    /// A duration needs its unit: `--deadline 45`, meant as minutes, once stopped the run after 45 s.
     @Test func aDurationWithoutAUnitIsRefusedWithTheUnitsToAdd() throws {
         for option in ["--deadline", "--stall-timeout", "--jitter"] {
             let (result, _) = try mirror(["sync", "m.yaml", "--dest", "DEST", option, "45"])

@@ -23,19 +23,19 @@ import Glibc
         let folder = FileDescriptor(fd: open(dir.path, O_RDONLY | O_DIRECTORY), displayPath: dir.path)
         let journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
         let writer = JournalWriter(journal)
-        let wanted = try VerifiedSelectionTests.entry("wanted", size: 7, sha256: 7)
+        let wanted = ManifestEntry.fixture("wanted", size: 7, sha256: .filled(7))
         try writer.append([
-            Self.verified(try VerifiedSelectionTests.entry("a", size: 7, sha256: 7), inode: 1),
+            Self.verified(.fixture("a", size: 7, sha256: .filled(7)), inode: 1),
             // Replaced below by another content: its first record holds the bytes no longer.
-            Self.verified(try VerifiedSelectionTests.entry("b", size: 7, sha256: 7), inode: 2),
-            Self.verified(try VerifiedSelectionTests.entry("other size", size: 8, sha256: 7), inode: 3),
-            Self.verified(try VerifiedSelectionTests.entry("other digest", size: 7, sha256: 9), inode: 4),
-            Self.verified(try VerifiedSelectionTests.entry("both", size: 7, sha256: 7, sha512: 1), inode: 5),
+            Self.verified(.fixture("b", size: 7, sha256: .filled(7)), inode: 2),
+            Self.verified(.fixture("other size", size: 8, sha256: .filled(7)), inode: 3),
+            Self.verified(.fixture("other digest", size: 7, sha256: .filled(9)), inode: 4),
+            Self.verified(.fixture("both", size: 7, sha256: .filled(7), sha512: .filled(1, .sha512)), inode: 5),
         ])
         try writer.append([
-            Self.verified(try VerifiedSelectionTests.entry("b", size: 7, sha256: 8), inode: 6),
+            Self.verified(.fixture("b", size: 7, sha256: .filled(8)), inode: 6),
             // Replaced by the same content: its latest record is the one given.
-            Self.verified(try VerifiedSelectionTests.entry("a", size: 7, sha256: 7), inode: 9),
+            Self.verified(.fixture("a", size: 7, sha256: .filled(7)), inode: 9),
         ])
         for question in 1 ... Journal.scansBeforeTable + 3 {
             let found = journal.verifiedRecords(size: wanted.size, digests: wanted.digests)

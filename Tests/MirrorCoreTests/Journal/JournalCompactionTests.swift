@@ -13,8 +13,9 @@ import Glibc
 /// compacted form is larger than one write buffer; and a journal read back after many
 /// superseded records (the index repacks while it reads).
 @Suite struct JournalCompactionTests {
-    static func entry(_ path: String, _ byte: UInt8, size: Int64 = 5) throws -> ManifestEntry {
-        try VerifiedSelectionTests.entry(path, size: size, sha256: byte)
+    /// An entry of `size` bytes whose SHA-256 is every byte `byte` (``Digest/filled(_:_:)``).
+    static func entry(_ path: String, _ byte: UInt8, size: Int64 = 5) -> ManifestEntry {
+        .fixture(path, size: size, sha256: .filled(byte))
     }
 
     static func verified(_ identity: EntryIdentity, inode: UInt64 = 1, adopted: Bool = false) -> JournalRecord {
@@ -58,23 +59,23 @@ import Glibc
     @Test func whatTheManifestStillDescribesStaysAndNothingElse() throws {
         let dir = try TemporaryDirectory()
         let journal = try journal(in: dir)
-        let a = try Self.entry("a", 1), b = try Self.entry("b", 2), d = try Self.entry("d", 4), e = try Self.entry("e", 5)
-        let g = try Self.entry("g", 7), nfc = try Self.entry("caf\u{E9}", 8)
+        let a = Self.entry("a", 1), b = Self.entry("b", 2), d = Self.entry("d", 4), e = Self.entry("e", 5)
+        let g = Self.entry("g", 7), nfc = Self.entry("caf\u{E9}", 8)
         let manifest = [a, b, d, e, g, nfc]
         let textDigest: PerAlgorithm<String> = [.sha256: "NOT-HEX"]
         let partialOfD = PartialRecord(identity: EntryIdentity(d), url: "http://127.0.0.1/d", validator: nil, bytes: 2)
         try JournalWriter(journal).append([
             Self.verified(EntryIdentity(a), adopted: true),                                      // current: stays
-            Self.verified(EntryIdentity(path: "b", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(9)])),  // another version: goes
-            Self.verified(EntryIdentity(path: "c", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(3)])),  // unlisted: stays
+            Self.verified(EntryIdentity(path: "b", size: 5, digests: [.sha256: Digest.filled(9).hex])),  // another version: goes
+            Self.verified(EntryIdentity(path: "c", size: 5, digests: [.sha256: Digest.filled(3).hex])),  // unlisted: stays
             Self.verified(EntryIdentity(d)),                                                     // current, and a partial after it
             .partial(partialOfD),
             .failed(FailedRecord(identity: EntryIdentity(e), error: "refused", time: 9)),        // current: stays
-            .failed(FailedRecord(identity: EntryIdentity(path: "b", size: 6, digests: [.sha256: VerifiedSelectionTests.hex(2)]),
+            .failed(FailedRecord(identity: EntryIdentity(path: "b", size: 6, digests: [.sha256: Digest.filled(2).hex]),
                                  error: "old", time: 1)),                                        // another version: goes
             Self.verified(EntryIdentity(path: "f", size: 5, digests: textDigest)),              // unlisted, a text digest: stays
             Self.verified(EntryIdentity(path: "g", size: 5, digests: textDigest)),              // listed, a text digest: goes
-            Self.verified(EntryIdentity(path: "cafe\u{301}", size: 5, digests: [.sha256: VerifiedSelectionTests.hex(8)])),  // NFD: unlisted
+            Self.verified(EntryIdentity(path: "cafe\u{301}", size: 5, digests: [.sha256: Digest.filled(8).hex])),  // NFD: unlisted
         ])
         try JournalWriter(journal).append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
 
@@ -100,7 +101,7 @@ import Glibc
     @Test func aCompactedJournalLargerThanItsBufferIsWholeAfterwards() throws {
         let dir = try TemporaryDirectory()
         let journal = try journal(in: dir)
-        let entries = try (0 ..< 30_000).map { try Self.entry("folder/file-\($0).bin", UInt8(truncatingIfNeeded: $0), size: Int64($0)) }
+        let entries = (0 ..< 30_000).map { Self.entry("folder/file-\($0).bin", UInt8(truncatingIfNeeded: $0), size: Int64($0)) }
         for round in 0 ..< 2 {
             try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
         }
@@ -118,7 +119,7 @@ import Glibc
     @Test func aJournalOfManySupersededRecordsReadsBackItsLatestOnes() throws {
         let dir = try TemporaryDirectory()
         // Paths long enough that 100 rounds leave more dead bytes than the repack floor (16 MiB).
-        let entries = try (0 ..< 2000).map { try Self.entry("folder-\($0 % 13)/file-\($0).bin", UInt8(truncatingIfNeeded: $0)) }
+        let entries = (0 ..< 2000).map { Self.entry("folder-\($0 % 13)/file-\($0).bin", UInt8(truncatingIfNeeded: $0)) }
         do {
             let journal = try journal(in: dir)
             for round in 1 ... 100 {
@@ -143,7 +144,7 @@ import Glibc
     @Test func keptRecordsStayInTheOrderTheyWereAppended() throws {
         let dir = try TemporaryDirectory()
         let journal = try journal(in: dir)
-        let entries = try (0 ..< 2000).map { try Self.entry("d\($0 / 100)/f\($0)", UInt8(truncatingIfNeeded: $0)) }
+        let entries = (0 ..< 2000).map { Self.entry("d\($0 / 100)/f\($0)", UInt8(truncatingIfNeeded: $0)) }
         try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0)) })
         let again = entries.enumerated().filter { $0.offset % 7 == 3 }.map(\.element).reversed()
         try JournalWriter(journal).append(again.map { Self.verified(EntryIdentity($0), inode: 2) })
@@ -158,7 +159,7 @@ import Glibc
     /// still says so (a conversion to `--atomic` keeps the plain set only when none did), and a
     /// journal whose last run ended it says nothing followed.
     @Test func recordsAfterTheLastRunStayAfterIt() throws {
-        let a = try Self.entry("a", 1), b = try Self.entry("b", 2)
+        let a = Self.entry("a", 1), b = Self.entry("b", 2)
         let ok = RunRecord(start: 1, end: 2, result: "ok", downloaded: 2, failed: 0, bytes: 10)
         for killed in [true, false] {
             let dir = try TemporaryDirectory()

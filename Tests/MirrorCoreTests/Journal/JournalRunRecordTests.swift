@@ -58,7 +58,7 @@ import Glibc
             try JournalWriter(journal).append(.forget(path: "a.bin"), durable: true)
             try JournalWriter(journal).append(.removed(path: "b.bin"), durable: true)
             // A file installed: its verified line is read back by the fast scan, and counts too.
-            try JournalWriter(journal).append(JournalCompactionTests.verified(EntryIdentity(try JournalCompactionTests.entry("c.bin", 3))), durable: true)
+            try JournalWriter(journal).append(JournalCompactionTests.verified(EntryIdentity(JournalCompactionTests.entry("c.bin", 3))), durable: true)
             #expect(journal.recordsSinceLastRun == 3)
         }
         let reopened = try Journal(folder: try folder(dir), displayPath: "journal", readOnly: true)

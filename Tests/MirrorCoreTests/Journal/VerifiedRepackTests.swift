@@ -1,3 +1,4 @@
+import MirrorModel
 @testable import MirrorState
 import Testing
 @testable import MirrorCore
@@ -15,7 +16,7 @@ import Glibc
     static func record(_ path: String, round: Int, text: Bool = false) throws -> VerifiedRecord {
         // Now and then a digest kept as text (not lowercase hex of the right length), which a
         // record holds in a field of its own length.
-        let sha = text ? "NOT-HEX-\(round)" : VerifiedSelectionTests.hex(UInt8(truncatingIfNeeded: round))
+        let sha = text ? "NOT-HEX-\(round)" : Digest.filled(UInt8(truncatingIfNeeded: round)).hex
         return VerifiedRecord(identity: EntryIdentity(path: path, size: Int64(round), digests: [.sha256: sha]),
                               inode: UInt64(round), device: 1, mtime: FileTime(seconds: 1), ctime: FileTime(seconds: 2))
     }
@@ -51,7 +52,7 @@ import Glibc
         let journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
         // Records that will be dead, ahead of the one asked for, so that a repack moves it.
         try JournalWriter(journal).append((0 ..< 2000).map { .verified(try Self.record("churn-\($0)", round: 0)) })
-        let wanted = try VerifiedSelectionTests.entry("kept.bin", size: 7, sha256: 7)
+        let wanted = ManifestEntry.fixture("kept.bin", size: 7, sha256: .filled(7))
         try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(wanted), inode: 7, device: 1,
                                                     mtime: FileTime(seconds: 1), ctime: FileTime(seconds: 1))), durable: false)
         let content = ContentHash(size: wanted.size, digests: wanted.digests)

@@ -10,14 +10,6 @@ import MirrorTestSupport
 /// the same ``ContentHash``; a record with other bytes, another size, or a digest only the entry
 /// has, does not.
 @Suite struct VerifiedSelectionTests {
-    static func hex(_ byte: UInt8, _ count: Int = 32) -> String { String(repeating: String(format: "%02x", byte), count: count) }
-
-    static func entry(_ path: String, size: Int64, sha256: UInt8, sha512: UInt8? = nil) throws -> ManifestEntry {
-        var digests: PerAlgorithm<Digest> = [.sha256: try #require(Digest(hex: hex(sha256), byteCount: 32))]
-        if let sha512 { digests[.sha512] = try #require(Digest(hex: hex(sha512, 64), byteCount: 64)) }
-        return ManifestEntry(path: path, url: .relative(path), size: size, digests: digests)
-    }
-
     func index(_ entries: [ManifestEntry]) -> VerifiedIndex {
         var index = VerifiedIndex()
         for (i, entry) in entries.enumerated() {
@@ -28,8 +20,10 @@ import MirrorTestSupport
     }
 
     @Test func aRecordIsPickedByTheContentOfAnEntryAndByNothingElse() throws {
-        let stored = [try Self.entry("a.bin", size: 10, sha256: 1), try Self.entry("b.bin", size: 10, sha256: 2),
-                      try Self.entry("c.bin", size: 11, sha256: 1), try Self.entry("d.bin", size: 10, sha256: 1, sha512: 9)]
+        let stored: [ManifestEntry] = [
+            .fixture("a.bin", size: 10, sha256: .filled(1)), .fixture("b.bin", size: 10, sha256: .filled(2)),
+            .fixture("c.bin", size: 11, sha256: .filled(1)), .fixture("d.bin", size: 10, sha256: .filled(1), sha512: .filled(9, .sha512)),
+        ]
         let index = index(stored)
         let table = index.contentTable()
         func picked(for entry: ManifestEntry) -> [String] {
@@ -38,16 +32,16 @@ import MirrorTestSupport
             #expect(byTable == index.records { $0.content == wanted }.map(\.identity.path).sorted())
             return byTable
         }
-        #expect(picked(for: try Self.entry("renamed.bin", size: 10, sha256: 1)) == ["a.bin"])
-        #expect(picked(for: try Self.entry("x", size: 10, sha256: 2)) == ["b.bin"])
-        #expect(picked(for: try Self.entry("x", size: 12, sha256: 1)).isEmpty, "another size")
-        #expect(picked(for: try Self.entry("x", size: 10, sha256: 1, sha512: 9)) == ["d.bin"], "both digests")
+        #expect(picked(for: .fixture("renamed.bin", size: 10, sha256: .filled(1))) == ["a.bin"])
+        #expect(picked(for: .fixture("x", size: 10, sha256: .filled(2))) == ["b.bin"])
+        #expect(picked(for: .fixture("x", size: 12, sha256: .filled(1))).isEmpty, "another size")
+        #expect(picked(for: .fixture("x", size: 10, sha256: .filled(1), sha512: .filled(9, .sha512))) == ["d.bin"], "both digests")
     }
 
     @Test func recordsArePickedByTheirPathsBytes() throws {
         let nfc = "caf\u{E9}.bin", nfd = "cafe\u{301}.bin"
-        let index = index([try Self.entry(nfc, size: 1, sha256: 1), try Self.entry(nfd, size: 1, sha256: 2),
-                           try Self.entry("dir/x", size: 1, sha256: 3)])
+        let index = index([.fixture(nfc, size: 1, sha256: .filled(1)), .fixture(nfd, size: 1, sha256: .filled(2)),
+                           .fixture("dir/x", size: 1, sha256: .filled(3))])
         let keep = Set([nfc].map { PathKey($0) })
         let unlisted = index.records { !keep.contains(PathKey(bytes: Array($0.path))) }.map { Array($0.identity.path.utf8) }
         #expect(Set(unlisted) == Set([Array(nfd.utf8), Array("dir/x".utf8)]), "the NFD spelling is not the NFC one")

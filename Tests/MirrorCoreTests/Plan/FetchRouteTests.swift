@@ -7,10 +7,10 @@ import Testing
 /// its totals by ``FetchRoute``, and which entry of one content leads (``ContentLeaders``, the
 /// rule of the run's ``SyncRunner/holdDuplicates()``).
 @Suite struct FetchRouteTests {
+    /// An entry whose digests are those of the one byte `content` (the SHA-512 too with `sha512`).
     static func entry(_ path: String, size: Int64 = 100, content: UInt8 = 1, sha512: Bool = false) -> ManifestEntry {
-        var digests: DigestSet = [.sha256: Hasher.digest(.sha256, of: [content])]
-        if sha512 { digests[.sha512] = Hasher.digest(.sha512, of: [content]) }
-        return ManifestEntry(path: path, url: .relative(path), size: size, digests: digests)
+        .fixture(path, size: size, sha256: Hasher.digest(.sha256, of: [content]),
+                 sha512: sha512 ? Hasher.digest(.sha512, of: [content]) : nil)
     }
 
     @Test func theFirstEntryOfAContentLeadsAndLaterOnesWithTheSameDigestsFollowIt() {

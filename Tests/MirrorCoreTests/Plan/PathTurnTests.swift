@@ -68,8 +68,7 @@ import Glibc
 
     @Test func onlyAnInstalledUnchangedFileIsVouchedFor() {
         let status = file("pf").status
-        let identity = EntryIdentity(ManifestEntry(path: "pf", url: .relative("pf"), size: 10,
-                                                   digests: [.sha256: Digest(bytes: [UInt8](repeating: 7, count: 32))]))
+        let identity = EntryIdentity(ManifestEntry.fixture("pf"))
         let installed = VerifiedRecord(identity: identity, status: status)
         #expect(PathTurn.vouches(installed, for: status))
         #expect(!PathTurn.vouches(nil, for: status), "no record: never installed")
@@ -86,11 +85,6 @@ import Glibc
     let fx: DestinationState
     init() throws { fx = try DestinationState() }
 
-    func entry(_ path: String, size: Int64 = 10) -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: size,
-                      digests: [.sha256: Digest(bytes: [UInt8](repeating: 7, count: 32))])
-    }
-
     /// Writes a file at `relative` (making its folders) and, with `installed`, journals it as
     /// mirror does after installing it.
     func write(_ relative: String, installed: Bool) throws {
@@ -105,7 +99,7 @@ import Glibc
         file.close()
         guard installed else { return }
         let status = try #require(try fx.destination.status(of: relative))
-        try JournalWriter(fx.journal).append(.verified(VerifiedRecord(identity: EntryIdentity(entry(relative)), status: status)), durable: false)
+        try JournalWriter(fx.journal).append(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(relative)), status: status)), durable: false)
     }
 
     @Test func aFileWhereAFolderMustBeIsFound() throws {
@@ -126,19 +120,19 @@ import Glibc
 
     @Test func mirrorsOwnFileInTheWayIsPlannedAsAReplacement() throws {
         try write("pf", installed: true)
-        #expect(try fx.planner.action(for: entry("pf/inner.bin")) == .download(replacing: true))
+        #expect(try fx.planner.action(for: .fixture("pf/inner.bin")) == .download(replacing: true))
     }
 
     @Test func mirrorsOwnFolderInTheWayIsPlannedAsAReplacement() throws {
         try write("pf/a.bin", installed: true)
         try write("pf/sub/b.bin", installed: true)
-        #expect(try fx.planner.action(for: entry("pf")) == .download(replacing: true))
+        #expect(try fx.planner.action(for: .fixture("pf")) == .download(replacing: true))
     }
 
     @Test func aFileMirrorNeverInstalledStillBlocks() throws {
         try write("pf", installed: false)
         let reconciler = Reconciler(planner: fx.planner, journal: fx.journal)
-        guard case .blocked(let why) = reconciler.action(for: entry("pf/inner.bin")) else {
+        guard case .blocked(let why) = reconciler.action(for: .fixture("pf/inner.bin")) else {
             Issue.record("not blocked")
             return
         }
@@ -148,7 +142,7 @@ import Glibc
     @Test func aFolderWithAFileOfTheUsersStillBlocks() throws {
         try write("pf/a.bin", installed: true)
         try write("pf/notes.txt", installed: false)
-        guard case .blocked(let why) = try fx.planner.action(for: entry("pf")) else {
+        guard case .blocked(let why) = try fx.planner.action(for: .fixture("pf")) else {
             Issue.record("not blocked")
             return
         }

@@ -16,10 +16,6 @@ import Glibc
 
     init() throws { fx = try DestinationState() }
 
-    func entry(_ path: String) -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: 10, digests: [.sha256: Digest(bytes: [UInt8](repeating: 7, count: 32))])
-    }
-
     /// 300 entries over 7 folders: verified and unchanged (up to date), verified then changed,
     /// present but unknown, a folder in the way, missing.
     func scene() throws -> [ManifestEntry] {
@@ -31,7 +27,7 @@ import Glibc
             case 0, 1, 2:
                 _ = try TestData.writeFile(at: dir.path(path), size: 10, seed: UInt64(i))
                 if i % 5 != 2, let status = try fx.destination.status(of: path) {
-                    try JournalWriter(fx.journal).append(.verified(VerifiedRecord(identity: EntryIdentity(entry(path)), status: status)), durable: false)
+                    try JournalWriter(fx.journal).append(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(path)), status: status)), durable: false)
                 }
                 // Verified, then written again: its stat no longer matches the record.
                 if i % 5 == 1 { _ = try TestData.writeFile(at: dir.path(path), size: 10, seed: UInt64(i + 1000)) }
@@ -40,7 +36,7 @@ import Glibc
             default:
                 break
             }
-            entries.append(entry(path))
+            entries.append(.fixture(path))
         }
         return entries
     }
@@ -108,7 +104,7 @@ import Glibc
         let bare = try TemporaryDirectory()
         let path = bare.path
         let lookAhead = PlanLookAhead(disk: Background { Result { try ReadOnlyDestination.open(path) } }, batchSize: 4)
-        for i in 0 ..< 40 { lookAhead.offer(i, entry("f\(i)")) }
+        for i in 0 ..< 40 { lookAhead.offer(i, .fixture("f\(i)")) }
         let decided = lookAhead.finish()
         #expect(!(0 ..< 40).contains { decided.isUpToDate($0) })
     }

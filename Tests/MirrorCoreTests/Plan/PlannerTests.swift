@@ -19,11 +19,6 @@ import Glibc
 
     init() throws { fx = try DestinationState() }
 
-    func entry(_ path: String, size: Int64 = 10) -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: size,
-                      digests: [.sha256: Digest(bytes: [UInt8](repeating: 7, count: 32))])
-    }
-
     func write(_ relative: String, bytes: Int) throws {
         try TestData.bytes(count: bytes, seed: 1).withUnsafeBytes { raw in
             let path = dir.path(relative)
@@ -39,7 +34,7 @@ import Glibc
     /// file sends the entry down the full path (a check or a download), never to "up to date".
     @Test func theInPlaceVerifiedCheckAgreesWithTheRecord() throws {
         try write("a b=%.bin", bytes: 10)
-        let e = entry("a b=%.bin")
+        let e = ManifestEntry.fixture("a b=%.bin")
         let status = try #require(try destination.status(of: e.path))
         try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: false)
         #expect(journal.isVerified(e, status: status))
@@ -60,30 +55,29 @@ import Glibc
         other = status
         other.mtime = FileTime(seconds: status.mtime.seconds, nanoseconds: status.mtime.nanoseconds + 1)
         #expect(!journal.isVerified(e, status: other))
-        let resized = entry("a b=%.bin", size: 11)
+        let resized = ManifestEntry.fixture("a b=%.bin", size: 11)
         #expect(!journal.isVerified(resized, status: status), "another size in the manifest")
-        let rehashed = ManifestEntry(path: e.path, url: .relative(e.path), size: 10,
-                                     digests: [.sha256: Digest(bytes: [UInt8](repeating: 8, count: 32))])
+        let rehashed = ManifestEntry.fixture(e.path, sha256: .filled(8))
         #expect(!journal.isVerified(rehashed, status: status), "another checksum in the manifest")
         #expect(try planner.action(for: rehashed) == .download(replacing: true), "the journal knows these are other bytes")
-        #expect(!journal.isVerified(entry("a b=%.bi"), status: status), "a path that is a prefix")
+        #expect(!journal.isVerified(.fixture("a b=%.bi"), status: status), "a path that is a prefix")
     }
 
     @Test func missingFilesAreDownloaded() throws {
-        #expect(try planner.action(for: entry("a.bin")) == .download(replacing: false))
-        #expect(try planner.action(for: entry("deep/er/a.bin")) == .download(replacing: false))
+        #expect(try planner.action(for: .fixture("a.bin")) == .download(replacing: false))
+        #expect(try planner.action(for: .fixture("deep/er/a.bin")) == .download(replacing: false))
     }
 
     @Test func presentFilesUnknownToTheJournalAreCheckedOrReplaced() throws {
         try write("same.bin", bytes: 10)
         try write("other.bin", bytes: 11)
-        #expect(try planner.action(for: entry("same.bin")) == .check)
-        #expect(try planner.action(for: entry("other.bin")) == .download(replacing: true))
+        #expect(try planner.action(for: .fixture("same.bin")) == .check)
+        #expect(try planner.action(for: .fixture("other.bin")) == .download(replacing: true))
     }
 
     @Test func aJournaledFileIsSkippedUntilSomebodyTouchesIt() throws {
         try write("a.bin", bytes: 10)
-        let e = entry("a.bin")
+        let e = ManifestEntry.fixture("a.bin")
         let status = try #require(try destination.status(of: "a.bin"))
         try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: true)
         #expect(try planner.action(for: e) == .upToDate)
@@ -100,7 +94,7 @@ import Glibc
     @Test func aRecordDoesNotVouchForAFileOfAnotherOwnerOrMode() throws {
         try write("a.bin", bytes: 10)
         #expect(chmod(dir.path("a.bin"), 0o644) == 0)
-        let e = entry("a.bin")
+        let e = ManifestEntry.fixture("a.bin")
         if geteuid() == 0 {
             #expect(chown(dir.path("a.bin"), 65534, 65534) == 0)
             let theirs = try #require(try destination.status(of: "a.bin"))
@@ -119,7 +113,7 @@ import Glibc
 
     @Test func aRecordForAnOlderManifestEntryIsObsolete() throws {
         try write("a.bin", bytes: 10)
-        let old = entry("a.bin")
+        let old = ManifestEntry.fixture("a.bin")
         let status = try #require(try destination.status(of: "a.bin"))
         try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
         var changed = old
@@ -133,7 +127,7 @@ import Glibc
 
     @Test(arguments: [(held: 4000, recorded: 3000, expected: 3000), (held: 2000, recorded: 3000, expected: 2000)])
     func partialsResumeFromWhatIsBothDurableAndPresent(held: Int, recorded: Int64, expected: Int64) throws {
-        let e = entry("big.bin", size: 10_000)
+        let e = ManifestEntry.fixture("big.bin", size: 10_000)
         try write(".mirror/partial/" + PartialFile.name(for: e.path), bytes: held)
         let record = PartialRecord(identity: EntryIdentity(e), url: "http://127.0.0.1/big.bin", validator: "\"v\"", bytes: recorded)
         try JournalWriter(journal).append(.partial(record), durable: true)
@@ -141,7 +135,7 @@ import Glibc
     }
 
     @Test func aPartialWithoutAMatchingRecordIsNotTrusted() throws {
-        let e = entry("big.bin", size: 10_000)
+        let e = ManifestEntry.fixture("big.bin", size: 10_000)
         try write(".mirror/partial/" + PartialFile.name(for: e.path), bytes: 5000)
         #expect(try planner.action(for: e) == .download(replacing: false), "no record at all")
         var other = EntryIdentity(e)
@@ -153,11 +147,11 @@ import Glibc
     @Test func foldersAndSymlinksAtAPathBlockTheEntry() throws {
         #expect(mkdir(dir.path("folder"), 0o755) == 0)
         #expect(symlink("/etc/passwd", dir.path("link")) == 0)
-        guard case .blocked(let why) = try planner.action(for: entry("folder")) else {
+        guard case .blocked(let why) = try planner.action(for: .fixture("folder")) else {
             Issue.record("a folder at the path was not reported"); return
         }
         #expect(why.contains("folder"))
-        guard case .blocked(let linkWhy) = try planner.action(for: entry("link")) else {
+        guard case .blocked(let linkWhy) = try planner.action(for: .fixture("link")) else {
             Issue.record("a symlink at the path was not reported"); return
         }
         #expect(linkWhy.contains("symbolic link"))

@@ -17,12 +17,8 @@ import Glibc
 
     init() throws { fx = try DestinationState() }
 
-    func entry(_ path: String) -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: 10, digests: [.sha256: Digest(bytes: [UInt8](repeating: 7, count: 32))])
-    }
-
     func record(_ path: String, inode: UInt64) -> JournalRecord {
-        .verified(VerifiedRecord(identity: EntryIdentity(entry(path)), inode: inode, device: 1,
+        .verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(path)), inode: inode, device: 1,
                                  mtime: FileTime(seconds: 1), ctime: FileTime(seconds: 1)))
     }
 
@@ -31,7 +27,7 @@ import Glibc
         for (i, path) in ["kept.bin", "gone/old.bin", nfd, "b.bin"].enumerated() {
             try JournalWriter(journal).append(record(path, inode: UInt64(i + 1)), durable: false)
         }
-        let manifest = Manifest(sourceName: "m.yaml", entries: [entry("kept.bin"), entry(nfc), entry("new.bin"), entry("b.bin")])
+        let manifest = Manifest(sourceName: "m.yaml", entries: [.fixture("kept.bin"), .fixture(nfc), .fixture("new.bin"), .fixture("b.bin")])
         let reconciler = Reconciler(planner: fx.planner, journal: journal)
         let unlisted = reconciler.unlisted(by: manifest).map(\.identity.path)
         #expect(unlisted.map { Array($0.utf8) } == [nfd, "gone/old.bin"].map { Array($0.utf8) },
@@ -47,7 +43,7 @@ import Glibc
         #expect(fd >= 0)
         close(fd)
         let reconciler = Reconciler(planner: fx.planner, journal: journal)
-        guard case .blocked(let why) = reconciler.action(for: entry("sub/g.bin")) else {
+        guard case .blocked(let why) = reconciler.action(for: .fixture("sub/g.bin")) else {
             Issue.record("a file where a folder should be must block the entry")
             return
         }
@@ -68,14 +64,14 @@ import Glibc
             case 0, 1:
                 _ = try TestData.writeFile(at: dir.path(path), size: 10, seed: UInt64(i))
                 if i % 5 == 0, let status = try fx.destination.status(of: path) {
-                    try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(entry(path)), status: status)), durable: false)
+                    try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(path)), status: status)), durable: false)
                 }
             case 2:
                 #expect(mkdir(dir.path(path), 0o755) == 0)
             default:
                 break
             }
-            entries.append(entry(path))
+            entries.append(.fixture(path))
         }
         let reconciler = Reconciler(planner: fx.planner, journal: journal)
         let one = entries.map { reconciler.action(for: $0) }
@@ -93,7 +89,7 @@ import Glibc
     /// returns (after the threads deciding the next window are done with the entries it lent).
     @Test func aThrowingBodyStopsTheWalk() throws {
         struct Stop: Error {}
-        let entries = (0 ..< 500).map { entry("f\($0)") }
+        let entries = (0 ..< 500).map { ManifestEntry.fixture("f\($0)") }
         let reconciler = Reconciler(planner: fx.planner, journal: journal)
         var handed = 0
         #expect(throws: Stop.self) {

@@ -13,11 +13,6 @@ import MirrorTestSupport
 @Suite struct SeedFoldersTests {
     static let size: Int64 = 4096
 
-    static func entry(_ path: String, sha: String) throws -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: size,
-                      digests: DigestSet(.sha256, try #require(Digest(hex: sha, byteCount: 32))))
-    }
-
     /// A seed folder with `decoys` files of ``size`` named `d00.bin`... (other bytes).
     static func seed(in dir: TemporaryDirectory, decoys: Int) throws -> String {
         let seed = dir.path("seed")
@@ -50,9 +45,9 @@ import MirrorTestSupport
         let seed = try Self.seed(in: dir, decoys: 20)
         let sha = try TestData.writeFile(at: seed + "/zz.bin", size: Self.size, seed: 1)
         let folders = SeedFolders(paths: [seed])
-        #expect(folders.source(for: try Self.entry("a.bin", sha: sha)) == nil)
+        #expect(try folders.source(for: .fixture("a.bin", size: Self.size, sha256: .parsed(sha))) == nil)
         #expect(folders.hashes == 8)
-        #expect(folders.source(for: try Self.entry("b.bin", sha: String(repeating: "0", count: 64))) == nil)
+        #expect(try folders.source(for: .fixture("b.bin", size: Self.size, sha256: .parsed(String(repeating: "0", count: 64)))) == nil)
         #expect(folders.hashes == 16)
     }
 
@@ -64,11 +59,11 @@ import MirrorTestSupport
         try FileManager.default.createDirectory(atPath: seed + "/sub", withIntermediateDirectories: true)
         let sha = try TestData.writeFile(at: seed + "/sub/a.bin", size: Self.size, seed: 1)
         let folders = SeedFolders(paths: [seed + "/"])
-        let found = try #require(folders.source(for: try Self.entry("set/a.bin", sha: sha)))
+        let found = try #require(folders.source(for: .fixture("set/a.bin", size: Self.size, sha256: .parsed(sha))))
         #expect(found.display == seed + "/sub/a.bin")
         #expect(folders.hashes == 1)
         // Asked again (a duplicate path): compared from memory, nothing hashed.
-        #expect(folders.source(for: try Self.entry("other/a.bin", sha: sha)) != nil)
+        #expect(try folders.source(for: .fixture("other/a.bin", size: Self.size, sha256: .parsed(sha))) != nil)
         #expect(folders.hashes == 1)
     }
 
@@ -83,7 +78,7 @@ import MirrorTestSupport
         #expect(symlink(hidden, seed + "/set") == 0)
         #expect(symlink(hidden + "/a.bin", seed + "/a.bin") == 0)
         let folders = SeedFolders(paths: [seed])
-        #expect(folders.source(for: try Self.entry("set/a.bin", sha: sha)) == nil)
+        #expect(try folders.source(for: .fixture("set/a.bin", size: Self.size, sha256: .parsed(sha))) == nil)
         #expect(folders.hashes == 0)
         #expect(folders.olderCopy(at: "set/a.bin") == nil)
         #expect(folders.olderCopy(at: "a.bin") == nil)
@@ -104,7 +99,7 @@ import MirrorTestSupport
         let odd: [UInt8] = Array((seed + "/a").utf8) + [0xFF] + Array(".bin".utf8)
         #expect(odd.withCString { rename(dir.path("a.bin"), $0) } == 0)
         let folders = SeedFolders(paths: [seed])
-        let found = try #require(folders.source(for: try Self.entry("a.bin", sha: sha)))
+        let found = try #require(folders.source(for: .fixture("a.bin", size: Self.size, sha256: .parsed(sha))))
         #expect(try found.file.stat().size == Self.size)
     }
 }

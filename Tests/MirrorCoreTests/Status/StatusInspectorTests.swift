@@ -21,17 +21,13 @@ import Glibc
         try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true)
     }
 
-    func entry(_ path: String, size: Int64, sha: String) -> ManifestEntry {
-        ManifestEntry(path: path, url: .relative(path), size: size, digests: DigestSet(.sha256, Digest(hex: sha, byteCount: 32)))
-    }
-
     /// A manifest of five entries, with a journal that says: a.bin verified, b.bin 40% partial,
     /// c.bin failed, d.bin never seen (but a file is there), e.bin missing; and a last run.
     func scenario() throws -> (Manifest, [String: ManifestEntry]) {
         var entries: [String: ManifestEntry] = [:]
         for (i, name) in ["a.bin", "b.bin", "c.bin", "d.bin", "e.bin"].enumerated() {
             let sha = try TestData.writeFile(at: dir.path("src/\(name)"), size: 1000, seed: UInt64(i))
-            entries[name] = entry(name, size: 1000, sha: sha)
+            entries[name] = try .fixture(name, size: 1000, sha256: .parsed(sha))
         }
         let destination = try Destination.create(dest)
         let state = try #require(try destination.stateFolder(create: true))
@@ -83,7 +79,7 @@ import Glibc
     /// not the hashed prefix, which may be nothing at all when a later segment ran ahead.
     @Test func aSegmentedPartialShowsItsDurableBytes() throws {
         let sha = try TestData.writeFile(at: dir.path("src/big.bin"), size: 1000, seed: 9)
-        let big = entry("big.bin", size: 1000, sha: sha)
+        let big = try ManifestEntry.fixture("big.bin", size: 1000, sha256: .parsed(sha))
         let destination = try Destination.create(dest)
         let state = try #require(try destination.stateFolder(create: true))
         _ = try #require(try destination.stateFolder("partial", create: true))
@@ -107,7 +103,7 @@ import Glibc
         // The manifest now lists another version of b.bin: its partial record is obsolete.
         var changed = manifest
         let b = try #require(entries["b.bin"])
-        changed.entries[1] = entry("b.bin", size: 2000, sha: b.digests[.sha256]?.hex ?? "")
+        changed.entries[1] = .fixture("b.bin", size: 2000, sha256: b.digests[.sha256])
         let status = try StatusInspector.inspect(manifest: changed, destinationPath: dest)
         #expect(status.entries[0].state == .unverified)
         #expect(status.entries[1].state == .missing)

@@ -5,8 +5,9 @@ import Testing
 /// ``PlannedEntries``: the plan's entries wait as indexes, in order, and become tasks only as
 /// they come up; a resume's task made at planning keeps its place and is counted once.
 @Suite struct PlannedEntriesTests {
+    /// The `i`th entry: `f<i>`, of `i + 1` bytes, with no digests.
     static func entry(_ i: Int) -> ManifestEntry {
-        ManifestEntry(path: "f\(i)", url: .relative("f\(i)"), size: Int64(i + 1), digests: [:])
+        .fixture("f\(i)", size: Int64(i + 1), sha256: nil)
     }
 
     @Test func tasksAreMadeInOrderOnlyWhenTaken() {

@@ -20,7 +20,7 @@ import Glibc
         for (i, path) in ["a.bin", "deep/b.bin", "c.bin", "d.bin", "e.bin", "f.bin"].enumerated() {
             let size = Int64(100_000 + i * 1000)
             let sha = try TestData.writeFile(at: dest + "/" + path, size: size, seed: UInt64(i))
-            entries.append(ManifestEntry(path: path, url: .relative(path), size: size, digests: DigestSet(.sha256, Digest(hex: sha, byteCount: 32))))
+            entries.append(try .fixture(path, size: size, sha256: .parsed(sha)))
         }
     }
 
