@@ -92,10 +92,19 @@ struct LinkPump {
     }
 
     /// Most bytes waiting: the link's bandwidth-delay product plus a router's 256 KiB (16 MiB
-    /// where the rate is not capped).
+    /// where the rate is not capped). A connection never carries more than the shared rate, so
+    /// that caps its product too.
     var queueLimit: Int {
-        guard let rate = link.bytesPerSecond else { return 16 << 20 }
+        let rates = [link.bytesPerSecond, link.totalBytesPerSecond].compactMap { $0 }
+        guard let rate = rates.min() else { return 16 << 20 }
         return Int(min(Double(64 << 20), Double(rate) * link.roundTrip)) + (256 << 10)
+    }
+
+    /// Most seconds of bytes the shared bottleneck holds before its pumps stop reading: what one
+    /// connection's queue holds beyond the bytes on the wire (half a round trip at the rate, plus
+    /// 256 KiB), so that the senders meet a full buffer whether they share the link or not.
+    func sharedBacklogLimit(rate: Int64) -> Double {
+        link.roundTrip / 2 + Double(256 << 10) / Double(rate)
     }
 
     func run() {
@@ -126,9 +135,17 @@ struct LinkPump {
                     return
                 }
             }
-            let next = head < queue.count ? queue[head].due : (sawEnd ? endDue : now + 0.1)
+            var next = head < queue.count ? queue[head].due : (sawEnd ? endDue : now + 0.1)
+            var reading = !sawEnd && queued < queueLimit
+            if reading, let total = link.totalBytesPerSecond {
+                // The shared queue is full: wait until it has drained to its limit.
+                let roomAt = proxy.sharedBusy(down: down) - sharedBacklogLimit(rate: total)
+                if roomAt > now {
+                    reading = false
+                    next = min(next, roomAt)
+                }
+            }
             let wait = Int32(max(0, min(100, ((next - now) * 1000).rounded(.up))))
-            let reading = !sawEnd && queued < queueLimit
             var entry = pollfd(fd: from, events: reading ? Int16(POLLIN) : 0, revents: 0)
             let ready = poll(&entry, 1, wait)
             guard reading, ready > 0 else { continue }
@@ -143,7 +160,9 @@ struct LinkPump {
             }
             let start = max(read, busy)
             busy = start + (link.bytesPerSecond.map { Double(n) / Double($0) } ?? 0)
-            queue.append(Chunk(bytes: Array(buffer[0..<n]), due: busy + oneWay))
+            // A chunk leaves once both its connection's bottleneck and the shared one let it.
+            let leaves = max(busy, link.totalBytesPerSecond.map { proxy.leaveShared(ready: read, bytes: n, rate: $0, down: down) } ?? 0)
+            queue.append(Chunk(bytes: Array(buffer[0..<n]), due: leaves + oneWay))
             queued += n
         }
     }

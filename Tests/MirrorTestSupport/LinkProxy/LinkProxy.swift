@@ -20,6 +20,15 @@ import MirrorKit
 /// as a full queue at a router would. The rate is per connection (per-flow shaping, as a campus
 /// link or a VPN concentrator applies it), so N connections get N times the rate.
 ///
+/// A link may also have a total rate that all its connections share (``Link/totalBytesPerSecond``):
+/// a mirror whose own uplink is the limit, where more connections to it get no more bytes, only a
+/// share. That bottleneck is one queue per direction for the whole proxy: a chunk read at t leaves
+/// it at `max(t, busy) + bytes ÷ total`, and leaves the link when both that queue and its
+/// connection's own have let it (the later of the two times; taken one after the other, the two
+/// queues left the shared one idle whenever a connection's own queue lagged). A pump stops reading
+/// while the shared queue holds more than half a round trip plus 256 KiB of waiting bytes, so the
+/// senders meet a full shared buffer too.
+///
 /// Faults (``Fault``) apply to the server's bytes towards the client, for the next connections
 /// accepted after ``breakNext(_:connections:)``. A TLS origin behind the proxy turns
 /// ``Fault/cutAfter(bytes:)`` into a TLS session cut without `close_notify`, and
@@ -35,10 +44,14 @@ public final class LinkProxy: Sendable {
         public var roundTrip: Double
         /// Bytes per second each connection may carry in each direction; nil for no cap.
         public var bytesPerSecond: Int64?
+        /// Bytes per second all connections together may carry in each direction, as one server's
+        /// uplink allows whatever the number of flows; nil for no shared cap.
+        public var totalBytesPerSecond: Int64?
 
-        public init(roundTrip: Double = 0, bytesPerSecond: Int64? = nil) {
+        public init(roundTrip: Double = 0, bytesPerSecond: Int64? = nil, totalBytesPerSecond: Int64? = nil) {
             self.roundTrip = max(0, roundTrip)
             self.bytesPerSecond = bytesPerSecond.map { max(1, $0) }
+            self.totalBytesPerSecond = totalBytesPerSecond.map { max(1, $0) }
         }
 
         /// `megabits` Mbit/s in bytes per second (1 Mbit = 10^6 bits, as links are sold).
@@ -47,6 +60,7 @@ public final class LinkProxy: Sendable {
         public var description: String {
             "\(Int((roundTrip * 1000).rounded())) ms round trip, "
                 + (bytesPerSecond.map { "\(Double($0) * 8 / 1_000_000) Mbit/s per connection" } ?? "no rate cap")
+                + (totalBytesPerSecond.map { ", \(Double($0) * 8 / 1_000_000) Mbit/s in all" } ?? "")
         }
     }
 
@@ -137,9 +151,17 @@ final class LinkProxyState: Sendable {
         var sockets: Set<Int32> = []
     }
 
+    /// The shared bottleneck of ``LinkProxy/Link/totalBytesPerSecond``: when each direction's queue
+    /// is next free (monotonic seconds). Its own lock, taken once per chunk and per pump wake-up.
+    struct Shared: Sendable {
+        var upBusy = 0.0
+        var downBusy = 0.0
+    }
+
     let listenFD: Int32
     let targetPort: Int
     let state: Locked<State>
+    let shared = Locked(Shared())
     let threads = DispatchGroup()
 
     init(listenFD: Int32, targetPort: Int, link: LinkProxy.Link) {
@@ -228,6 +250,22 @@ final class LinkProxyState: Sendable {
             }
             close(fd)
         }
+    }
+
+    /// When a chunk of `bytes` read at `ready` leaves the shared bottleneck, at `rate` bytes per
+    /// second; the queue is then busy until that time.
+    func leaveShared(ready: Double, bytes: Int, rate: Int64, down: Bool) -> Double {
+        shared.withLock { s in
+            let start = max(ready, down ? s.downBusy : s.upBusy)
+            let leaves = start + Double(bytes) / Double(rate)
+            if down { s.downBusy = leaves } else { s.upBusy = leaves }
+            return leaves
+        }
+    }
+
+    /// When the shared bottleneck of one direction is next free.
+    func sharedBusy(down: Bool) -> Double {
+        shared.withLock { down ? $0.downBusy : $0.upBusy }
     }
 
     func connectionEnded() {
