@@ -17,10 +17,12 @@ public struct MirrorSpread: Sendable, Equatable {
     public private(set) var resting: Set<String> = []
     /// Segment requests each mirror (credentials masked) was given for this file so far.
     public private(set) var served: [String: Int] = [:]
+    /// The mirror whose request of this file ended last: its connection is free now.
+    public var lastFreed: String?
 
     public init() {}
 
-    public var isUnused: Bool { dropped.isEmpty && resting.isEmpty && served.isEmpty }
+    public var isUnused: Bool { dropped.isEmpty && resting.isEmpty && served.isEmpty && lastFreed == nil }
 
     public mutating func drop(_ sources: Set<String>) { dropped.formUnion(sources) }
     public mutating func rest(_ url: String) { resting.insert(redactedURL(url)) }
@@ -39,16 +41,22 @@ public struct MirrorSpread: Sendable, Equatable {
     /// The mirror one segment request goes to, counted as served: the one that sent the
     /// segment's bytes so far (`recorded`, credentials masked), while it is live, so that its
     /// validator guards them (`If-Range`); else the live mirror with the fewest of the file's
-    /// requests `running` (their URLs), then the fewest served, then the first in the manifest's
-    /// order. So segments go round the mirrors even one at a time, before the file widens: each
-    /// mirror is tried early, and a wrong piece or a failure shows while there are others to
-    /// turn to. nil when none is live.
+    /// requests `running` (their URLs), then, while others run (a widened file), the one whose
+    /// request ended last (``lastFreed``: its connection is idle, and taking another mirror would
+    /// open a new one beside it), then the
+    /// fewest served, then the first in the manifest's order. So segments go round the mirrors
+    /// even one at a time, before the file widens: each mirror is tried early, and a wrong piece
+    /// or a failure shows while there are others to turn to; and a widened file keeps to as many
+    /// connections as requests (three mirrors and `--segments 8` opened 9 when the tie went by
+    /// segments served). nil when none is live.
     public mutating func pick(live: [String], recorded: String?, running: [String]) -> String? {
         let chosen: String?
         if let recorded, let same = live.first(where: { redactedURL($0) == recorded }) {
             chosen = same
         } else {
-            func load(_ url: String) -> (Int, Int) { (running.filter { $0 == url }.count, served[redactedURL(url)] ?? 0) }
+            func load(_ url: String) -> (Int, Int, Int) {
+                (running.filter { $0 == url }.count, !running.isEmpty && url == lastFreed ? 0 : 1, served[redactedURL(url)] ?? 0)
+            }
             chosen = live.min { load($0) < load($1) }
         }
         if let chosen { served[redactedURL(chosen), default: 0] += 1 }

@@ -73,6 +73,7 @@ extension EntryWork {
     /// garbles ranges turns the entry into one stream from its contiguous prefix.
     func handleSegment(_ download: Download, of task: EntryTask) {
         let outcome = download.outcome ?? .failed(.cancelled)
+        if task.partial?.spreadsSources == true, case .complete = outcome { task.mirrors.lastFreed = download.url }
         if task.partial?.wrongPiece != nil {
             // A wrong piece stops the file's every request; the file is rewound once all are back.
             if case .complete = outcome {} else { segmentFailed(task, .checksumMismatch("a piece did not match its hash")) }

@@ -19,6 +19,16 @@ extension PartialFile {
         return storedWrongPiece
     }
 
+    /// Throws the writer's failure, or the wrong piece it found: one lock for both, taken for
+    /// every piece of a body (``append(_:segment:)``).
+    func throwIfStopped() throws {
+        errorLock.lock()
+        let (error, wrong) = (storedError, storedWrongPiece)
+        errorLock.unlock()
+        if let error { throw error }
+        if let wrong { throw wrong }
+    }
+
     func clearWrongPiece() {
         errorLock.lock()
         storedWrongPiece = nil

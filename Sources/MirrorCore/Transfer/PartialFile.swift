@@ -266,8 +266,7 @@ public final class PartialFile {
     /// at ``length``), hands them to the hashers as ``HashFeed`` decides, starts writeback, and
     /// checkpoints every ``checkpointInterval`` bytes or ``checkpointSeconds``.
     func append(_ bytes: UnsafeRawBufferPointer, segment index: Int = 0) throws {
-        if let failure { throw failure }
-        if let wrongPiece { throw wrongPiece }
+        try throwIfStopped()
         lock.lock()
         defer { lock.unlock() }
         let n = Int64(bytes.count)

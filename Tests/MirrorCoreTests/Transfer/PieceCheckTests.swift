@@ -114,6 +114,18 @@ import MirrorTestSupport
         #expect(spread.pick(live: live, recorded: nil, running: [b, c]) == a)
     }
 
+    @Test func amongTheLeastBusyTheMirrorWhoseRequestEndedLastIsTaken() {
+        var spread = MirrorSpread()
+        // Served a, b, c, a: c and b have fewest served, but a's connection just came free.
+        for _ in 0..<4 { _ = spread.pick(live: [a, b, c], recorded: nil, running: []) }
+        spread.lastFreed = a
+        #expect(spread.pick(live: [a, b, c], recorded: nil, running: [b, c]) == a)
+        // One request at a time, the segments still go round (each mirror is tried early).
+        #expect(spread.pick(live: [a, b, c], recorded: nil, running: []) == b)
+        // Busier than another, it is not taken: the file widens over the mirrors.
+        #expect(spread.pick(live: [a, b, c], recorded: nil, running: [a, b]) == c)
+    }
+
     @Test func aSegmentStaysWithTheMirrorThatSentItsBytesWhileItIsLive() {
         var spread = MirrorSpread()
         #expect(spread.pick(live: [a, b, c], recorded: "http://***@c.example/f", running: [c]) == c)
