@@ -11,6 +11,15 @@ import MirrorTestSupport
 @Suite(.serialized) struct SignedListRollbackTests {
     static let june = "20250601T000000", july = "20250701T000000"
 
+    /// Puts the kept file `name` and its signature (`name` + `signature`) where the server serves
+    /// `path`, as a mirror holding that version would.
+    static func serve(_ fx: SyncFixture, _ name: String, at path: String, signature: String) throws {
+        for (from, to) in [(name, path), (name + signature, path + signature)] {
+            try? FileManager.default.removeItem(atPath: to)
+            try FileManager.default.copyItem(atPath: fx.dir.path(from), toPath: to)
+        }
+    }
+
     @Test func aListSignedBeforeTheOneAcceptedIsRefusedAndTheSameOneAgainIsNot() throws {
         let fx = try SyncFixture()
         let keys = try OpenPGPKeys(createdAt: "20250101T000000")
@@ -23,12 +32,7 @@ import MirrorTestSupport
         try keys.detachSign(fx.dir.path("june"), output: fx.dir.path("june.gpg"), at: Self.june)
         try Data("\(a) *a.iso\n\(b) *b.iso\n".utf8).write(to: URL(fileURLWithPath: fx.dir.path("july")))
         try keys.detachSign(fx.dir.path("july"), output: fx.dir.path("july.gpg"), at: Self.july)
-        func serve(_ name: String) throws {
-            for (from, to) in [(name, list), (name + ".gpg", list + ".gpg")] {
-                try? FileManager.default.removeItem(atPath: to)
-                try FileManager.default.copyItem(atPath: fx.dir.path(from), toPath: to)
-            }
-        }
+        func serve(_ name: String) throws { try Self.serve(fx, name, at: list, signature: ".gpg") }
         let url = fx.server.baseURL + "rel/SHA256SUMS"
         func sync() throws -> ProcessResult { try Mirror.run(["sync", url, "--dest", fx.dest, "--keyring", keyring]) }
 
@@ -71,12 +75,7 @@ import MirrorTestSupport
         // Another length too: nginx's ETag is its modification time and length, both the same otherwise.
         try Data((meta4(19_999) + "\n").utf8).write(to: URL(fileURLWithPath: fx.dir.path("june.meta4")))
         try keys.detachSign(fx.dir.path("june.meta4"), output: fx.dir.path("june.meta4.asc"), armor: true, at: Self.june)
-        func serve(_ name: String) throws {
-            for (from, to) in [(name, path), (name + ".asc", path + ".asc")] {
-                try? FileManager.default.removeItem(atPath: to)
-                try FileManager.default.copyItem(atPath: fx.dir.path(from), toPath: to)
-            }
-        }
+        func serve(_ name: String) throws { try Self.serve(fx, name, at: path, signature: ".asc") }
         let url = fx.server.baseURL + "set.meta4"
         func sync() throws -> ProcessResult { try Mirror.run(["sync", url, "--dest", fx.dest, "--keyring", keyring]) }
         try serve("july.meta4")
