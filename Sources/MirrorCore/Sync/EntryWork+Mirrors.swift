@@ -70,6 +70,12 @@ extension EntryWork {
         let lost = partial.rewind(piece: wrong.range, dropping: senders)
         let from = senders.sorted().joined(separator: ", ")
         report.warning("\(task.entry.path): \(detail) (sent by \(from)); not asked again for this file, \(Formatting.bytes(lost)) to fetch again")
+        if stop.isEnding {
+            // The rewind was checkpointed: the next run goes on from the piece, without that mirror's bytes.
+            task.move(to: .leftForLaterRun)
+            emit(.pending)
+            return
+        }
         if partial.spreadsSources, !liveMirrors(task).isEmpty {
             continueSegments(task)
             return
