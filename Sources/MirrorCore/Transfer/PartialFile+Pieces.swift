@@ -5,6 +5,14 @@ import MirrorState
 /// validator, and what a wrong piece (``PieceCheck``) undoes (docs/manifest.md, "Metalink 4";
 /// docs/journal.md, `srcs` and `segsrc`).
 extension PartialFile {
+    /// Whether the file's segments come from several mirrors at once (``EntryWork/spreads(_:)``,
+    /// or a resumed record that says so): each mirror's validator is then kept apart. Set by the
+    /// sync thread before the file's first request; read under the lock by the transfer threads.
+    var spreadsSources: Bool {
+        get { locked { spreadingSources } }
+        set { locked { spreadingSources = newValue } }
+    }
+
     /// Where some of a segment's bytes came from: the request's first offset and its URL
     /// (credentials masked).
     struct Origin: Equatable {
@@ -95,14 +103,14 @@ extension PartialFile {
     /// The validator held for `url`: that mirror's own when the file's segments come from several
     /// (``spreadsSources``), else the one validator of the bytes held.
     func heldValidator(for url: String) -> String? {
-        locked { spreadsSources ? mirrorValidators[redactedURL(url)] : currentValidator }
+        locked { spreadingSources ? mirrorValidators[redactedURL(url)] : currentValidator }
     }
 
     /// A response from `url` was accepted with `validator`.
     func adopt(url: String, validator: String?) {
         locked {
             currentSourceURL = url
-            if spreadsSources {
+            if spreadingSources {
                 if let validator { mirrorValidators[redactedURL(url)] = validator }
             } else {
                 currentValidator = validator ?? currentValidator
@@ -114,7 +122,7 @@ extension PartialFile {
     /// mirror's validator when the file's segments come from several mirrors.
     func journalRecord(of segment: Segment) -> SegmentRecord {
         var record = segment.record
-        if spreadsSources, let origin = segment.origins.last {
+        if spreadingSources, let origin = segment.origins.last {
             record.source = SegmentSource(url: origin.source, validator: mirrorValidators[origin.source])
         }
         return record
@@ -135,7 +143,7 @@ extension PartialFile {
             let source = recorded?[safe: i]?.source
             segments[i].origins = [Origin(from: segments[i].start, source: source?.url ?? url)]
             if let source {
-                spreadsSources = true
+                spreadingSources = true
                 if let validator = source.validator { mirrorValidators[source.url] = validator }
             }
         }

@@ -84,7 +84,7 @@ public final class PartialFile {
     var currentValidator: String?
     /// The file's segments come from several mirrors at once (``EntryWork/spreads(_:)``): each
     /// mirror's validator is kept apart, by URL, and sent as `If-Range` to it alone.
-    var spreadsSources = false
+    var spreadingSources = false
     var mirrorValidators: [String: String] = [:]
     /// Together the segments cover the whole file, in order; one for a single stream.
     var segments: [Segment]
