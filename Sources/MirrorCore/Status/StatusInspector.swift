@@ -115,6 +115,9 @@ public struct DestinationStatus: Sendable {
     public var manifest: ManifestProvenance?
     /// The newest signed manifest this DEST accepted with `--trust` (``AcceptedManifests``).
     public var acceptedSerial: AcceptedManifest?
+    /// The manifest read is a checksum list or Metalink file whose OpenPGP signature a run checked
+    /// (its kept copy's mark): the serial accepted is a signature's time (docs/signing.md).
+    public var serialIsSignatureTime = false
     /// The pid of a sync holding the destination's lock right now, when one does.
     public var runningPid: Int?
     /// A run that took the lock and never ended (killed, or the machine stopped), when nothing
@@ -231,6 +234,7 @@ public enum StatusInspector {
                                        hasJournal: hasJournal)
         status.reserve(manifest.entries.count)
         status.acceptedSerial = state.flatMap { try? AcceptedManifests.read(in: $0) }
+        status.serialIsSignatureTime = manifest.signedListSHA256 != nil
         // Planned as a sync plans (a thread per core, in manifest order); only what is not done is kept.
         let reconciler = Reconciler(planner: Planner(destination: destination, journal: journal, partialFolder: partials),
                                     journal: journal)

@@ -27,7 +27,10 @@ extension DestinationStatus {
             lines.append("last success: none recorded")
         }
         if let manifest { lines.append("manifest: \(manifest.describe(now: now))") }
-        if let accepted = acceptedSerial {
+        if let accepted = acceptedSerial, serialIsSignatureTime {
+            lines.append("signed list: signature of \(Formatting.utcTimestamp(accepted.serial)) accepted "
+                         + "(--keyring refuses a list signed earlier)")
+        } else if let accepted = acceptedSerial {
             var line = "signed manifest: serial \(accepted.serial) accepted (--trust refuses a lower one)"
             if let expires = accepted.expires {
                 let when = Formatting.utcTimestamp(expires)
