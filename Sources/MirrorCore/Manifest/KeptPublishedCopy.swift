@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorModel
 
 /// Which signature check a copy kept under `DEST/.mirror/manifest/` must have passed before a run
@@ -41,9 +42,9 @@ enum KeptPublishedCopy {
         let shaKey = Array("; signed sha256 ".utf8)
         guard !digits.isEmpty, digits.count <= 18, let signedAt = Int64(String(decoding: digits, as: UTF8.self)),
               rest.starts(with: shaKey) else { return nil }
-        let hex = rest.dropFirst(shaKey.count).prefix(64)
-        guard hex.count == 64, hex.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
-        return Signed(signedAt: signedAt, sha256: String(decoding: hex, as: UTF8.self))
+        let hex = String(decoding: rest.dropFirst(shaKey.count).prefix(64), as: UTF8.self)
+        guard HoldFile.isDigest(hex) else { return nil }
+        return Signed(signedAt: signedAt, sha256: hex)
     }
 
     /// `manifest`, parsed from `bytes`, with what their mark says was checked: its `serial` the

@@ -106,7 +106,6 @@ public enum RemoteManifest {
     static let sizeLimit = Gzip.defaultLimit
     static let signatureLimit = 64 * 1024
 
-    /// Whether `argument` names a manifest by URL rather than by path.
     /// The manifest in `bytes`, with what a checked list's mark says (``KeptPublishedCopy/applyMark(of:to:)``).
     static func parse(_ bytes: [UInt8], sourceName: String) throws -> Manifest {
         var manifest = try ManifestLoader.parse(bytes, sourceName: sourceName)
@@ -114,6 +113,7 @@ public enum RemoteManifest {
         return manifest
     }
 
+    /// Whether `argument` names a manifest by URL rather than by path.
     public static func isURL(_ argument: String) -> Bool {
         let lower = argument.lowercased()
         return lower.hasPrefix("https://") || lower.hasPrefix("http://") || lower.hasPrefix("file://")

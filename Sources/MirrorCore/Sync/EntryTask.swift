@@ -21,19 +21,8 @@ final class EntryTask {
     var attempt = Attempts()
     var history = FailureHistory()
     var segments = SegmentState()
-    /// Which mirrors the file's segments may still go to (``MirrorSpread``): behind a reference
-    /// made at the first change, as most tasks never use it.
-    var mirrors: MirrorSpread {
-        get { mirrorState?.value ?? MirrorSpread() }
-        set {
-            if let mirrorState {
-                mirrorState.value = newValue
-            } else if !newValue.isUnused {
-                mirrorState = Rare(newValue)
-            }
-        }
-    }
-    private var mirrorState: Rare<MirrorSpread>?
+    /// Which mirrors the file's segments may still go to (``MirrorSpread``).
+    @RareValue var mirrors: MirrorSpread
     /// Where the entry stands in the run (``EntryState``), changed only by ``move(to:)``.
     private(set) var state = EntryState.ready
     /// Monotonic time before which the next attempt must not start (back-off, `Retry-After`; ``Scheduler``).
@@ -111,19 +100,9 @@ struct Attempts {
     var foundIsMirrors = false
     /// The local file the partial file was copied from, when it was (for the output).
     var copiedFrom: String?
-    /// A chunk delta from an older copy (``EntryWork/startDelta(_:url:)``): tried once. Kept
-    /// behind a reference made at the first change (~110 bytes inline, unused by most tasks).
-    var delta: DeltaAttempt {
-        get { deltaState?.value ?? DeltaAttempt() }
-        set {
-            if let deltaState {
-                deltaState.value = newValue
-            } else if !newValue.isUnused {
-                deltaState = Rare(newValue)
-            }
-        }
-    }
-    private var deltaState: Rare<DeltaAttempt>?
+    /// A chunk delta from an older copy (``EntryWork/startDelta(_:url:)``): tried once (~110
+    /// bytes inline, unused by most tasks, so kept behind a reference).
+    @RareValue var delta: DeltaAttempt
 
     mutating func begin(at length: Int64) {
         count += 1
@@ -218,3 +197,33 @@ final class Rare<Value> {
     var value: Value
     init(_ value: Value) { self.value = value }
 }
+
+/// A value that starts empty and that most tasks never change.
+protocol RarelyUsed {
+    init()
+    /// Still as made: nothing tried or recorded.
+    var isUnused: Bool { get }
+}
+
+/// A ``RarelyUsed`` value behind a ``Rare`` reference made at its first change: 8 bytes for a
+/// task that never changes it.
+@propertyWrapper
+struct RareValue<Value: RarelyUsed> {
+    private var box: Rare<Value>?
+
+    init() {}
+
+    var wrappedValue: Value {
+        get { box?.value ?? Value() }
+        set {
+            if let box {
+                box.value = newValue
+            } else if !newValue.isUnused {
+                box = Rare(newValue)
+            }
+        }
+    }
+}
+
+extension DeltaAttempt: RarelyUsed {}
+extension MirrorSpread: RarelyUsed {}

@@ -268,17 +268,17 @@ public enum SyncSession {
         do { _ = try Destination.openExisting(dest) } catch let error as SystemError { throw SyncError.destination(error) }
         // A signed manifest DEST would refuse (an older serial, past its expires) is refused before
         // it replaces the last good copy; the run checks again, and records, under DEST's lock.
-        let admit: ((Manifest, String) throws -> Void)? = trust == nil ? nil : { fetched, sha256 in
+        let refuseOlder: (Manifest, String) throws -> Void = { fetched, sha256 in
             let state = try? Destination.openExisting(dest)?.stateFolder(create: false)
             try SerialGate.admit(fetched, sha256: sha256, state: state ?? nil, record: false)
         }
+        let admit = trust == nil ? nil : refuseOlder
         // A list signed before the one DEST accepted is refused as soon as its signature is checked:
         // before its sizes are asked, and before it replaces the last good copy.
         let admitSigned: ((KeptPublishedCopy.Signed) throws -> Void)? = keyring == nil ? nil : { signed in
-            let state = try? Destination.openExisting(dest)?.stateFolder(create: false)
             var probe = Manifest(sourceName: redactedURL(manifest), entries: [], serial: signed.signedAt)
             probe.signedListSHA256 = signed.sha256
-            try SerialGate.admit(probe, sha256: signed.sha256, state: state ?? nil, record: false)
+            try refuseOlder(probe, signed.sha256)
         }
         // --trust checks YAML manifests, --keyring the lists and Metalink files (PublishedList).
         let check = trust.map { ManifestTrust.remoteCheck($0, url: manifest) }
