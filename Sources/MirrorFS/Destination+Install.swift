@@ -109,7 +109,7 @@ extension Destination {
         }
         if let ours, !FileStatus(st).sameFile(as: ours) {
             let removed = DiskChange.unlinkat(parent.fd, final, 0) == 0 || errno == ENOENT
-            if syncFolder { try? parent.sync() }
+            if syncFolder { _ = try? parent.sync() }
             let what = FileStatus(st).isSymlink ? "a symbolic link" : "another file"
             throw SystemError("install", display(relative) + " (\(what) was swapped in for the verified download while it was moved into place; "
                               + (removed ? "it was removed" : "remove it; it is not the manifest's file") + ")", code: ELOOP)

@@ -140,7 +140,7 @@ extension Destination {
     }
 
     /// Makes every removal in DEST durable: one `syncfs(2)` for the whole file system.
-    package func syncAll() throws { try root.syncFilesystem() }
+    @discardableResult package func syncAll() throws -> Synced { try root.syncFilesystem() }
 }
 
 extension UnsafeBufferPointer where Element == UInt8 {

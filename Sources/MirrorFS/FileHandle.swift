@@ -33,20 +33,29 @@ public final class FileDescriptor: @unchecked Sendable {
     }
 
     /// `fsync(2)`: data and metadata on stable storage. For a directory this makes the entries
-    /// created or renamed in it durable, which `rename(2)` alone does not.
-    public func sync() throws {
+    /// created or renamed in it durable, which `rename(2)` alone does not. Returns the proof a
+    /// journal record of this file's bytes needs (``Synced``); a folder's is dropped.
+    @discardableResult
+    public func sync() throws -> Synced {
         if retryingOnEINTR({ DiskChange.fsync(fd) }) != 0 { throw SystemError("sync", displayPath) }
+        return Synced(after: fd, wholeFileSystem: false)
     }
 
     /// `syncfs(2)`: everything written to the filesystem holding this descriptor, on stable storage,
-    /// in one journal commit, where an `fsync` per file would pay one commit each.
-    public func syncFilesystem() throws {
+    /// in one journal commit, where an `fsync` per file would pay one commit each. Returns the
+    /// proof for records of any file on that file system (``Synced``).
+    @discardableResult
+    public func syncFilesystem() throws -> Synced {
         if retryingOnEINTR({ DiskChange.syncfs(fd) }) != 0 { throw SystemError("sync the filesystem of", displayPath) }
+        return Synced(after: fd, wholeFileSystem: true)
     }
 
-    /// `fdatasync(2)`: the data (and the size) on stable storage, without the timestamps.
-    public func syncData() throws {
+    /// `fdatasync(2)`: the data (and the size) on stable storage, without the timestamps. Returns
+    /// the proof a journal record of these bytes needs (``Synced``).
+    @discardableResult
+    public func syncData() throws -> Synced {
         if retryingOnEINTR({ DiskChange.fdatasync(fd) }) != 0 { throw SystemError("sync", displayPath) }
+        return Synced(after: fd, wholeFileSystem: false)
     }
 
     public func stat() throws -> FileStatus {

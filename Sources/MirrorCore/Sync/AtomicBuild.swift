@@ -179,9 +179,11 @@ struct AtomicBuild {
         CrashPoint.hit("seed-after-links")
         try refreshRecords(outcome.untrusted, in: building)
         // A kept generation's file hashed and linked: verified now, as a file found and hashed
-        // is; mirror put it in the store, so it is journaled as installed, not `found=1`.
-        for (entry, status) in outcome.hashed {
-            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status)), durable: false)
+        // is, once the `syncfs` of the building folder's file system made it durable
+        // (``FoundRecords``); mirror put it in the store, so it is journaled as installed, not `found=1`.
+        if !outcome.hashed.isEmpty {
+            let records = outcome.hashed.map { entry, status in VerifiedRecord(identity: EntryIdentity(entry), status: status) }
+            try writer.append(verified: records, proof: try building.syncAll())
         }
     }
 
@@ -283,13 +285,17 @@ struct AtomicBuild {
     /// journal would not trust with a moved change time is journaled again with its new status,
     /// if it still is the same inode, size and modification time; otherwise its record would no
     /// longer match and the next run would hash it (docs/journal.md, "Atomic destinations").
+    /// These records vouch for no byte anew: the same inode, size and modification time as the
+    /// record the journal holds (``JournalWriter/restate(_:)``).
     func refreshRecords(_ vouched: [(ManifestEntry, FileStatus)], in set: Destination) throws {
+        var records: [VerifiedRecord] = []
         for (entry, before) in vouched {
             guard let now = try? set.status(of: entry.path), now != before, now.sameFile(as: before),
                   now.size == before.size, now.mtime == before.mtime else { continue }
             let adopted = journal.records(for: entry.path)?.verified?.adopted ?? false
-            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: now, adopted: adopted)), durable: false)
+            records.append(VerifiedRecord(identity: EntryIdentity(entry), status: now, adopted: adopted))
         }
+        try writer.restate(records)
     }
 
     // MARK: - The hold (docs/cli.md, "mirror rollback")

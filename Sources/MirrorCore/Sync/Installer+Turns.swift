@@ -14,7 +14,7 @@ extension Installer {
     /// rename leaves neither at the path (the new file waits in the partial folder, its bytes
     /// journaled for a named one); never a wrong file. The removed files' `forget path=... all=1`
     /// records go into `removed`, journaled with the batch (docs/journal.md, "`forget`").
-    func install(_ item: InstallBatch.Item, syncFolder: Bool, removed: inout [JournalRecord]) throws -> FileStatus {
+    func install(_ item: InstallBatch.Item, syncFolder: Bool, removed: inout [JournalNote]) throws -> FileStatus {
         do {
             return try place(item, syncFolder: syncFolder)
         } catch let error as SystemError where error.code == ENOTDIR || error.code == EISDIR {

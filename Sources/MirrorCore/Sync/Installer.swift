@@ -91,6 +91,10 @@ final class Installer {
         var out = Committed()
         guard !items.isEmpty else { return out }
         let single = items.count == 1
+        // The proof that the batch's bytes are durable (``Synced``): the `verified` records below
+        // cannot be appended without it. A lone file's `fsync`; for a batch, the `syncfs` after
+        // the renames, which covers the bytes and the names.
+        var proof: Synced?
         do {
             // The evidence that each file about to appear at its path is mirror's goes first, so
             // the one `syncfs` that makes the files durable makes it durable too (the journal is
@@ -98,7 +102,7 @@ final class Installer {
             // then synced on its own.
             let intents = try recordIntent(items)
             if single {
-                try items[0].partial.file.sync()
+                proof = try items[0].partial.file.sync()
                 if intents { try writer.sync() }
             } else {
                 try partialFolder.syncFilesystem()
@@ -112,7 +116,7 @@ final class Installer {
         }
         var installed: [(InstallBatch.Item, FileStatus)] = []
         // Files that were in the way of a new one and went (``PathTurn``): journaled with the batch.
-        var removed: [JournalRecord] = []
+        var removed: [JournalNote] = []
         for item in items {
             defer { item.partial.close() }
             do {
@@ -123,13 +127,17 @@ final class Installer {
         }
         destination.forgetInstallFolder()
         do {
-            if !single && !installed.isEmpty { try partialFolder.syncFilesystem() }
+            if !single && !installed.isEmpty { proof = try partialFolder.syncFilesystem() }
             CrashPoint.hit("install-before-record")
             // The partial file's identity is its entry's (``PartialFile/identity``), already made.
-            try writer.append(removed + installed.map { item, status in
-                .verified(VerifiedRecord(identity: item.partial.identity, status: status, adopted: Installer.isFoundCopy(item)))
-            })
-            try writer.sync()
+            let verified = installed.map { item, status in
+                VerifiedRecord(identity: item.partial.identity, status: status, adopted: Installer.isFoundCopy(item))
+            }
+            if let proof = proof.take() {
+                try writer.append(verified: verified, notes: removed, proof: proof)
+            } else {
+                try writer.append(removed, durable: true)
+            }
         } catch let error as SystemError {
             // The files are in place and complete; without their records the next run hashes them.
             if error.isDestinationUnwritable { out.fatal = error }
@@ -146,13 +154,13 @@ final class Installer {
     /// no byte (docs/journal.md, rule 1): a named partial file it describes is hashed again if
     /// resumed, one with no name is gone with the kill. True when it appended any.
     private func recordIntent(_ items: [InstallBatch.Item]) throws -> Bool {
-        var intents: [JournalRecord] = []
+        var intents: [JournalNote] = []
         for item in items {
             let partial = item.partial
             let status = try partial.file.stat()
             // A file with no name never had a record of its inode; a named one may have.
             if !partial.isUnnamed, writer.journal.records(for: partial.identity.path)?.partial?.fileInode == status.inode { continue }
-            intents.append(.partial(PartialRecord(identity: partial.identity, url: partial.sourceURL.map(redactedURL) ?? "", validator: partial.validator,
+            intents.append(.partialWithoutStates(PartialRecord(identity: partial.identity, url: partial.sourceURL.map(redactedURL) ?? "", validator: partial.validator,
                                                   bytes: partial.identity.size, fileInode: status.inode,
                                                   fileChangeTime: status.ctime)))
         }
@@ -194,8 +202,10 @@ final class Installer {
 
     enum CheckResult {
         /// The file is the manifest's and may stay as it is (its mode fixed where only that was
-        /// wrong, ``FoundFilePolicy``); journaled.
-        case verified
+        /// wrong, ``FoundFilePolicy``). `waiting`: its record, to be appended after the `syncfs`
+        /// of its batch (``FoundRecords``); nil when it is journaled already (a file on another
+        /// file system than DEST's state, synced and journaled on its own).
+        case verified(waiting: VerifiedRecord?)
         /// Other bytes (or bytes that changed while read): fetch the entry again.
         case differs
         /// The file may not be vouched for as it is (another user's, or others may write it, or
@@ -209,8 +219,8 @@ final class Installer {
         case failed(Error)
     }
 
-    /// Hashes a file that is at its path but unknown to the journal. A match is journaled; a
-    /// mismatch is fetched again, and the present file stays until the new copy verifies.
+    /// Hashes a file that is at its path but unknown to the journal. A match is journaled once
+    /// its bytes are durable (``FoundRecords``); a mismatch is fetched again, and the present file stays until the new copy verifies.
     ///
     /// Before a byte is read, ``FoundFilePolicy`` decides from its `fstat` whether mirror may vouch
     /// for this inode at all: another user's file, or one group or others may write, is not
@@ -220,6 +230,7 @@ final class Installer {
     func check(_ entry: ManifestEntry, policy: FoundFilePolicy = .current) -> CheckResult {
         var status: FileStatus
         var own = false
+        var synced: Synced?
         do {
             let file = try destination.openForReading(entry.path)
             defer { file.close() }
@@ -241,12 +252,17 @@ final class Installer {
                 if let mtime { try Installer.setModificationTime(file.fd, mtime, file.displayPath) }
                 status = try file.stat()
             }
+            // On another file system than DEST's state (a mount inside DEST), which the batch's
+            // `syncfs` does not reach (``FoundRecords``): this file's own `fdatasync`, now.
+            if let state = try? partialFolder.stat(), state.device != status.device { synced = try file.syncData() }
         } catch {
             return .unreadable(error)
         }
+        let record = VerifiedRecord(identity: EntryIdentity(entry), status: status, adopted: !own)
+        guard let synced = synced.take() else { return .verified(waiting: record) }
         do {
-            try writer.append(.verified(VerifiedRecord(identity: EntryIdentity(entry), status: status, adopted: !own)), durable: false)
-            return .verified
+            try writer.append(verified: [record], proof: synced)
+            return .verified(waiting: nil)
         } catch {
             return .failed(error)
         }

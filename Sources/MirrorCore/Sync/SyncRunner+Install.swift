@@ -1,3 +1,4 @@
+import MirrorFS
 import MirrorKit
 import MirrorModel
 
@@ -85,7 +86,12 @@ extension SyncRunner {
     func check(_ entry: ManifestEntry) {
         guard let installer else { return }
         switch installer.check(entry) {
-        case .verified: summary.checked += 1
+        case .verified(let waiting):
+            summary.checked += 1
+            if let waiting {
+                found.add(waiting)
+                if found.isFull { recordFound() }
+            }
         case .differs: addTask(entry, replacing: true)
         case .copy(let reason, let mirrors):
             // A new inode of this user's takes the name (``FoundFilePolicy``): copied from the
@@ -98,6 +104,21 @@ extension SyncRunner {
             addTask(entry, replacing: true, copyingFound: true, foundIsMirrors: mirrors)
         case .unreadable(let error): fail(entry, "\(error)", unreachable: false, cause: FailureCause(error))
         case .failed(let error): stopOrFail(entry, error)
+        }
+    }
+
+    /// Makes the files found and hashed so far durable with one `syncfs` and journals them
+    /// (``FoundRecords``). Without their records the next run hashes them again; a destination
+    /// that refuses writes stops the run.
+    func recordFound() {
+        guard let partialFolder else { return }
+        let count = found.waiting.count
+        do {
+            try found.flush(to: writer, syncing: partialFolder)
+        } catch let error as SystemError where error.isDestinationUnwritable {
+            ending.keepFirstFatal(error)
+        } catch {
+            report.warning("\(count) files found in place and verified were not journaled (\(error)); the next run hashes them again")
         }
     }
 }

@@ -48,6 +48,8 @@ public final class SyncRunner {
     var knownUpToDate: PlanLookAhead.Decided?
     /// What stopped the run short, if anything, and the result it ends with (``RunEnding``).
     var ending = RunEnding()
+    /// Files found in place and verified, whose records wait for their batch's `syncfs`.
+    var found = FoundRecords()
     /// Hosts that answered a resume with the whole file, said once each (``EntryEffect/rangeIgnored(source:path:dropped:)``).
     var rangeIgnoredHosts: Set<String> = []
     let startTime: Double
@@ -237,6 +239,7 @@ public final class SyncRunner {
                 // Hash one present file on this thread while the transfer thread downloads others.
                 checks = checks.dropFirst()
                 check(entry)
+                if checks.isEmpty { recordFound() }
                 showProgress()
                 handle(engine.waitForFinished(timeout: 0))
                 continue
@@ -259,6 +262,7 @@ public final class SyncRunner {
         // Files verified before the stop are installed, whatever stopped the run: even on a full
         // disk a rename needs no data blocks, and if it fails the file stays in .mirror/partial.
         commitBatch()
+        recordFound()
         let unstarted = scheduler.unstarted
         let unfinished = scheduler.unstartedCount + checks.count + tasks.heldCount
         if unfinished > 0 || ending.stoppedReason != nil {

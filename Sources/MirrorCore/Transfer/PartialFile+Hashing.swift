@@ -75,10 +75,10 @@ extension PartialFile {
             // hash state only over this inode, still this user's 0600 file with one name and at
             // least this long (PartialRecord.describes), after cutting what follows the checkpoint.
             let status = try file.stat()
-            try file.syncData()
+            let proof = try file.syncData()
             CrashPoint.hit("checkpoint-before-record")
-            try records.record(url: redactedURL(url), validator: validator, bytes: hashedLength,
-                               states: hashers.savedStates(), segments: segments, status: status)
+            try records.checkpoint(url: redactedURL(url), validator: validator, bytes: hashedLength,
+                                   states: hashers.savedStates(), segments: segments, status: status, proof: proof)
             durableLength = durable
         } catch let error as SystemError {
             fail(error)

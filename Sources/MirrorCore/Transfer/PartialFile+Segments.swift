@@ -72,9 +72,9 @@ extension PartialFile {
         }
         let total = list.reduce(0) { $0 + $1.written }
         if trimmed || !trusted, let records {
-            // The journal must not vouch for bytes the file no longer holds.
-            try records.record(url: saved.url, validator: saved.validator, bytes: hashed,
-                               states: hashed > 0 ? saved.hashStates : [:], segments: list.map(\.record))
+            // The journal must not vouch for bytes the file no longer holds. Without the hash
+            // states: the next checkpoint records them again, bound to this file's inode.
+            try records.record(url: saved.url, validator: saved.validator, bytes: hashed, segments: list.map(\.record))
         }
         segments = list
         restoreOrigins(recorded, url: saved.url)

@@ -26,16 +26,25 @@ struct PartialJournal {
         if hasRecord { try forget() }
     }
 
-    /// Vouches for `bytes` (per segment when `segments` is given) of the file, with the hash
-    /// states after exactly the first `bytes` bytes when `states` holds any.
+    /// Records `bytes` (per segment when `segments` is given) of the file without hash states:
+    /// a run that resumes it reads them back and hashes them before it trusts one, so the record
+    /// vouches for none of them and needs no proof (``JournalNote/partialWithoutStates(_:)``).
+    func record(url: String, validator: String?, bytes: Int64, segments: [SegmentRecord]? = nil) throws {
+        let record = PartialRecord(identity: identity, url: url, validator: validator, bytes: bytes, segments: segments)
+        try writer.append(.partialWithoutStates(record), durable: true)
+    }
+
+    /// A checkpoint: vouches for the first `bytes` bytes with the hash states after exactly them,
+    /// and for each segment's durable bytes when `segments` is given.
     ///
-    /// - Parameter status: the partial file's identity taken (`fstat`) before the `fdatasync` that
-    ///   made these bytes durable; only then may a later run restore `states` (``PartialRecord/describes(_:owner:)``).
-    ///   nil when the bytes were merely kept from an earlier run: their states are not to be trusted.
-    func record(url: String, validator: String?, bytes: Int64, states: PerAlgorithm<String> = [:],
-                segments: [SegmentRecord]? = nil, status: FileStatus? = nil) throws {
+    /// - Parameters:
+    ///   - status: the partial file's identity taken (`fstat`) before the `fdatasync` that made
+    ///     these bytes durable; only then may a later run restore `states` (``PartialRecord/describes(_:owner:)``).
+    ///   - proof: what that `fdatasync` returned (``Synced``): the record cannot be written without it.
+    func checkpoint(url: String, validator: String?, bytes: Int64, states: PerAlgorithm<String>,
+                    segments: [SegmentRecord]?, status: FileStatus, proof: consuming Synced) throws {
         let record = PartialRecord(identity: identity, url: url, validator: validator, bytes: bytes, hashStates: states,
-                                   segments: segments, fileInode: status?.inode, fileChangeTime: status?.ctime)
-        try writer.append(.partial(record), durable: true)
+                                   segments: segments, fileInode: status.inode, fileChangeTime: status.ctime)
+        try writer.append(checkpoint: record, proof: proof)
     }
 }

@@ -12,7 +12,14 @@ import MirrorKit
 /// - `mirror-commit`: an install batch's `verified` and `forget all=1` records, one write and one
 ///   `fdatasync` (`Installer`);
 /// - the sync thread: `failed` records, deletions' `forget all=1`, the `verified` records of files
-///   relinked into a generation, and the `run` record.
+///   found and hashed, or relinked into a generation, and the `run` record.
+///
+/// What a record may claim is in its type: a ``JournalNote`` vouches for no byte and is appended
+/// as it is; a `verified` record, or a `partial` one with hash states, is appended only with the
+/// ``Synced`` proof that the sync of its bytes returned (``append(verified:notes:proof:)``,
+/// ``append(checkpoint:proof:)``), or as a restatement of what the journal already vouches for
+/// (``restate(_:)``). The sync calls are MirrorFS's, the only layer that makes a proof, so this
+/// layer cannot vouch for bytes nobody synced.
 ///
 /// The transfer threads never hold it: no libcurl callback writes or syncs the journal.
 ///
@@ -27,16 +34,61 @@ public final class JournalWriter: Sendable {
         self.journal = journal
     }
 
-    /// Appends `record`; with `durable`, `fdatasync`s the journal before returning.
-    public func append(_ record: JournalRecord, durable: Bool) throws {
-        try journal.write([record], durable: durable)
+    /// Appends `note`; with `durable`, `fdatasync`s the journal before returning.
+    public func append(_ note: JournalNote, durable: Bool) throws {
+        try journal.write([note.record], durable: durable)
     }
 
-    /// Appends `records` with one `write` (a group commit's records), durable as for one record.
-    /// Their lines are whole and checksummed each, so a crash in the middle of the write leaves
-    /// whole records and at most one torn line, which recovery drops (docs/journal.md).
-    public func append(_ records: [JournalRecord], durable: Bool = false) throws {
-        try journal.write(records, durable: durable)
+    /// Appends `notes` with one `write`, durable as for one. Their lines are whole and
+    /// checksummed each, so a crash in the middle of the write leaves whole records and at most
+    /// one torn line, which recovery drops (docs/journal.md).
+    public func append(_ notes: [JournalNote], durable: Bool = false) throws {
+        try journal.write(notes.map(\.record), durable: durable)
+    }
+
+    /// Appends `verified` records of files whose bytes `proof`'s sync made durable, after
+    /// `notes` (an install batch's intents and removals), in one `write`, and `fdatasync`s the
+    /// journal: rule 1's order, data, then the record, then the journal, in one call that cannot
+    /// be made without the sync (``Synced``). A record of a file the sync did not cover (another
+    /// inode, another file system) is refused before anything is written.
+    public func append(verified: [VerifiedRecord], notes: [JournalNote] = [], proof: consuming Synced) throws {
+        for record in verified where !proof.covers(device: record.device, inode: record.inode) {
+            throw Unproven(path: record.identity.path)
+        }
+        try journal.write(notes.map(\.record) + verified.map { .verified($0) }, durable: true)
+    }
+
+    /// Appends a checkpoint: `record`'s hash states describe bytes `proof`'s `fdatasync` made
+    /// durable (docs/journal.md, "Checkpoint"); durable before it returns. The record names the
+    /// file's inode, which the sync must have covered.
+    public func append(checkpoint record: PartialRecord, proof: consuming Synced) throws {
+        if let inode = record.fileInode, case .file(_, let synced) = proof.scope, synced != inode {
+            throw Unproven(path: record.identity.path)
+        }
+        try journal.write([.partial(record)], durable: true)
+    }
+
+    /// Appends `records` that restate what the journal already vouches for: each path's latest
+    /// `verified` record is the same entry in the same inode, of the same size and modification
+    /// time, and only the change time moved (a link made into a generation, or one pruned).
+    /// No byte is vouched for anew, so no sync is asked; a record that is not such a restatement
+    /// is refused before anything is written.
+    public func restate(_ records: [VerifiedRecord]) throws {
+        for record in records {
+            guard let known = journal.records(for: record.identity.path)?.verified, known.identity.size == record.identity.size,
+                  !record.identity.digests.isEmpty, record.identity.digests.allSatisfy({ known.identity.digests[$0.algorithm] == $0.value }),
+                  known.inode == record.inode, known.device == record.device, known.mtime == record.mtime else {
+                throw Unproven(path: record.identity.path)
+            }
+        }
+        try journal.write(records.map { .verified($0) }, durable: false)
+    }
+
+    /// A record of bytes no sync proved, refused: a defect of the caller, which the tests show;
+    /// in a run it fails what it was to record, and a later run hashes the file again.
+    public struct Unproven: Error, CustomStringConvertible, Sendable {
+        public let path: String
+        public var description: String { "internal error: a journal record of \(path) vouches for bytes no sync made durable; it was not written" }
     }
 
     /// Makes every appended record durable.

@@ -24,7 +24,7 @@ import Glibc
         let journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
         let writer = JournalWriter(journal)
         let wanted = ManifestEntry.fixture("wanted", size: 7, sha256: .filled(7))
-        try writer.append([
+        try writer.setUp([
             Self.verified(.fixture("a", size: 7, sha256: .filled(7)), inode: 1),
             // Replaced below by another content: its first record holds the bytes no longer.
             Self.verified(.fixture("b", size: 7, sha256: .filled(7)), inode: 2),
@@ -32,7 +32,7 @@ import Glibc
             Self.verified(.fixture("other digest", size: 7, sha256: .filled(9)), inode: 4),
             Self.verified(.fixture("both", size: 7, sha256: .filled(7), sha512: .filled(1, .sha512)), inode: 5),
         ])
-        try writer.append([
+        try writer.setUp([
             Self.verified(.fixture("b", size: 7, sha256: .filled(8)), inode: 6),
             // Replaced by the same content: its latest record is the one given.
             Self.verified(.fixture("a", size: 7, sha256: .filled(7)), inode: 9),

@@ -42,14 +42,14 @@ import Glibc
         let journal = try journal(in: dir)
         let writer = JournalWriter(journal)
         let identities = (0..<1000).map { EntryIdentity(path: "f\($0)", size: 5, digests: [.sha256: "ab"]) }
-        for identity in identities { try writer.append(Self.verified(identity), durable: false) }
+        for identity in identities { try writer.setUp(Self.verified(identity), durable: false) }
         let base = journal.lineCount
         #expect(!journal.needsCompaction(liveEntries: 1000))
         // Each path journaled again: the earlier lines are dead.
-        for identity in identities[..<(500 + 256 - (base - 1000))] { try writer.append(Self.verified(identity, inode: 2), durable: false) }
+        for identity in identities[..<(500 + 256 - (base - 1000))] { try writer.setUp(Self.verified(identity, inode: 2), durable: false) }
         #expect(journal.lineCount == 1000 + 500 + 256, "\(journal.lineCount)")
         #expect(!journal.needsCompaction(liveEntries: 1000), "at the bound")
-        try writer.append(Self.verified(identities[999], inode: 3), durable: false)
+        try writer.setUp(Self.verified(identities[999], inode: 3), durable: false)
         #expect(journal.needsCompaction(liveEntries: 1000), "past 1.5 × live + 256")
         try writer.compact(current: { _ in nil })
         #expect(!journal.needsCompaction(liveEntries: 1000))
@@ -64,7 +64,7 @@ import Glibc
         let manifest = [a, b, d, e, g, nfc]
         let textDigest: PerAlgorithm<String> = [.sha256: "NOT-HEX"]
         let partialOfD = PartialRecord(identity: EntryIdentity(d), url: "http://127.0.0.1/d", validator: nil, bytes: 2)
-        try JournalWriter(journal).append([
+        try JournalWriter(journal).setUp([
             Self.verified(EntryIdentity(a), adopted: true),                                      // current: stays
             Self.verified(EntryIdentity(path: "b", size: 5, digests: [.sha256: Digest.filled(9).hex])),  // another version: goes
             Self.verified(EntryIdentity(path: "c", size: 5, digests: [.sha256: Digest.filled(3).hex])),  // unlisted: stays
@@ -77,7 +77,7 @@ import Glibc
             Self.verified(EntryIdentity(path: "g", size: 5, digests: textDigest)),              // listed, a text digest: goes
             Self.verified(EntryIdentity(path: "cafe\u{301}", size: 5, digests: [.sha256: Digest.filled(8).hex])),  // NFD: unlisted
         ])
-        try JournalWriter(journal).append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
+        try JournalWriter(journal).setUp(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
 
         try JournalWriter(journal).compact(current: Self.current(manifest))
         for reading in [journal, try self.journal(in: dir)] {
@@ -103,7 +103,7 @@ import Glibc
         let journal = try journal(in: dir)
         let entries = (0 ..< 30_000).map { Self.entry("folder/file-\($0).bin", UInt8(truncatingIfNeeded: $0), size: Int64($0)) }
         for round in 0 ..< 2 {
-            try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
+            try JournalWriter(journal).setUp(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
         }
         try JournalWriter(journal).compact(current: Self.current(entries))
         let reopened = try self.journal(in: dir)
@@ -123,9 +123,9 @@ import Glibc
         do {
             let journal = try journal(in: dir)
             for round in 1 ... 100 {
-                try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
+                try JournalWriter(journal).setUp(entries.map { Self.verified(EntryIdentity($0), inode: UInt64(round)) })
             }
-            try JournalWriter(journal).append(.removed(path: entries[0].path), durable: true)
+            try JournalWriter(journal).setUp(.removed(path: entries[0].path), durable: true)
         }
         let reopened = try journal(in: dir)
         #expect(reopened.verified.repacks > 0)
@@ -145,9 +145,9 @@ import Glibc
         let dir = try TemporaryDirectory()
         let journal = try journal(in: dir)
         let entries = (0 ..< 2000).map { Self.entry("d\($0 / 100)/f\($0)", UInt8(truncatingIfNeeded: $0)) }
-        try JournalWriter(journal).append(entries.map { Self.verified(EntryIdentity($0)) })
+        try JournalWriter(journal).setUp(entries.map { Self.verified(EntryIdentity($0)) })
         let again = entries.enumerated().filter { $0.offset % 7 == 3 }.map(\.element).reversed()
-        try JournalWriter(journal).append(again.map { Self.verified(EntryIdentity($0), inode: 2) })
+        try JournalWriter(journal).setUp(again.map { Self.verified(EntryIdentity($0), inode: 2) })
         try JournalWriter(journal).compact(current: Self.current(entries))
 
         let superseded = Set(again.map(\.path))
@@ -164,9 +164,9 @@ import Glibc
         for killed in [true, false] {
             let dir = try TemporaryDirectory()
             let journal = try journal(in: dir)
-            try JournalWriter(journal).append([Self.verified(EntryIdentity(a)), Self.verified(EntryIdentity(b))])
-            try JournalWriter(journal).append(.run(ok), durable: true)
-            if killed { try JournalWriter(journal).append(Self.verified(EntryIdentity(a), inode: 2), durable: false) }
+            try JournalWriter(journal).setUp([Self.verified(EntryIdentity(a)), Self.verified(EntryIdentity(b))])
+            try JournalWriter(journal).setUp(.run(ok), durable: true)
+            if killed { try JournalWriter(journal).setUp(Self.verified(EntryIdentity(a), inode: 2), durable: false) }
             try JournalWriter(journal).compact(current: Self.current([a, b]))
             for reading in [journal, try self.journal(in: dir)] {
                 #expect(reading.lastRun == ok)

@@ -33,10 +33,10 @@ import Glibc
         let journal = try Journal(folder: try folder(dir), displayPath: "journal", readOnly: false)
         #expect(journal.lastSuccess == nil)
         let ok = RunRecord(start: 10, end: 20, result: "ok", downloaded: 1, failed: 0, bytes: 5, manifest: "fetched")
-        try JournalWriter(journal).append(.run(ok), durable: false)
+        try JournalWriter(journal).setUp(.run(ok), durable: false)
         let stopped = RunRecord(start: 30, end: 40, result: "incomplete", downloaded: 0, failed: 0, bytes: 0,
                                 reason: "no source could be reached", manifest: "saved_copy")
-        try JournalWriter(journal).append(.run(stopped), durable: true)
+        try JournalWriter(journal).setUp(.run(stopped), durable: true)
         #expect(journal.lastSuccess == ok)
         #expect(journal.lastRun == stopped)
         try JournalWriter(journal).compact(current: { _ in nil })
@@ -53,18 +53,18 @@ import Glibc
         let ok = RunRecord(start: 10, end: 20, result: "ok", downloaded: 1, failed: 0, bytes: 5)
         do {
             let journal = try Journal(folder: try folder(dir), displayPath: "journal", readOnly: false)
-            try JournalWriter(journal).append(.run(ok), durable: true)
+            try JournalWriter(journal).setUp(.run(ok), durable: true)
             #expect(journal.recordsSinceLastRun == 0)
-            try JournalWriter(journal).append(.forget(path: "a.bin"), durable: true)
-            try JournalWriter(journal).append(.removed(path: "b.bin"), durable: true)
+            try JournalWriter(journal).setUp(.forget(path: "a.bin"), durable: true)
+            try JournalWriter(journal).setUp(.removed(path: "b.bin"), durable: true)
             // A file installed: its verified line is read back by the fast scan, and counts too.
-            try JournalWriter(journal).append(JournalCompactionTests.verified(EntryIdentity(JournalCompactionTests.entry("c.bin", 3))), durable: true)
+            try JournalWriter(journal).setUp(JournalCompactionTests.verified(EntryIdentity(JournalCompactionTests.entry("c.bin", 3))), durable: true)
             #expect(journal.recordsSinceLastRun == 3)
         }
         let reopened = try Journal(folder: try folder(dir), displayPath: "journal", readOnly: true)
         #expect(reopened.lastRun == ok && reopened.recordsSinceLastRun == 3, "a killed run's records, read back")
         let again = try Journal(folder: try folder(dir), displayPath: "journal", readOnly: false)
-        try JournalWriter(again).append(.run(ok), durable: true)
+        try JournalWriter(again).setUp(.run(ok), durable: true)
         #expect(again.recordsSinceLastRun == 0)
     }
 }

@@ -46,11 +46,11 @@ import Glibc
         let dir = try TemporaryDirectory()
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
-            try JournalWriter(journal).append(partial(100), durable: true)
-            try JournalWriter(journal).append(partial(200), durable: true)
+            try JournalWriter(journal).setUp(partial(100), durable: true)
+            try JournalWriter(journal).setUp(partial(200), durable: true)
             let status = FileStatus(size: 1000, mode: 0o100644, inode: 7, device: 9,
                                     mtime: FileTime(seconds: 5, nanoseconds: 6), ctime: FileTime(seconds: 7, nanoseconds: 8))
-            try JournalWriter(journal).append(.verified(VerifiedRecord(identity: identity, status: status)), durable: true)
+            try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: identity, status: status)), durable: true)
         }
         let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
         let records = try #require(reopened.records(for: identity.path))
@@ -73,9 +73,9 @@ import Glibc
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
             for (i, path) in paths.enumerated() {
-                try JournalWriter(journal).append(.verified(VerifiedRecord(identity: id(path), status: status(UInt64(i)))), durable: false)
+                try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: id(path), status: status(UInt64(i)))), durable: false)
             }
-            try JournalWriter(journal).append(.verified(VerifiedRecord(identity: id("a.bin"), status: status(42))), durable: true)
+            try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: id("a.bin"), status: status(42))), durable: true)
             #expect(journal.records(for: "a.bin")?.verified?.inode == 42, "an appended record is found at once")
         }
         let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
@@ -92,7 +92,7 @@ import Glibc
         let odd = EntryIdentity(path: "run 7/a=b%c\tд.tar", size: 1, digests: [.sha256: "00"])
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
-            try JournalWriter(journal).append(.failed(FailedRecord(identity: odd, error: "HTTP 404 = gone", time: 1)), durable: true)
+            try JournalWriter(journal).setUp(.failed(FailedRecord(identity: odd, error: "HTTP 404 = gone", time: 1)), durable: true)
         }
         let reopened = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
         #expect(reopened.records(for: odd.path)?.failed?.error == "HTTP 404 = gone")
@@ -104,7 +104,7 @@ import Glibc
         let dir = try TemporaryDirectory()
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
-            try JournalWriter(journal).append(partial(100), durable: true)
+            try JournalWriter(journal).setUp(partial(100), durable: true)
         }
         let goodLength = try journalBytes(dir).count
         try append(dir, Array(partial(200).encodedLine().prefix(cut)))
@@ -114,7 +114,7 @@ import Glibc
         #expect(reopened.droppedTailBytes == cut)
         #expect(try journalBytes(dir).count == goodLength, "the torn tail is cut off the file")
         // And the journal stays usable after the repair.
-        try JournalWriter(reopened).append(partial(300), durable: true)
+        try JournalWriter(reopened).setUp(partial(300), durable: true)
         let again = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
         #expect(again.records(for: identity.path)?.partial?.bytes == 300)
     }
@@ -123,7 +123,7 @@ import Glibc
         let dir = try TemporaryDirectory()
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
-            try JournalWriter(journal).append(partial(100), durable: true)
+            try JournalWriter(journal).setUp(partial(100), durable: true)
         }
         var line = partial(999).encodedLine()
         line[line.count - 3] ^= 0x01  // one flipped bit inside a complete line
@@ -140,7 +140,7 @@ import Glibc
         let dir = try TemporaryDirectory()
         do {
             let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
-            try JournalWriter(journal).append(partial(100), durable: true)
+            try JournalWriter(journal).setUp(partial(100), durable: true)
         }
         try append(dir, Array("torn".utf8))
         let before = try journalBytes(dir)
@@ -176,11 +176,11 @@ import Glibc
         let adopted = EntryIdentity(path: "found.bin", size: 5, digests: [.sha256: "ef"])
         let gone = EntryIdentity(path: "gone.bin", size: 5, digests: [.sha256: "aa"])
         let stale = EntryIdentity(path: identity.path, size: 5, digests: [.sha256: "00"])
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: dropped, status: status)), durable: false)
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: adopted, status: status, adopted: true)), durable: false)
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: gone, status: status)), durable: false)
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: stale, status: status)), durable: false)
-        try JournalWriter(journal).append(.removed(path: "gone.bin"), durable: true)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: dropped, status: status)), durable: false)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: adopted, status: status, adopted: true)), durable: false)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: gone, status: status)), durable: false)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: stale, status: status)), durable: false)
+        try JournalWriter(journal).setUp(.removed(path: "gone.bin"), durable: true)
         #expect(journal.records(for: "gone.bin") == nil)
         #expect(journal.verifiedCount == 3)
 
@@ -198,9 +198,9 @@ import Glibc
         let dir = try TemporaryDirectory()
         let other = EntryIdentity(path: "old.bin", size: 5, digests: [.sha256: "cd"])
         let journal = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: false)
-        for i in 1...400 { try JournalWriter(journal).append(partial(Int64(i)), durable: false) }
-        try JournalWriter(journal).append(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 3)), durable: false)
-        try JournalWriter(journal).append(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
+        for i in 1...400 { try JournalWriter(journal).setUp(partial(Int64(i)), durable: false) }
+        try JournalWriter(journal).setUp(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 3)), durable: false)
+        try JournalWriter(journal).setUp(.run(RunRecord(start: 1, end: 2, result: "ok", downloaded: 0, failed: 0, bytes: 0)), durable: true)
         #expect(journal.needsCompaction(liveEntries: 1))
         let before = try journalBytes(dir).count
 
@@ -215,7 +215,7 @@ import Glibc
         #expect(reopened.records(for: identity.path)?.partial?.bytes == 400)
         #expect(reopened.lastRun?.result == "ok")
         // Appends after compaction land in the new file.
-        try JournalWriter(reopened).append(partial(401), durable: true)
+        try JournalWriter(reopened).setUp(partial(401), durable: true)
         let third = try Journal(folder: try openFolder(dir), displayPath: "journal", readOnly: true)
         #expect(third.records(for: identity.path)?.partial?.bytes == 401)
     }

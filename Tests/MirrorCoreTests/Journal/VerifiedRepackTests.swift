@@ -51,9 +51,9 @@ import Glibc
         let folder = FileDescriptor(fd: open(dir.path, O_RDONLY | O_DIRECTORY), displayPath: dir.path)
         let journal = try Journal(folder: folder, displayPath: "journal", readOnly: false)
         // Records that will be dead, ahead of the one asked for, so that a repack moves it.
-        try JournalWriter(journal).append((0 ..< 2000).map { .verified(try Self.record("churn-\($0)", round: 0)) })
+        try JournalWriter(journal).setUp((0 ..< 2000).map { .verified(try Self.record("churn-\($0)", round: 0)) })
         let wanted = ManifestEntry.fixture("kept.bin", size: 7, sha256: .filled(7))
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(wanted), inode: 7, device: 1,
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(wanted), inode: 7, device: 1,
                                                     mtime: FileTime(seconds: 1), ctime: FileTime(seconds: 1))), durable: false)
         let content = ContentHash(size: wanted.size, digests: wanted.digests)
         #expect(journal.verifiedRecords(withContent: content).map(\.identity.path) == ["kept.bin"])
@@ -62,7 +62,7 @@ import Glibc
         var batch: [JournalRecord] = []
         for round in 1 ... 120 {
             for i in 0 ..< 2000 { batch.append(.verified(try Self.record("churn-\(i)", round: round))) }
-            try JournalWriter(journal).append(batch)
+            try JournalWriter(journal).setUp(batch)
             batch.removeAll(keepingCapacity: true)
         }
         #expect(journal.verified.repacks > repacksBefore)

@@ -99,7 +99,7 @@ import Glibc
         file.close()
         guard installed else { return }
         let status = try #require(try fx.destination.status(of: relative))
-        try JournalWriter(fx.journal).append(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(relative)), status: status)), durable: false)
+        try JournalWriter(fx.journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(relative)), status: status)), durable: false)
     }
 
     @Test func aFileWhereAFolderMustBeIsFound() throws {

@@ -27,7 +27,7 @@ import Glibc
             case 0, 1, 2:
                 _ = try TestData.writeFile(at: dir.path(path), size: 10, seed: UInt64(i))
                 if i % 5 != 2, let status = try fx.destination.status(of: path) {
-                    try JournalWriter(fx.journal).append(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(path)), status: status)), durable: false)
+                    try JournalWriter(fx.journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(path)), status: status)), durable: false)
                 }
                 // Verified, then written again: its stat no longer matches the record.
                 if i % 5 == 1 { _ = try TestData.writeFile(at: dir.path(path), size: 10, seed: UInt64(i + 1000)) }

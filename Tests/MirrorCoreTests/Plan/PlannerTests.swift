@@ -36,7 +36,7 @@ import Glibc
         try write("a b=%.bin", bytes: 10)
         let e = ManifestEntry.fixture("a b=%.bin")
         let status = try #require(try destination.status(of: e.path))
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: false)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: false)
         #expect(journal.isVerified(e, status: status))
         #expect(try planner.action(for: e) == .upToDate)
 
@@ -79,7 +79,7 @@ import Glibc
         try write("a.bin", bytes: 10)
         let e = ManifestEntry.fixture("a.bin")
         let status = try #require(try destination.status(of: "a.bin"))
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: true)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(e), status: status)), durable: true)
         #expect(try planner.action(for: e) == .upToDate)
 
         // Any change of the file (here: its mtime) makes the record stale: hash it again.
@@ -98,13 +98,13 @@ import Glibc
         if geteuid() == 0 {
             #expect(chown(dir.path("a.bin"), 65534, 65534) == 0)
             let theirs = try #require(try destination.status(of: "a.bin"))
-            try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: theirs)), durable: true)
+            try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(e), status: theirs)), durable: true)
             #expect(journal.isVerified(e, status: theirs), "the record matches the stat")
             #expect(try planner.action(for: e) == .check, "another user's file")
             #expect(chown(dir.path("a.bin"), 0, 0) == 0)
         }
         let ours = try #require(try destination.status(of: "a.bin"))
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(e), status: ours)), durable: true)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(e), status: ours)), durable: true)
         #expect(try planner.action(for: e) == .upToDate)
         var executable = e
         executable.mode = 0o755
@@ -115,7 +115,7 @@ import Glibc
         try write("a.bin", bytes: 10)
         let old = ManifestEntry.fixture("a.bin")
         let status = try #require(try destination.status(of: "a.bin"))
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(old), status: status)), durable: true)
         var changed = old
         changed.digests[.sha256] = Digest(bytes: [UInt8](repeating: 8, count: 32))
         #expect(try planner.action(for: changed) == .download(replacing: true),
@@ -130,7 +130,7 @@ import Glibc
         let e = ManifestEntry.fixture("big.bin", size: 10_000)
         try write(".mirror/partial/" + PartialFile.name(for: e.path), bytes: held)
         let record = PartialRecord(identity: EntryIdentity(e), url: "http://127.0.0.1/big.bin", validator: "\"v\"", bytes: recorded)
-        try JournalWriter(journal).append(.partial(record), durable: true)
+        try JournalWriter(journal).setUp(.partial(record), durable: true)
         #expect(try planner.action(for: e) == .resume(from: expected, record: record))
     }
 
@@ -140,7 +140,7 @@ import Glibc
         #expect(try planner.action(for: e) == .download(replacing: false), "no record at all")
         var other = EntryIdentity(e)
         other.size = 20_000
-        try JournalWriter(journal).append(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 5000)), durable: true)
+        try JournalWriter(journal).setUp(.partial(PartialRecord(identity: other, url: "u", validator: nil, bytes: 5000)), durable: true)
         #expect(try planner.action(for: e) == .download(replacing: false), "a record for another size")
     }
 

@@ -25,7 +25,7 @@ import Glibc
     @Test func unlistedPathsAreTheJournalsVerifiedOnesTheManifestDropped() throws {
         let nfc = "caf\u{E9}.bin", nfd = "cafe\u{301}.bin"
         for (i, path) in ["kept.bin", "gone/old.bin", nfd, "b.bin"].enumerated() {
-            try JournalWriter(journal).append(record(path, inode: UInt64(i + 1)), durable: false)
+            try JournalWriter(journal).setUp(record(path, inode: UInt64(i + 1)), durable: false)
         }
         let manifest = Manifest(sourceName: "m.yaml", entries: [.fixture("kept.bin"), .fixture(nfc), .fixture("new.bin"), .fixture("b.bin")])
         let reconciler = Reconciler(planner: fx.planner, journal: journal)
@@ -64,7 +64,7 @@ import Glibc
             case 0, 1:
                 _ = try TestData.writeFile(at: dir.path(path), size: 10, seed: UInt64(i))
                 if i % 5 == 0, let status = try fx.destination.status(of: path) {
-                    try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(path)), status: status)), durable: false)
+                    try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(ManifestEntry.fixture(path)), status: status)), durable: false)
                 }
             case 2:
                 #expect(mkdir(dir.path(path), 0o755) == 0)

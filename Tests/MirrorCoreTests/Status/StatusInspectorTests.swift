@@ -36,18 +36,18 @@ import Glibc
 
         try FileManager.default.copyItem(atPath: dir.path("src/a.bin"), toPath: dir.path("dest/a.bin"))
         let a = try #require(try destination.status(of: "a.bin"))
-        try JournalWriter(journal).append(.verified(VerifiedRecord(identity: EntryIdentity(try #require(entries["a.bin"])), status: a)), durable: true)
+        try JournalWriter(journal).setUp(.verified(VerifiedRecord(identity: EntryIdentity(try #require(entries["a.bin"])), status: a)), durable: true)
 
         let partialPath = dir.path("dest/.mirror/partial/" + PartialFile.name(for: "b.bin"))
         try Data(TestData.bytes(count: 400, seed: 1)).write(to: URL(fileURLWithPath: partialPath))
         _ = partials
-        try JournalWriter(journal).append(.partial(PartialRecord(identity: EntryIdentity(try #require(entries["b.bin"])), url: "http://x/b.bin",
+        try JournalWriter(journal).setUp(.partial(PartialRecord(identity: EntryIdentity(try #require(entries["b.bin"])), url: "http://x/b.bin",
                                                   validator: nil, bytes: 400)), durable: true)
 
-        try JournalWriter(journal).append(.failed(FailedRecord(identity: EntryIdentity(try #require(entries["c.bin"])),
+        try JournalWriter(journal).setUp(.failed(FailedRecord(identity: EntryIdentity(try #require(entries["c.bin"])),
                                                 error: "checksum mismatch after 3 attempts", time: 1_763_780_000)), durable: true)
         try FileManager.default.copyItem(atPath: dir.path("src/d.bin"), toPath: dir.path("dest/d.bin"))
-        try JournalWriter(journal).append(.run(RunRecord(start: 1_763_780_000, end: 1_763_780_065, result: "failed",
+        try JournalWriter(journal).setUp(.run(RunRecord(start: 1_763_780_000, end: 1_763_780_065, result: "failed",
                                           downloaded: 1, failed: 1, bytes: 1400)), durable: true)
         let order = ["a.bin", "b.bin", "c.bin", "d.bin", "e.bin"].compactMap { entries[$0] }
         return (Manifest(sourceName: "m.yaml", entries: order), entries)
@@ -87,7 +87,7 @@ import Glibc
         let partialPath = dir.path("dest/.mirror/partial/" + PartialFile.name(for: "big.bin"))
         try Data(TestData.bytes(count: 1000, seed: 2)).write(to: URL(fileURLWithPath: partialPath))
         let segments = [SegmentRecord(start: 0, end: 500, done: 0), SegmentRecord(start: 500, end: 1000, done: 300)]
-        try JournalWriter(journal).append(.partial(PartialRecord(identity: EntryIdentity(big), url: "http://x/big.bin", validator: "\"v\"",
+        try JournalWriter(journal).setUp(.partial(PartialRecord(identity: EntryIdentity(big), url: "http://x/big.bin", validator: "\"v\"",
                                                   bytes: 0, segments: segments)), durable: true)
         let status = try StatusInspector.inspect(manifest: Manifest(sourceName: "m.yaml", entries: [big]), destinationPath: dest)
         #expect(status.entries.first?.state == .partial)

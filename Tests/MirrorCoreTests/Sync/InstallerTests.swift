@@ -70,11 +70,17 @@ import Glibc
             try #require(fd >= 0)
             try FileDescriptor(fd: fd, displayPath: "p.bin").write(raw, at: 0)
         }
-        guard case .verified = installer.check(good) else {
-            Issue.record("the present file is the manifest's")
+        guard case .verified(let waiting?) = installer.check(good) else {
+            Issue.record("the present file is the manifest's, and its record waits for its batch's sync")
             return
         }
+        // Not journaled before the sync that makes its bytes durable (``FoundRecords``).
+        #expect(journal.records(for: "p.bin")?.verified == nil)
+        var found = FoundRecords()
+        found.add(waiting)
+        try found.flush(to: installer.writer, syncing: installer.partialFolder)
         #expect(journal.records(for: "p.bin")?.verified != nil)
+        #expect(found.waiting.isEmpty)
         var other = good
         other.digests = [.sha256: Digest(bytes: [UInt8](repeating: 1, count: 32))]
         guard case .differs = installer.check(other) else {
@@ -109,10 +115,13 @@ import Glibc
         #expect(journal.records(for: "f.bin")?.verified == nil)
         #expect(try destination.status(of: "f.bin") == before, "nothing changed")
 
-        guard case .verified = installer.check(entry, policy: FoundFilePolicy(user: before.owner)) else {
+        guard case .verified(let waiting?) = installer.check(entry, policy: FoundFilePolicy(user: before.owner)) else {
             Issue.record("this user's file with only another mode is fixed and vouched for")
             return
         }
+        var found = FoundRecords()
+        found.add(waiting)
+        try found.flush(to: installer.writer, syncing: installer.partialFolder)
         let after = try #require(try destination.status(of: "f.bin"))
         #expect(after.permissions == 0o644 && after.inode == before.inode)
         #expect(journal.isVerified(entry, status: after))

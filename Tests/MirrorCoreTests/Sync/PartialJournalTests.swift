@@ -17,7 +17,8 @@ import MirrorTestSupport
         let records = PartialJournal(writer: JournalWriter(journal), identity: Self.identity)
         #expect(!records.hasRecord)
         let status = try fx.partials.stat()
-        try records.record(url: "http://h/b", validator: "\"v\"", bytes: 40, states: [.sha256: "00"], status: status)
+        try records.checkpoint(url: "http://h/b", validator: "\"v\"", bytes: 40, states: [.sha256: "00"], segments: nil,
+                               status: status, proof: try fx.partials.sync())
         let reread = try reread()
         let saved = try #require(reread.records(for: "a/b.bin")?.partial)
         #expect(saved.bytes == 40 && saved.segments == nil && saved.hashStates[.sha256] == "00")
