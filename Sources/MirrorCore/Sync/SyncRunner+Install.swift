@@ -7,7 +7,7 @@ extension SyncRunner {
     func verifyAndInstall(_ task: EntryTask) {
         guard let partial = task.partial, let installer, let work else { return }
         // The hash trails the transfer: a wrong piece may show only now, with every byte in.
-        if partial.pieceCheck != nil, partial.checkPieces() != nil {
+        if partial.checksPieces, partial.checkPieces() != nil {
             return apply(work.wrongPiece(task))
         }
         switch installer.verify(partial, for: task) {
