@@ -34,7 +34,7 @@ extension SyncRunner {
         collectCommits()
         let items = installer.takeBatch()
         guard !items.isEmpty else { return }
-        committer.start { installer.commit(items) }
+        committer.start(items, with: installer.commits)
     }
 
     /// Reports the commits the commit thread finished.
