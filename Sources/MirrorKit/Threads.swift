@@ -44,24 +44,48 @@ package final class Lock: @unchecked Sendable {
     }
 }
 
-/// A little mutable state that threads share, kept with its own ``Lock``: counters, per-index
-/// results, a clock. A type that holds its changing state in one of these and everything else in
-/// `let`s of `Sendable` types is checked-`Sendable` itself, so the one `@unchecked` is here.
+/// A little mutable state that threads share, kept with its own lock: counters, per-index
+/// results, a clock, a queue. A type that holds its changing state in one of these and everything
+/// else in `let`s of `Sendable` types is checked-`Sendable` itself, so the one `@unchecked` is
+/// here. The model is swift-nio's `NIOLockedValueBox`, and for a thread that waits for the state
+/// to change, its `ConditionLock` (``withLock(waitingUntil:idle:_:)``, ``broadcast()``).
 ///
-/// Sendable, unchecked: `value` is read and written only inside ``withLock(_:)``, with `lock`
-/// held; and `State` is `Sendable`, so what a body copies in or out may go to any thread.
+/// Sendable, unchecked: `value` is read and written only inside ``withLock(_:)`` and
+/// ``withLock(waitingUntil:idle:_:)``, with the lock held; and `State` is `Sendable`, so what a
+/// body copies in or out may go to any thread.
 package final class Locked<State: Sendable>: @unchecked Sendable {
-    @usableFromInline let lock = Lock()
+    /// Its mutex is the lock; its condition variable wakes the threads waiting for a change.
+    @usableFromInline let condition = Condition()
     @usableFromInline var value: State
 
     package init(_ value: State) { self.value = value }
 
     /// Runs `body` on the state with the lock held.
     @inlinable package func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
+        condition.lock()
+        defer { condition.unlock() }
         return try body(&value)
     }
+
+    /// Waits until `ready` holds of the state (`pthread_cond_wait(3)`: the lock is let go while
+    /// asleep), then runs `body` on it; the lock is held from the last test to the end of `body`.
+    /// `ready` may change the state (a wake it owes, say) but runs again after every wake-up.
+    /// The time asleep counts in `idle`, when given.
+    package func withLock<T>(waitingUntil ready: (inout State) -> Bool, idle: IdleClock? = nil,
+                             _ body: (inout State) throws -> T) rethrows -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        if !ready(&value) {
+            idle?.beginWait()
+            repeat { condition.wait() } while !ready(&value)
+            idle?.endWait()
+        }
+        return try body(&value)
+    }
+
+    /// Wakes every thread waiting in ``withLock(waitingUntil:idle:_:)`` to test its condition
+    /// again: call after a change one may wait for (with the lock held or not).
+    package func broadcast() { condition.broadcast() }
 }
 
 /// A `pthread_rwlock_t`: any number of readers at once, or one writer.
@@ -104,7 +128,7 @@ package final class ReadWriteLock: @unchecked Sendable {
 /// variable, are set in `init` and never changed; `pthread_cond_t` is made to be waited on and
 /// signalled from any thread (with the lock held where `pthread_cond_wait(3)` says so).
 package final class Condition: @unchecked Sendable {
-    private let mutex = Lock()
+    @usableFromInline let mutex = Lock()
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     package init() {
@@ -122,8 +146,8 @@ package final class Condition: @unchecked Sendable {
         cond.deallocate()
     }
 
-    package func lock() { mutex.lock() }
-    package func unlock() { mutex.unlock() }
+    @inlinable package func lock() { mutex.lock() }
+    @inlinable package func unlock() { mutex.unlock() }
     /// Waits for a signal; the lock must be held. May wake without one: test the predicate again.
     package func wait() { pthread_cond_wait(cond, mutex.mutex) }
     package func signal() { pthread_cond_signal(cond) }

@@ -9,7 +9,7 @@ import MirrorState
 /// Every file is installed from its partial file, whose inode the rename or link keeps, and
 /// before it is installed the path's `partial` record names that inode (written at the partial
 /// file's checkpoints, or, for a small download with no name, just before the batch installs:
-/// ``Installer/commit(_:)``). A `verified` record clears it. So a `partial` record that names the
+/// ``InstallCommit/commit(_:)``). A `verified` record clears it. So a `partial` record that names the
 /// inode now at the path, with its entry's size, says mirror installed that file and did not get
 /// to record it: the next run records it as installed (not `found=1`), and a path that turns can
 /// replace it, once its bytes are hashed and found to be that entry's.

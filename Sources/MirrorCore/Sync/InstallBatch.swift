@@ -4,7 +4,7 @@ import MirrorKit
 ///
 /// Thousands of small files must not pay three serial fsyncs each (file, folder, journal). A batch
 /// keeps docs/journal.md's order for all its files at once: one `syncfs` makes every file's data durable,
-/// the `partial` records that name each file's inode are made durable (``Installer/commit(_:)``),
+/// the `partial` records that name each file's inode are made durable (``InstallCommit/commit(_:)``),
 /// then each is renamed into place, a second `syncfs` makes the new names durable, and only then
 /// are their journal records appended and the journal synced once. A crash at any point leaves each
 /// file either in `.mirror/partial/` or complete at its path without a `verified` record, which

@@ -21,10 +21,14 @@ final class Installer {
     var journal: Journal { writer.journal }
     private let batch = InstallBatch()
 
+    /// The commit's own part, `Sendable`, which the commit thread runs.
+    let commits: InstallCommit
+
     init(destination: Destination, partialFolder: FileDescriptor, writer: JournalWriter) {
         self.destination = destination
         self.partialFolder = partialFolder
         self.writer = writer
+        commits = InstallCommit(destination: destination, partialFolder: partialFolder, writer: writer)
     }
 
     enum Verdict {
@@ -84,89 +88,17 @@ final class Installer {
     /// Makes the waiting verified files durable, renames them into place and journals them.
     func commit() -> Committed { commit(batch.take()) }
 
-    /// Makes `items` durable, renames them into place and journals them. Touches only what it is
-    /// given, the destination and the journal (which has its own lock), so it may run on the
-    /// commit thread while the sync thread verifies the next files.
+    /// Makes `items` durable, renames them into place and journals them (``InstallCommit``),
+    /// here; the commit thread runs the same steps on its own (``CommitThread``).
     func commit(_ items: [InstallBatch.Item]) -> Committed {
-        var out = Committed()
-        guard !items.isEmpty else { return out }
-        let single = items.count == 1
-        // The proof that the batch's bytes are durable (``Synced``): the `verified` records below
-        // cannot be appended without it. A lone file's `fsync`; for a batch, the `syncfs` after
-        // the renames, which covers the bytes and the names.
-        var proof: Synced?
-        do {
-            // The evidence that each file about to appear at its path is mirror's goes first, so
-            // the one `syncfs` that makes the files durable makes it durable too (the journal is
-            // on DEST's file system); a lone file's `fsync` does not reach the journal, which is
-            // then synced on its own.
-            let intents = try recordIntent(items)
-            if single {
-                proof = try items[0].partial.file.sync()
-                if intents { try writer.sync() }
-            } else {
-                try partialFolder.syncFilesystem()
-            }
-        } catch {
-            for item in items { item.partial.close() }
-            if let error = error as? SystemError, error.isDestinationUnwritable { out.fatal = error } else {
-                out.failed = items.map { ($0.task, error) }
-            }
-            return out
-        }
-        var installed: [(InstallBatch.Item, FileStatus)] = []
-        // Files that were in the way of a new one and went (``PathTurn``): journaled with the batch.
-        var removed: [JournalNote] = []
-        for item in items {
-            defer { item.partial.close() }
-            do {
-                installed.append((item, try install(item, syncFolder: single, removed: &removed)))
-            } catch {
-                out.failed.append((item.task, error))
-            }
-        }
-        destination.forgetInstallFolder()
-        do {
-            if !single && !installed.isEmpty { proof = try partialFolder.syncFilesystem() }
-            CrashPoint.hit("install-before-record")
-            // The partial file's identity is its entry's (``PartialFile/identity``), already made.
-            let verified = installed.map { item, status in
-                VerifiedRecord(identity: item.partial.identity, status: status, adopted: Installer.isFoundCopy(item))
-            }
-            if let proof = proof.take() {
-                try writer.append(verified: verified, notes: removed, proof: proof)
-            } else {
-                try writer.append(removed, durable: true)
-            }
-        } catch let error as SystemError {
-            // The files are in place and complete; without their records the next run hashes them.
-            if error.isDestinationUnwritable { out.fatal = error }
-        } catch {}
-        out.installed = installed.map { ($0.0.task, $0.0.partial) }
-        return out
+        Installer.committed(items, commits.commit(items.map(\.placement)))
     }
 
-    /// Before the batch's renames and links: each file whose path's `partial` record does not yet
-    /// name its inode (a small download with no name, a local copy) gets one, made durable with
-    /// the batch's files, so that a kill between the install and the `verified` record leaves
-    /// evidence that the file at the path is mirror's (``InstalledFile``), not a file of the
-    /// user's. Its byte count is the whole file and it carries no hash state, so it vouches for
-    /// no byte (docs/journal.md, rule 1): a named partial file it describes is hashed again if
-    /// resumed, one with no name is gone with the kill. True when it appended any.
-    private func recordIntent(_ items: [InstallBatch.Item]) throws -> Bool {
-        var intents: [JournalNote] = []
-        for item in items {
-            let partial = item.partial
-            let status = try partial.file.stat()
-            // A file with no name never had a record of its inode; a named one may have.
-            if !partial.isUnnamed, writer.journal.records(for: partial.identity.path)?.partial?.fileInode == status.inode { continue }
-            intents.append(.partialWithoutStates(PartialRecord(identity: partial.identity, url: partial.sourceURL.map(redactedURL) ?? "", validator: partial.validator,
-                                                  bytes: partial.identity.size, fileInode: status.inode,
-                                                  fileChangeTime: status.ctime)))
-        }
-        guard !intents.isEmpty else { return false }
-        try writer.append(intents)
-        return true
+    /// What became of `items`, from the commit's outcome by index.
+    static func committed(_ items: [InstallBatch.Item], _ outcome: InstallCommit.Outcome) -> Committed {
+        Committed(installed: outcome.installed.map { (items[$0].task, items[$0].partial) },
+                  failed: outcome.failed.map { (items[$0.index].task, $0.error) },
+                  fatal: outcome.fatal)
     }
 
     /// A copy of the bytes of a file found at the entry's path (``CheckResult/copy(_:mirrors:)``)

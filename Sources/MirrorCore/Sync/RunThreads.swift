@@ -22,7 +22,8 @@ final class RunThreads {
         let transfers = try TransferPool(policy: options.connectionPolicy, limitRate: options.limitRate)
         self.transfers = transfers
         writers = PartialWriterPool(limit: min(WorkerPool.coreCount, max(options.jobs, 1)))
-        committer = CommitThread { [weak transfers] in transfers?.interruptWait() }
+        let interrupt = transfers.waitInterrupt
+        committer = CommitThread { interrupt.interrupt() }
     }
 
     /// Hands `download` to `task`'s transfer thread, which the task takes at its first request;

@@ -8,7 +8,7 @@ extension SyncRunner {
     func verifyAndInstall(_ task: EntryTask) {
         guard let partial = task.partial, let installer, let work else { return }
         // The hash trails the transfer: a wrong piece may show only now, with every byte in.
-        if partial.pieceCheck != nil, partial.checkPieces() != nil {
+        if partial.checksPieces, partial.checkPieces() != nil {
             return apply(work.wrongPiece(task))
         }
         switch installer.verify(partial, for: task) {
@@ -35,7 +35,7 @@ extension SyncRunner {
         collectCommits()
         let items = installer.takeBatch()
         guard !items.isEmpty else { return }
-        committer.start { installer.commit(items) }
+        committer.start(items, with: installer.commits)
     }
 
     /// Reports the commits the commit thread finished.

@@ -17,15 +17,15 @@ extension PartialFile {
             if stop() { throw StoppedEarly() }
             try LocalCopy.copyRange(from: old, at: copy.from, to: file, at: copy.to, length: copy.length, stop: stop)
         }
-        isDelta = true
         let list = plan.segments.map { Segment(start: $0.start, end: $0.end, written: $0.local ? $0.length : 0) }
-        locked {
-            segments = list
-            feed = HashFeed()
-            acceptedLength = list.reduce(0) { $0 + $1.written }
-            currentSourceURL = url
-            currentValidator = nil
-            checkpointLocked()
+        attempt.withLock { state in
+            state.isDelta = true
+            state.segments = list
+            state.feed = HashFeed()
+            state.acceptedLength = list.reduce(0) { $0 + $1.written }
+            state.sourceURL = url
+            state.validator = nil
+            checkpoint(&state)
         }
     }
 }
@@ -42,7 +42,7 @@ extension PartialFile {
     /// Read back in file order (``FileHashing/read(_:from:to:_:)``), after the writer is drained;
     /// for a delta whose whole file failed its digest, to fetch only what is wrong.
     func wrongChunks(_ index: ChunkIndex) throws -> [Range<Int64>] {
-        writer?.drain(self)
+        settle()
         guard index.size == identity.size else { return [0 ..< identity.size] }
         var wrong: [Range<Int64>] = []
         let hasher = Hasher(.sha256)
@@ -82,7 +82,7 @@ extension PartialFile {
     /// new layout without any hash state, durably: it never vouches for bytes about to be
     /// replaced (docs/journal.md, rule 8).
     func reopen(_ wrong: [Range<Int64>]) throws {
-        writer?.drain(self)
+        let digest = drained()
         let size = identity.size
         var list: [Segment] = []
         var at: Int64 = 0
@@ -99,15 +99,13 @@ extension PartialFile {
         if let records, let url = sourceURL {
             try records.record(url: redactedURL(url), validator: validator, bytes: 0, segments: list.count > 1 ? list.map(\.record) : nil)
         }
-        hashers.reset()
-        hashedLength = 0
-        pieceCheck?.restart(at: 0)
-        durableLength = kept
-        locked {
-            segments = list
-            feed = HashFeed()
-            acceptedLength = kept
-            lastCheckpoint = kept
+        digest.restart()
+        digest.durableLength = kept
+        attempt.withLock {
+            $0.segments = list
+            $0.feed = HashFeed()
+            $0.acceptedLength = kept
+            $0.lastCheckpoint = kept
         }
     }
 }

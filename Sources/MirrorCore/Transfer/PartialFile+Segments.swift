@@ -35,9 +35,9 @@ extension PartialFile {
         }
         guard list.count > 1 else { return }
         try preallocate()
-        locked {
-            segments = list
-            feed = HashFeed()
+        attempt.withLock {
+            $0.segments = list
+            $0.feed = HashFeed()
         }
     }
 
@@ -66,9 +66,8 @@ extension PartialFile {
         if fileSize != identity.size { try file.truncate(to: identity.size) }
         let prefix = PartialFile.contiguousPrefix(list)
         var hashed: Int64 = 0
-        if trusted, saved.bytes > 0, saved.bytes <= prefix, hashers.restore(saved.hashStates) {
+        if trusted, saved.bytes > 0, saved.bytes <= prefix, digest.hashers.restore(saved.hashStates) {
             hashed = saved.bytes
-            resumedFromSavedState = true
         }
         let total = list.reduce(0) { $0 + $1.written }
         if trimmed || !trusted, let records {
@@ -76,33 +75,36 @@ extension PartialFile {
             // states: the next checkpoint records them again, bound to this file's inode.
             try records.record(url: saved.url, validator: saved.validator, bytes: hashed, segments: list.map(\.record))
         }
-        segments = list
-        restoreOrigins(recorded, url: saved.url)
-        acceptedLength = total
-        lastCheckpoint = total
-        durableLength = total
-        hashedLength = hashed
-        keptAtResume = total
-        // Whatever the saved state does not cover is read back: the contiguous prefix past it, and
-        // the later segments' bytes once the hash reaches them (SHA-2 takes bytes in file order).
-        rehashedAtResume = total - hashed
-        feed = HashFeed(fed: hashed)
-        feedFromFile(all: true)
+        digest.durableLength = total
+        digest.hashedLength = hashed
+        attempt.withLock { state in
+            state.resumedFromSavedState = hashed > 0
+            state.segments = list
+            restoreOrigins(&state, recorded, url: saved.url)
+            state.acceptedLength = total
+            state.lastCheckpoint = total
+            state.keptAtResume = total
+            // Whatever the saved state does not cover is read back: the contiguous prefix past it, and
+            // the later segments' bytes once the hash reaches them (SHA-2 takes bytes in file order).
+            state.rehashedAtResume = total - hashed
+            state.feed = HashFeed(fed: hashed)
+            feedFromFile(&state, all: true)
+        }
     }
 
     /// The segments still to fetch: index, next offset, and end (exclusive). None for one stream.
     func openSegments() -> [(index: Int, from: Int64, end: Int64)] {
-        locked {
-            guard segments.count > 1 else { return [] }
-            return segments.enumerated().filter { !$0.element.isComplete }.map { ($0.offset, $0.element.next, $0.element.end) }
+        attempt.withLock { state in
+            guard state.segments.count > 1 else { return [] }
+            return state.segments.enumerated().filter { !$0.element.isComplete }.map { ($0.offset, $0.element.next, $0.element.end) }
         }
     }
 
     /// Bytes segment `index` still lacks (0 for an unknown segment; for one stream, segment 0 is
     /// the whole file).
     func segmentRemaining(_ index: Int) -> Int64 {
-        locked {
-            guard let segment = segments[safe: index] else { return 0 }
+        attempt.withLock {
+            guard let segment = $0.segments[safe: index] else { return 0 }
             return segment.end - segment.next
         }
     }
@@ -112,9 +114,9 @@ extension PartialFile {
     /// The journal first forgets the segments (their bytes past the prefix are about to be
     /// overwritten), the file is cut to the prefix, then the prefix is checkpointed again.
     func abandonSegments() {
-        writer?.drain(self)
+        let digest = drained()
         guard isSegmented else { return }
-        cut(to: locked { feed.fed })
+        cut(to: attempt.withLock { $0.feed.fed }, digest)
         checkpoint()
     }
 }

@@ -11,14 +11,16 @@ import Glibc
 ///
 /// One mode: the file is a list of segments that together cover `[0, size)`; a download in one
 /// stream is a file with one segment, a segmented one (``beginSegments(length:)``) has several.
-/// Two sides. The thread running an attempt (the transfer thread inside a libcurl callback, the
-/// sync thread between attempts) writes the bytes (``append(_:segment:)``, a `pwrite` into the
-/// page cache) and queues them for hashing as ``HashFeed`` decides. The ``PartialWriter`` thread
-/// hashes them in file order, and at a checkpoint `fdatasync`s the file and then journals its
-/// length and hash state (``PartialJournal``; docs/journal.md, rule 1): every byte up to a
-/// checkpoint was written before the checkpoint was queued. Writing and hashing thus run on the two
-/// cores at once. ``finishDigests()`` waits for the queue before reading the digests. Without a
-/// writer (tests), hashing is done at once on the calling thread.
+/// Two sides, each a type of its own. The attempt's side (``Attempt``, behind one lock): the thread
+/// running an attempt (the transfer thread inside a libcurl callback, the sync thread between
+/// attempts) writes the bytes (``append(_:segment:)``, a `pwrite` into the page cache) and queues
+/// them for hashing as ``HashFeed`` decides. The digest side (``PartialDigest``), the
+/// ``PartialWriter`` thread's: it hashes them in file order, and at a checkpoint `fdatasync`s the
+/// file and then journals its length and hash state (``PartialJournal``; docs/journal.md, rule 1):
+/// every byte up to a checkpoint was written before the checkpoint was queued. Writing and hashing
+/// thus run on the two cores at once. The attempt's side reads the digest side only after the
+/// writer has done the file's jobs (``drained()``). Without a writer (tests), hashing is done at
+/// once on the calling thread.
 public final class PartialFile {
     /// Bytes between durable checkpoints: a kill loses at most this much progress...
     public static let checkpointInterval: Int64 = 8 << 20
@@ -28,7 +30,7 @@ public final class PartialFile {
     /// the tests, which cannot wait 30 s for a state.
     static let checkpointSeconds: Double = getenv("MIRROR_TEST_CHECKPOINT_SECONDS")
         .flatMap { Double(String(cString: $0)) }.map { max(0.01, $0) } ?? 30
-    /// A new download of a file this small is hashed by the thread that writes it (``hashesInline``).
+    /// A new download of a file this small is hashed by the thread that writes it (``Attempt/hashesInline``).
     static let inlineHashLimit: Int64 = 64 << 10
 
     public let identity: EntryIdentity
@@ -44,8 +46,6 @@ public final class PartialFile {
     /// nil when there is no journal, and for a file with no name.
     let records: PartialJournal?
     let writer: PartialWriter?
-    /// One hasher per digest the manifest lists: each costs a full pass over the bytes.
-    let hashers: HasherSet
 
     /// One range of the file: bytes `[start, end)`, of which `[start, start + written)` are
     /// written (into the page cache; durable at a checkpoint).
@@ -57,7 +57,7 @@ public final class PartialFile {
         /// at once or as a job of the writer thread).
         var writebackStarted: Int64
         /// Where its bytes came from: each request's first offset and URL, in order (a segment
-        /// continued on another mirror has two). A wrong piece is laid on these (``PartialFile/rewind(from:dropping:)``).
+        /// continued on another mirror has two). A wrong piece is laid on these (``PartialFile/rewind(piece:dropping:)``).
         var origins: [Origin] = []
 
         init(start: Int64, end: Int64, written: Int64) {
@@ -71,76 +71,84 @@ public final class PartialFile {
         var isComplete: Bool { next == end }
     }
 
-    // The attempt's side, guarded by `lock`: the transfer thread appends (to several segments at
-    // once when segmented) while the sync thread reads the length or asks for a checkpoint.
-    let lock = Lock()
-    /// Bytes accepted (written, or queued to be): the sum of the segments' written bytes.
-    var acceptedLength: Int64 = 0
-    var lastCheckpoint: Int64 = 0
-    /// Monotonic time of the last checkpoint, or of the file's opening (``checkpointSeconds``).
-    var lastCheckpointTime = monotonicSeconds()
-    var receivedThisRun: Int64 = 0
-    var currentSourceURL: String?
-    var currentValidator: String?
-    /// The file's segments come from several mirrors at once (``EntryWork/spreads(_:)``): each
-    /// mirror's validator is kept apart, by URL, and sent as `If-Range` to it alone.
-    var spreadingSources = false
-    var mirrorValidators: [String: String] = [:]
-    /// Together the segments cover the whole file, in order; one for a single stream.
-    var segments: [Segment]
-    /// The prefix handed to the hashers, and whether the bytes after it are read back from the file.
-    var feed = HashFeed()
-    /// Bytes are hashed at once by the thread that appends them instead of being copied and queued
-    /// on the writer: for a new download of a small file (``inlineHashLimit``), until anything for
-    /// it is queued on the writer (a read-back, a checkpoint), after which the writer keeps the
-    /// order. Handing 16 KiB to another thread cost more than hashing it (a copy, a wake-up of the
-    /// writer, a wait in ``finishDigests()``: 5000 × 16 KiB spent about as long in those `futex`
-    /// calls and context switches as in SHA-256 itself).
-    var hashesInline = false
+    /// The attempt's side: what the thread running an attempt changes (the transfer thread
+    /// inside libcurl's callbacks, appending to several segments at once when segmented) and the
+    /// sync thread reads or resets between attempts (the length, a checkpoint, a rewind). One
+    /// lock for all of it, taken once per piece of a body (``append(_:segment:)``).
+    struct Attempt: Sendable {
+        /// Bytes accepted (written, or queued to be): the sum of the segments' written bytes.
+        var acceptedLength: Int64 = 0
+        var lastCheckpoint: Int64 = 0
+        /// Monotonic time of the last checkpoint, or of the file's opening (``checkpointSeconds``).
+        var lastCheckpointTime = monotonicSeconds()
+        var receivedThisRun: Int64 = 0
+        var sourceURL: String?
+        var validator: String?
+        /// The file's segments come from several mirrors at once (``EntryWork/spreads(_:)``): each
+        /// mirror's validator is kept apart, by URL, and sent as `If-Range` to it alone.
+        var spreadingSources = false
+        var mirrorValidators: [String: String] = [:]
+        /// Together the segments cover the whole file, in order; one for a single stream.
+        var segments: [Segment]
+        /// The prefix handed to the hashers, and whether the bytes after it are read back from the file.
+        var feed = HashFeed()
+        /// Bytes are hashed at once by the thread that appends them instead of being copied and queued
+        /// on the writer: for a new download of a small file (``inlineHashLimit``), until anything for
+        /// it is queued on the writer (a read-back, a checkpoint), after which the writer keeps the
+        /// order. Handing 16 KiB to another thread cost more than hashing it (a copy, a wake-up of the
+        /// writer, a wait in ``finishDigests()``: 5000 × 16 KiB spent about as long in those `futex`
+        /// calls and context switches as in SHA-256 itself).
+        var hashesInline = false
+        /// Whether the prefix of a resumed download was taken from the journal's hash state rather
+        /// than read back and hashed.
+        var resumedFromSavedState = false
+        /// Bytes of an earlier run kept at resume, and how many of them are read back to be hashed.
+        var keptAtResume: Int64 = 0
+        var rehashedAtResume: Int64 = 0
+        /// The file was laid out from an older local copy and still holds those bytes.
+        var isDelta = false
+    }
+    let attempt: Locked<Attempt>
+
+    /// The digest side, the writer thread's (``PartialDigest``): the attempt's side reaches it
+    /// through ``drained()``, or hashes into it at once, with ``attempt``'s lock held, while
+    /// nothing of the file is queued on a writer (``Attempt/hashesInline``, or no writer).
+    let digest: PartialDigest
+
     /// Whether the prefix of a resumed download was taken from the journal's hash state rather
     /// than read back and hashed.
-    public internal(set) var resumedFromSavedState = false
+    public var resumedFromSavedState: Bool { attempt.withLock { $0.resumedFromSavedState } }
     /// Bytes of an earlier run this file kept when it was resumed, and how many of them this run
     /// reads back from the file to hash them (those the saved hash state does not cover): what
     /// `sync --json` reports as `resumed` (docs/cli.md). Both 0 for a new file.
-    public internal(set) var keptAtResume: Int64 = 0
-    public internal(set) var rehashedAtResume: Int64 = 0
+    public var keptAtResume: Int64 { attempt.withLock { $0.keptAtResume } }
+    public var rehashedAtResume: Int64 { attempt.withLock { $0.rehashedAtResume } }
     /// Whether this run laid the file out from an older local copy (``beginDelta(_:from:url:)``)
     /// and it still holds those bytes (a restart from zero or a fall back to one stream clears it).
-    public internal(set) var isDelta = false
+    public var isDelta: Bool { attempt.withLock { $0.isDelta } }
 
-    public var length: Int64 { locked { acceptedLength } }
+    public var length: Int64 { attempt.withLock { $0.acceptedLength } }
     /// Body bytes received from the network for this file in this run (for the summary).
-    public var bytesReceived: Int64 { locked { receivedThisRun } }
+    public var bytesReceived: Int64 { attempt.withLock { $0.receivedThisRun } }
     public var isComplete: Bool { length == identity.size }
-    public var isSegmented: Bool { locked { segments.count > 1 } }
+    public var isSegmented: Bool { attempt.withLock { $0.segments.count > 1 } }
     /// Where the bytes came from, and the server's validator for them (for `If-Range`).
     public var sourceURL: String? {
-        get { locked { currentSourceURL } }
-        set { locked { currentSourceURL = newValue } }
+        get { attempt.withLock { $0.sourceURL } }
+        set { attempt.withLock { $0.sourceURL = newValue } }
     }
     public var validator: String? {
-        get { locked { currentValidator } }
-        set { locked { currentValidator = newValue } }
+        get { attempt.withLock { $0.validator } }
+        set { attempt.withLock { $0.validator = newValue } }
     }
+    /// Whether the entry has Metalink piece hashes, checked as the bytes are hashed.
+    var checksPieces: Bool { digest.pieceCheck != nil }
 
-    // The writer's side (touched by the attempt's side only after ``PartialWriter/drain(_:)``).
-    var hashedLength: Int64 = 0
-    /// The durable bytes of all segments together (for one stream, the durable prefix).
-    var durableLength: Int64 = 0
-    /// The Metalink piece hashes checked as the bytes are hashed (``PieceCheck``), if the entry has them.
-    var pieceCheck: PieceCheck?
-    let errorLock = Lock()
-    var storedError: SystemError?
-    /// A piece that did not match its hash, found by the writer; the file's requests stop at their
-    /// next byte, and the sync thread rewinds the file (``rewind(from:dropping:)``).
-    var storedWrongPiece: PieceCheck.WrongPiece?
-
-    @inline(__always)
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+    /// The digest side once the writer has done every job queued for this file: the one way the
+    /// attempt's side reads or resets it.
+    func drained() -> PartialDigest {
+        writer?.drain(digest)
+        return digest
     }
 
     /// The partial file's name for an entry path: a hash, so any UTF-8 path maps to a short, safe name.
@@ -171,8 +179,6 @@ public final class PartialFile {
         self.writer = writer
         name = knownName ?? PartialFile.name(for: identity.path)
         displayPath = folderDisplay + "/" + name
-        hashers = HasherSet(for: identity.digests)
-        segments = PartialFile.oneStream(size: identity.size, written: 0)
         let resuming = resumeFrom > 0 || saved != nil
         // A fresh file is about to take this name: the journal must stop vouching for the old
         // one first, durably, or a later run would restore its hash state over these bytes.
@@ -185,10 +191,14 @@ public final class PartialFile {
         file = opened.file
         isUnnamed = opened.unnamed
         self.records = opened.unnamed ? nil : records
-        hashesInline = writer != nil && !opened.resumed && identity.size <= PartialFile.inlineHashLimit
-        pieceCheck = pieces.flatMap { PieceCheck($0, size: identity.size, from: 0) }
+        digest = PartialDigest(file: opened.file, displayPath: displayPath, records: self.records,
+                               hashers: HasherSet(for: identity.digests),
+                               pieceCheck: pieces.flatMap { PieceCheck($0, size: identity.size, from: 0) })
+        var start = Attempt(segments: PartialFile.oneStream(size: identity.size, written: 0))
+        start.hashesInline = writer != nil && !opened.resumed && identity.size <= PartialFile.inlineHashLimit
+        attempt = Locked(start)
         guard opened.resumed else { return }
-        defer { pieceCheck?.restart(at: hashedLength) }
+        defer { digest.pieceCheck?.restart(at: digest.hashedLength) }
         let st = try file.stat()
         // The saved hash state is trusted only over the very file it was computed on, still this
         // user's 0600 file with one name and at least as long (PartialRecord.describes); bytes
@@ -204,7 +214,7 @@ public final class PartialFile {
     /// Continues one stream: keeps the first `resumeFrom` bytes the file still holds and cuts the
     /// rest (`ftruncate`: what a killed run wrote past its last checkpoint was never durable, so
     /// it is fetched again); restores the hash state if it describes exactly those bytes, else
-    /// hashes them again.
+    /// hashes them again. Called from `init`, before any writer job of the file.
     private func resumeStream(from resumeFrom: Int64, saved: PartialRecord?, trusted: PartialRecord?, fileSize: Int64) throws {
         let keep = max(0, min(resumeFrom, fileSize, identity.size))
         if let saved, let records, saved.bytes != keep || trusted == nil {
@@ -219,26 +229,31 @@ public final class PartialFile {
             }
         }
         if fileSize != keep { try file.truncate(to: keep) }
-        segments = PartialFile.oneStream(size: identity.size, written: keep)
-        if let saved { restoreOrigins(nil, url: saved.url) }
-        acceptedLength = keep
-        lastCheckpoint = keep
-        keptAtResume = keep
-        guard keep > 0 else { return }
-        if let trusted, trusted.bytes == keep, hashers.restore(trusted.hashStates) {
-            resumedFromSavedState = true
-            hashedLength = keep
-            durableLength = keep
-            feed = HashFeed(fed: keep)
-        } else {
-            // Hash the kept prefix again, from the file, before the bytes that follow it: queued
-            // on the writer, so the first new byte is asked for now rather than after the read.
-            // Until the hash has caught up, new bytes are read back from the file too (``HashFeed``),
-            // so the transfer never waits for the writer's buffers behind that read.
-            lastCheckpoint = 0
-            rehashedAtResume = keep
-            feed = HashFeed(fed: 0, readingBack: writer != nil)
-            feedFromFile(all: true)
+        let restored = keep > 0 && trusted?.bytes == keep && digest.hashers.restore(trusted?.hashStates ?? [:])
+        if restored {
+            digest.hashedLength = keep
+            digest.durableLength = keep
+        }
+        attempt.withLock { state in
+            state.segments = PartialFile.oneStream(size: identity.size, written: keep)
+            if let saved { restoreOrigins(&state, nil, url: saved.url) }
+            state.acceptedLength = keep
+            state.lastCheckpoint = keep
+            state.keptAtResume = keep
+            guard keep > 0 else { return }
+            if restored {
+                state.resumedFromSavedState = true
+                state.feed = HashFeed(fed: keep)
+            } else {
+                // Hash the kept prefix again, from the file, before the bytes that follow it: queued
+                // on the writer, so the first new byte is asked for now rather than after the read.
+                // Until the hash has caught up, new bytes are read back from the file too (``HashFeed``),
+                // so the transfer never waits for the writer's buffers behind that read.
+                state.lastCheckpoint = 0
+                state.rehashedAtResume = keep
+                state.feed = HashFeed(fed: 0, readingBack: writer != nil)
+                feedFromFile(&state, all: true)
+            }
         }
     }
 
@@ -256,127 +271,61 @@ public final class PartialFile {
     // MARK: - The attempt's side
 
     /// A write or sync that failed on the writer thread; the attempt stops at its next byte.
-    public var failure: SystemError? {
-        errorLock.lock()
-        defer { errorLock.unlock() }
-        return storedError
-    }
+    public var failure: SystemError? { digest.failure }
 
     /// Writes bytes from the network at segment `index`'s next offset (segment 0 of one stream:
     /// at ``length``), hands them to the hashers as ``HashFeed`` decides, starts writeback, and
     /// checkpoints every ``checkpointInterval`` bytes or ``checkpointSeconds``.
     func append(_ bytes: UnsafeRawBufferPointer, segment index: Int = 0) throws {
         try throwIfStopped()
-        lock.lock()
-        defer { lock.unlock() }
-        let n = Int64(bytes.count)
-        guard var segment = segments[safe: index], n <= segment.end - segment.next else {
-            throw SystemError("write segment of", displayPath, code: EINVAL)
-        }
-        let offset = segment.next
-        try file.write(bytes, at: offset)
-        if feed.takesFromMemory(at: offset, count: n) {
-            if let writer, !hashesInline { writer.hash(self, bytes) } else { performHash(bytes) }
-        }
-        segment.written += n
-        if segment.next - segment.writebackStarted >= 1 << 20 {
-            // Start writing back now, without waiting (best effort), so that the checkpoint's
-            // fdatasync finds little left to write instead of stalling on the whole interval;
-            // on the writer thread when the file has one (``PartialWriter/startWriteback(_:from:count:)``).
-            let (from, count) = (segment.writebackStarted, segment.next - segment.writebackStarted)
-            if let writer, !hashesInline { writer.startWriteback(self, from: from, count: count) } else { startWriteback(from: from, count: count) }
-            segment.writebackStarted = segment.next
-        }
-        segments[index] = segment
-        acceptedLength += n
-        receivedThisRun += n
-        feedFromFile(all: false)
-        if acceptedLength - lastCheckpoint >= PartialFile.checkpointInterval
-            || monotonicSeconds() - lastCheckpointTime >= PartialFile.checkpointSeconds {
-            checkpointLocked()
-        }
-    }
-
-    /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: start writing these bytes back, without waiting.
-    func startWriteback(from: Int64, count: Int64) {
-        _ = DiskChange.startWriteback(file.fd, from, count)
-    }
-
-    // MARK: Checkpoints and restarts
-
-    /// Makes the bytes so far durable, then records their length (per segment when segmented)
-    /// and the hash state.
-    public func checkpoint() {
-        locked { checkpointLocked() }
-    }
-
-    func checkpointLocked() {
-        guard acceptedLength != lastCheckpoint, let url = currentSourceURL else { return }
-        feedFromFile(all: true)
-        lastCheckpoint = acceptedLength
-        lastCheckpointTime = monotonicSeconds()
-        // Every byte in this snapshot was written before the checkpoint is queued, so the
-        // writer's fdatasync covers it. One stream is journaled without segments (no `segs=`).
-        let snapshot = segments.count > 1 ? segments.map { journalRecord(of: $0) } : nil
-        if let writer {
-            hashesInline = false
-            writer.checkpoint(self, url: url, validator: currentValidator, segments: snapshot)
-        } else {
-            performCheckpoint(url: url, validator: currentValidator, segments: snapshot)
-        }
-    }
-
-    /// Throws away everything: the server sent the whole file again, or the copy failed its checksum.
-    /// A segmented download becomes one stream again (the runner may split it anew).
-    ///
-    /// Waits for the writer first, so that no queued checkpoint records bytes this truncates; then
-    /// the journal forgets the old checkpoint (durably) before the file changes: after a power cut
-    /// the journal never holds a hash state for bytes that were since replaced.
-    func restartFromZero() {
-        writer?.drain(self)
-        cut(to: 0)
-        hashers.reset()
-        hashedLength = 0
-        pieceCheck?.restart(at: 0)
-        clearWrongPiece()
-        locked {
-            feed = HashFeed()
-            currentValidator = nil
-        }
-    }
-
-    /// The journal forgets the file's record, durably, then the file is cut to `prefix` bytes,
-    /// which become one stream of that length with nothing durable yet. The writer must be drained.
-    func cut(to prefix: Int64) {
-        do {
-            if let records, durableLength > 0 || records.hasRecord { try records.forget() }
-            try file.truncate(to: prefix)
-        } catch let error as SystemError {
-            fail(error)
-        } catch {}
-        durableLength = 0
-        isDelta = false
-        locked {
-            segments = PartialFile.oneStream(size: identity.size, written: prefix)
-            acceptedLength = prefix
-            lastCheckpoint = 0
+        try attempt.withLock { state in
+            let n = Int64(bytes.count)
+            guard var segment = state.segments[safe: index], n <= segment.end - segment.next else {
+                throw SystemError("write segment of", displayPath, code: EINVAL)
+            }
+            let offset = segment.next
+            try file.write(bytes, at: offset)
+            if state.feed.takesFromMemory(at: offset, count: n) {
+                if let writer, !state.hashesInline { writer.hash(digest, bytes) } else { digest.hash(bytes) }
+            }
+            segment.written += n
+            if segment.next - segment.writebackStarted >= 1 << 20 {
+                // Start writing back now, without waiting (best effort), so that the checkpoint's
+                // fdatasync finds little left to write instead of stalling on the whole interval;
+                // on the writer thread when the file has one (``PartialWriter/startWriteback(_:from:count:)``).
+                let (from, count) = (segment.writebackStarted, segment.next - segment.writebackStarted)
+                if let writer, !state.hashesInline {
+                    writer.startWriteback(digest, from: from, count: count)
+                } else {
+                    digest.startWriteback(from: from, count: count)
+                }
+                segment.writebackStarted = segment.next
+            }
+            state.segments[index] = segment
+            state.acceptedLength += n
+            state.receivedThisRun += n
+            feedFromFile(&state, all: false)
+            if state.acceptedLength - state.lastCheckpoint >= PartialFile.checkpointInterval
+                || monotonicSeconds() - state.lastCheckpointTime >= PartialFile.checkpointSeconds {
+                checkpoint(&state)
+            }
         }
     }
 
     /// Waits for the writer, then returns the digests of the whole file. Call once, when
     /// ``isComplete``.
     public func finishDigests() throws -> DigestSet {
-        locked { feedFromFile(all: true) }
-        writer?.drain(self)
-        if let failure { throw failure }
-        guard hashedLength == identity.size else {
+        attempt.withLock { feedFromFile(&$0, all: true) }
+        let digest = drained()
+        if let failure = digest.failure { throw failure }
+        guard digest.hashedLength == identity.size else {
             throw SystemError("hash", displayPath, code: EIO)
         }
-        return hashers.finalize()
+        return digest.hashers.finalize()
     }
 
     /// Waits until everything queued for this file is done.
-    public func settle() { writer?.drain(self) }
+    public func settle() { _ = drained() }
 
     /// Deletes the partial file (after a checksum mismatch; once renamed it is gone anyway). A
     /// file with no name goes when its descriptor closes.

@@ -17,7 +17,7 @@ import Glibc
 /// hash state is not trusted; both are read back once). Memory is bounded by the pool: when
 /// hashing falls behind, the transfer thread waits for a free buffer, which is the back-pressure a
 /// slow CPU must exert anyway. A new download of a small file is hashed by the thread that writes
-/// it instead (``PartialFile/hashesInline``): for 16 KiB the hand-off cost more than the hash.
+/// it instead (``PartialFile/Attempt/hashesInline``): for 16 KiB the hand-off cost more than the hash.
 ///
 /// libcurl delivers a body in pieces of at most 16 KiB. A piece that continues the file's last
 /// queued hash job, while this thread has not taken that job yet, is copied into the same buffer
@@ -26,13 +26,13 @@ import Glibc
 /// 16 KiB (docs/performance.md, "One wake per buffer").
 final class PartialWriter {
     enum Job {
-        case hash(PartialFile, buffer: UnsafeMutableRawBufferPointer, count: Int)
+        case hash(PartialDigest, buffer: UnsafeMutableRawBufferPointer, count: Int)
         /// Bytes already in the file, read back and hashed (``HashFeed``): a later segment's bytes
         /// once the hashed prefix reaches them, or a kept prefix hashed again on resume.
-        case hashFile(PartialFile, from: Int64, to: Int64)
-        case checkpoint(PartialFile, url: String, validator: String?, segments: [SegmentRecord]?)
-        /// `sync_file_range(SYNC_FILE_RANGE_WRITE)` of bytes just written (``PartialFile/startWriteback(from:count:)``).
-        case writeback(PartialFile, from: Int64, count: Int64)
+        case hashFile(PartialDigest, from: Int64, to: Int64)
+        case checkpoint(PartialDigest, url: String, validator: String?, segments: [SegmentRecord]?)
+        /// `sync_file_range(SYNC_FILE_RANGE_WRITE)` of bytes just written (``PartialDigest/startWriteback(from:count:)``).
+        case writeback(PartialDigest, from: Int64, count: Int64)
     }
 
     static let bufferSize = 256 * 1024
@@ -77,7 +77,7 @@ final class PartialWriter {
     /// in the file's open hash job, if this thread has not taken it yet, then into new buffers.
     /// The file's bytes reach the hash in the order they are given, as before: a piece joins only
     /// the file's last queued job, and only while nothing of the file is queued after it.
-    func hash(_ file: PartialFile, _ bytes: UnsafeRawBufferPointer) {
+    func hash(_ file: PartialDigest, _ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         let key = ObjectIdentifier(file)
         var done = 0
@@ -112,11 +112,11 @@ final class PartialWriter {
         }
     }
 
-    func hashFile(_ file: PartialFile, from: Int64, to: Int64) {
+    func hashFile(_ file: PartialDigest, from: Int64, to: Int64) {
         enqueue(.hashFile(file, from: from, to: to), for: file)
     }
 
-    func checkpoint(_ file: PartialFile, url: String, validator: String?, segments: [SegmentRecord]?) {
+    func checkpoint(_ file: PartialDigest, url: String, validator: String?, segments: [SegmentRecord]?) {
         enqueue(.checkpoint(file, url: url, validator: validator, segments: segments), for: file)
     }
 
@@ -125,7 +125,7 @@ final class PartialWriter {
     /// is the one every byte waits for. Here it runs beside the hashing, after the jobs queued
     /// before it (for bytes hashed from memory, after their hash). Its time counts as this
     /// thread's work in ``idleSeconds``, which the widening of a segmented download reads.
-    func startWriteback(_ file: PartialFile, from: Int64, count: Int64) {
+    func startWriteback(_ file: PartialDigest, from: Int64, count: Int64) {
         enqueue(.writeback(file, from: from, count: count), for: file)
     }
 
@@ -136,7 +136,7 @@ final class PartialWriter {
     var idleSeconds: Double { idle.seconds }
 
     /// Waits until every job queued for `file` is done.
-    func drain(_ file: PartialFile) {
+    func drain(_ file: PartialDigest) {
         let key = ObjectIdentifier(file)
         condition.lock()
         while (pendingPerFile[key] ?? 0) > 0 { waitForWriter() }
@@ -183,7 +183,7 @@ final class PartialWriter {
         return buffer
     }
 
-    private func enqueue(_ job: Job, for file: PartialFile) {
+    private func enqueue(_ job: Job, for file: PartialDigest) {
         let key = ObjectIdentifier(file)
         condition.lock()
         append(job, for: key)
@@ -246,19 +246,19 @@ final class PartialWriter {
             }
             condition.unlock()
 
-            let file: PartialFile
+            let file: PartialDigest
             var buffer: UnsafeMutableRawBufferPointer?
             switch job {
             case .hash(let f, let b, let count):
                 file = f
                 buffer = b
-                f.performHash(UnsafeRawBufferPointer(rebasing: b[0..<count]))
+                f.hash(UnsafeRawBufferPointer(rebasing: b[0..<count]))
             case .hashFile(let f, let from, let to):
                 file = f
-                f.performHashFromFile(from: from, to: to)
+                f.hashFromFile(from: from, to: to)
             case .checkpoint(let f, let url, let validator, let segments):
                 file = f
-                f.performCheckpoint(url: url, validator: validator, segments: segments)
+                f.checkpoint(url: url, validator: validator, segments: segments)
             case .writeback(let f, let from, let count):
                 file = f
                 f.startWriteback(from: from, count: count)

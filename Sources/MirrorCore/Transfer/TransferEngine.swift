@@ -137,7 +137,7 @@ public final class TransferEngine {
     /// Ends the current (or the next) ``waitForFinished(timeout:)`` at once, from any thread: the
     /// commit thread calls it when a commit is done, so the sync thread reports it and starts the
     /// next one without waiting out its timeout.
-    func interruptWait() { finished.interrupt() }
+    func interruptWait() { finished.interruption.interrupt() }
 
     /// Ends the transfer thread (cancelling what runs) and waits for it.
     public func shutdown() {
@@ -292,8 +292,10 @@ public final class TransferEngine {
 final class FinishedDownloads {
     private let condition = Condition()
     private var list: [Download] = []
-    /// Set by ``interrupt()``, cleared by the wait it ends.
-    private var interrupted = false
+    /// Ends a wait early, from any thread.
+    let interruption: WaitInterrupt
+
+    init() { interruption = WaitInterrupt(condition) }
 
     func deliver(_ downloads: [Download]) {
         guard !downloads.isEmpty else { return }
@@ -304,23 +306,41 @@ final class FinishedDownloads {
     }
 
     /// What has finished, waiting up to `timeout` seconds for something when nothing has (or
-    /// until ``interrupt()``).
+    /// until ``WaitInterrupt/interrupt()``).
     func wait(timeout: Double) -> [Download] {
         condition.lock()
         defer { condition.unlock() }
-        if list.isEmpty && !interrupted && timeout > 0 {
+        if list.isEmpty && !interruption.isPending && timeout > 0 {
             condition.wait(seconds: timeout)
         }
-        interrupted = false
+        interruption.clear()
         let out = list
         list.removeAll()
         return out
     }
+}
 
+/// What ends the sync thread's wait for finished downloads early (``FinishedDownloads/wait(timeout:)``),
+/// from any thread: the one part of that queue the commit thread touches (``CommitThread``), so it
+/// is `Sendable` on its own. The flag has a lock of its own; the wait tests it with the
+/// condition's lock held, and ``interrupt()`` broadcasts with that lock held, so an interrupt
+/// between the test and the wait is not lost.
+final class WaitInterrupt: Sendable {
+    private let condition: Condition
+    private let pending = Locked(false)
+
+    init(_ condition: Condition) { self.condition = condition }
+
+    /// Ends the current (or the next) wait at once.
     func interrupt() {
+        pending.withLock { $0 = true }
         condition.lock()
-        interrupted = true
         condition.broadcast()
         condition.unlock()
     }
+
+    /// Set and not yet cleared by a wait.
+    var isPending: Bool { pending.withLock { $0 } }
+
+    func clear() { pending.withLock { $0 = false } }
 }

@@ -55,8 +55,8 @@ public final class TransferPool {
 
     public func waitForFinished(timeout: Double) -> [Download] { finished.wait(timeout: timeout) }
 
-    /// Ends the sync thread's current (or next) wait at once (``FinishedDownloads/interrupt()``).
-    func interruptWait() { finished.interrupt() }
+    /// Ends the sync thread's current (or next) wait at once, from any thread (``WaitInterrupt``).
+    var waitInterrupt: WaitInterrupt { finished.interruption }
 
     public func shutdown() {
         for engine in engines { engine.shutdown() }

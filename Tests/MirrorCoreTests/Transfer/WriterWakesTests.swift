@@ -54,10 +54,10 @@ import Glibc
         let file = try file(writer)
         let wakes = WriterWakes()
         try append(file, 0 ..< Self.piece, perTurn: 1, wakes: wakes)  // the thread is up and waiting
-        writer.drain(file)
+        file.settle()
         let before = writer.jobsTaken
         try append(file, Self.piece ..< 17 * Self.piece, perTurn: 16, wakes: wakes)
-        writer.drain(file)
+        file.settle()
         #expect(writer.jobsTaken - before <= 2, "\(writer.jobsTaken - before) jobs for 16 pieces of one turn")
     }
 
@@ -69,7 +69,7 @@ import Glibc
             defer { writer.shutdown() }
             let file = try file(writer)
             try append(file, 0 ..< Self.content.count, perTurn: perTurn, wakes: WriterWakes())
-            writer.drain(file)
+            file.settle()
             #expect(journal.records(for: "big.bin")?.partial?.bytes == 8 << 20, "\(perTurn) pieces a turn")
             #expect(try file.finishDigests()[.sha256]?.hex == Self.identity.digests[.sha256], "\(perTurn) pieces a turn")
         }
@@ -87,22 +87,22 @@ import Glibc
         }
         // The writer thread runs, hashes a piece, and goes to sleep (its idle clock runs: it waits).
         try Self.content[0 ..< Self.piece].withUnsafeBytes { try files[0].append($0) }
-        writer.drain(files[0])
+        files[0].settle()
         try Wait.until("the writer thread waits for work", timeout: 10) {
             let before = writer.idleSeconds
             return writer.idleSeconds > before
         }
         // On a thread of its own, so that a lost wake fails the test instead of hanging it. The
-        // files and the writer are lent to it: this thread waits for it before touching them.
+        // files are lent to it: this thread waits for it before touching them.
         let finished = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) let (lentFiles, lentWriter) = (files, writer)
+        nonisolated(unsafe) let lentFiles = files
         let turn = Thread {
             try? WriterWakes().deferring {
                 for file in lentFiles {
                     try Self.content[file === lentFiles[0] ? Self.piece ..< 2 * Self.piece : 0 ..< Self.piece].withUnsafeBytes { try file.append($0) }
                 }
             }
-            for file in lentFiles { lentWriter.drain(file) }
+            for file in lentFiles { file.settle() }
             finished.signal()
         }
         turn.start()

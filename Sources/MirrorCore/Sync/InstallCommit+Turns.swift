@@ -5,7 +5,7 @@ import MirrorState
 import Glibc
 #endif
 
-extension Installer {
+extension InstallCommit {
     /// Renames (or links) one verified, durable file into place. When the rename finds mirror's own
     /// file or folder in the way, unchanged and no longer listed (a file where the entry needs a
     /// folder: `ENOTDIR`; a folder at its path: `EISDIR`; ``PathTurn``), that goes and the rename
@@ -14,11 +14,11 @@ extension Installer {
     /// rename leaves neither at the path (the new file waits in the partial folder, its bytes
     /// journaled for a named one); never a wrong file. The removed files' `forget path=... all=1`
     /// records go into `removed`, journaled with the batch (docs/journal.md, "`forget`").
-    func install(_ item: InstallBatch.Item, syncFolder: Bool, removed: inout [JournalNote]) throws -> FileStatus {
+    func install(_ item: Placement, syncFolder: Bool, removed: inout [JournalNote]) throws -> FileStatus {
         do {
             return try place(item, syncFolder: syncFolder)
         } catch let error as SystemError where error.code == ENOTDIR || error.code == EISDIR {
-            let path = item.task.entry.path
+            let path = item.path
             // Decided again from the disk as it is now, not from the plan: whatever came since counts.
             guard let found = try destination.inTheWay(of: path),
                   let clearance = PathTurn.decide(found, vouched: { [journal, destination] in
@@ -39,23 +39,21 @@ extension Installer {
     /// that name, renamed: linked again, the installed file would keep a second name in the
     /// partial folder, its recorded status (two links) would change when the sweep removes that
     /// name, and until then a later download under that name would write into the installed file.
-    private func placeAgain(_ item: InstallBatch.Item, syncFolder: Bool) throws -> FileStatus {
-        let partial = item.partial
-        guard partial.isUnnamed else { return try place(item, syncFolder: syncFolder) }
+    private func placeAgain(_ item: Placement, syncFolder: Bool) throws -> FileStatus {
+        guard item.isUnnamed else { return try place(item, syncFolder: syncFolder) }
         var st = stat()
-        guard fstatat(partialFolder.fd, partial.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
-              FileStatus(st).sameFile(as: try partial.file.stat()) else { return try place(item, syncFolder: syncFolder) }
-        return try destination.install(partial: partial.name, from: partialFolder, to: item.task.entry.path,
-                                       syncFolder: syncFolder, expected: partial.file)
+        guard fstatat(partialFolder.fd, item.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
+              FileStatus(st).sameFile(as: try item.file.stat()) else { return try place(item, syncFolder: syncFolder) }
+        return try destination.install(partial: item.name, from: partialFolder, to: item.path,
+                                       syncFolder: syncFolder, expected: item.file)
     }
 
     /// The rename (a named partial file) or link (one with no name, ``PartialNaming``) into place.
-    private func place(_ item: InstallBatch.Item, syncFolder: Bool) throws -> FileStatus {
-        let partial = item.partial
-        return partial.isUnnamed
-            ? try destination.install(unnamed: partial.file, name: partial.name, partialFolder: partialFolder,
-                                      to: item.task.entry.path, syncFolder: syncFolder)
-            : try destination.install(partial: partial.name, from: partialFolder,
-                                      to: item.task.entry.path, syncFolder: syncFolder, expected: partial.file)
+    private func place(_ item: Placement, syncFolder: Bool) throws -> FileStatus {
+        return item.isUnnamed
+            ? try destination.install(unnamed: item.file, name: item.name, partialFolder: partialFolder,
+                                      to: item.path, syncFolder: syncFolder)
+            : try destination.install(partial: item.name, from: partialFolder,
+                                      to: item.path, syncFolder: syncFolder, expected: item.file)
     }
 }
