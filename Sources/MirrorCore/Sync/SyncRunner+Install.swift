@@ -89,8 +89,9 @@ extension SyncRunner {
         case .verified(let waiting):
             summary.checked += 1
             if let waiting {
-                found.add(waiting)
-                if found.isFull { recordFound() }
+                let now = monotonicSeconds()
+                found.add(waiting, now: now)
+                if found.isDue(now: now) { recordFound() }
             }
         case .differs: addTask(entry, replacing: true)
         case .copy(let reason, let mirrors):

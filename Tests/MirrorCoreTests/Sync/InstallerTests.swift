@@ -77,7 +77,7 @@ import Glibc
         // Not journaled before the sync that makes its bytes durable (``FoundRecords``).
         #expect(journal.records(for: "p.bin")?.verified == nil)
         var found = FoundRecords()
-        found.add(waiting)
+        found.add(waiting, now: 0)
         try found.flush(to: installer.writer, syncing: installer.partialFolder)
         #expect(journal.records(for: "p.bin")?.verified != nil)
         #expect(found.waiting.isEmpty)
@@ -120,7 +120,7 @@ import Glibc
             return
         }
         var found = FoundRecords()
-        found.add(waiting)
+        found.add(waiting, now: 0)
         try found.flush(to: installer.writer, syncing: installer.partialFolder)
         let after = try #require(try destination.status(of: "f.bin"))
         #expect(after.permissions == 0o644 && after.inode == before.inode)
