@@ -38,7 +38,7 @@ public final class FileDescriptor: @unchecked Sendable {
     @discardableResult
     public func sync() throws -> Synced {
         if retryingOnEINTR({ DiskChange.fsync(fd) }) != 0 { throw SystemError("sync", displayPath) }
-        return Synced(after: fd, wholeFileSystem: false)
+        return Synced(of: try? stat(), wholeFileSystem: false)
     }
 
     /// `syncfs(2)`: everything written to the filesystem holding this descriptor, on stable storage,
@@ -47,7 +47,7 @@ public final class FileDescriptor: @unchecked Sendable {
     @discardableResult
     public func syncFilesystem() throws -> Synced {
         if retryingOnEINTR({ DiskChange.syncfs(fd) }) != 0 { throw SystemError("sync the filesystem of", displayPath) }
-        return Synced(after: fd, wholeFileSystem: true)
+        return Synced(of: try? stat(), wholeFileSystem: true)
     }
 
     /// `fdatasync(2)`: the data (and the size) on stable storage, without the timestamps. Returns
@@ -55,7 +55,7 @@ public final class FileDescriptor: @unchecked Sendable {
     @discardableResult
     public func syncData() throws -> Synced {
         if retryingOnEINTR({ DiskChange.fdatasync(fd) }) != 0 { throw SystemError("sync", displayPath) }
-        return Synced(after: fd, wholeFileSystem: false)
+        return Synced(of: try? stat(), wholeFileSystem: false)
     }
 
     public func stat() throws -> FileStatus {

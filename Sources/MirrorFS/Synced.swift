@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Proof that bytes reached stable storage: what a journal record that vouches for bytes must be
 /// handed with (docs/journal.md, rule 1: the data durable, then the record, then the journal).
 ///
@@ -28,16 +24,15 @@ public struct Synced: ~Copyable, Sendable {
 
     init(scope: Scope) { self.scope = scope }
 
-    /// Made after a sync of `fd` succeeded: the file, or (`wholeFileSystem`) its file system.
-    /// An `fstat` that fails names no file, which proves nothing: a device no record has.
-    init(after fd: Int32, wholeFileSystem: Bool) {
-        var st = Glibc.stat()
-        guard fstat(fd, &st) == 0 else {
+    /// Made after a sync succeeded, from the synced descriptor's status (``FileDescriptor/stat()``):
+    /// the file, or (`wholeFileSystem`) its file system. A status that could not be read names no
+    /// file, which proves nothing: a device no record has.
+    init(of status: FileStatus?, wholeFileSystem: Bool) {
+        guard let status else {
             self.init(scope: .fileSystem(device: .max))
             return
         }
-        let device = UInt64(st.st_dev)
-        self.init(scope: wholeFileSystem ? .fileSystem(device: device) : .file(device: device, inode: UInt64(st.st_ino)))
+        self.init(scope: wholeFileSystem ? .fileSystem(device: status.device) : .file(device: status.device, inode: status.inode))
     }
 
     /// Whether a record of the file `inode` on `device` may be vouched for by this sync.

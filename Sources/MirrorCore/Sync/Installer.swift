@@ -29,7 +29,13 @@ final class Installer {
         self.partialFolder = partialFolder
         self.writer = writer
         commits = InstallCommit(destination: destination, partialFolder: partialFolder, writer: writer)
+        stateDevice = try? partialFolder.stat().device
     }
+
+    /// The file system of DEST's state, which a batch's `syncfs` reaches (``FoundRecords``): one
+    /// `fstat` per run, not one per file found. nil when it cannot be read: every file found is
+    /// then synced on its own, which costs time, never a record of bytes not durable.
+    private let stateDevice: UInt64?
 
     enum Verdict {
         /// The digests match; the file is sealed and waits in the batch.
@@ -152,7 +158,8 @@ final class Installer {
     }
 
     /// Hashes a file that is at its path but unknown to the journal. A match is journaled once
-    /// its bytes are durable (``FoundRecords``); a mismatch is fetched again, and the present file stays until the new copy verifies.
+    /// its bytes are durable (``FoundRecords``); a mismatch is fetched again, and the present file
+    /// stays until the new copy verifies.
     ///
     /// Before a byte is read, ``FoundFilePolicy`` decides from its `fstat` whether mirror may vouch
     /// for this inode at all: another user's file, or one group or others may write, is not
@@ -186,7 +193,7 @@ final class Installer {
             }
             // On another file system than DEST's state (a mount inside DEST), which the batch's
             // `syncfs` does not reach (``FoundRecords``): this file's own `fdatasync`, now.
-            if let state = try? partialFolder.stat(), state.device != status.device { synced = try file.syncData() }
+            if stateDevice != status.device { synced = try file.syncData() }
         } catch {
             return .unreadable(error)
         }
